@@ -1,0 +1,11 @@
+package cli
+
+// Version is the stratum version, overridable at link time with
+// -ldflags "-X github.com/stratum-go/stratum/cli.Version=...".
+var Version = "0.1.0-dev"
+
+// commands lists every subcommand. Each entry makes a fresh command value.
+// Keep one line per command, in alphabetical order.
+func commands() []func() command {
+	return []func() command{}
+}

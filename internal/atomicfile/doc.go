@@ -1,0 +1,8 @@
+// Package atomicfile writes files so that a crash leaves either the old
+// contents or the new, never a mixture, and so that a write that returned
+// is on stable storage: temp file in the same directory, fsync, rename,
+// fsync of the directory. It also appends durable lines to logs.
+//
+// It is shared by store/ (run state) and guard/ (registries and ledgers) and
+// imports nothing of the module.
+package atomicfile
