@@ -11,7 +11,7 @@ import (
 // process-group id, cannot be given to another process, so signalling the
 // group afterwards can only reach the child's own descendants.
 func awaitLeader(cmd *exec.Cmd) leaderExit {
-	const pPID = 1 // idtype_t P_PID
+	const pPID = 1     // idtype_t P_PID
 	var info [128]byte // siginfo_t, unused
 	for {
 		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(cmd.Process.Pid),
