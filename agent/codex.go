@@ -149,10 +149,10 @@ type codexEvents struct {
 	// lastError is the last "error" event; codex also emits these for
 	// transient trouble it recovers from, so alone it fails nothing.
 	lastError string
-	sawUsage    bool
-	input       float64
-	cached      float64
-	output      float64
+	sawUsage  bool
+	input     float64
+	cached    float64
+	output    float64
 }
 
 func (c *codexEvents) Write(p []byte) (int, error) {

@@ -52,11 +52,11 @@ func NewCommand(line string) (*Command, error) {
 
 // CommandInput is the JSON object a command agent reads on stdin.
 type CommandInput struct {
-	RunID    string   `json:"runId"`
-	StepID   string   `json:"stepId"`
-	Task     string   `json:"task"`
-	Agent    string   `json:"agent"`
-	Attempt  int      `json:"attempt"`
+	RunID    string    `json:"runId"`
+	StepID   string    `json:"stepId"`
+	Task     string    `json:"task"`
+	Agent    string    `json:"agent"`
+	Attempt  int       `json:"attempt"`
 	Contract *Contract `json:"contract"`
 	// PreviousFailure is null on a first attempt.
 	PreviousFailure *Failure `json:"previousFailure"`

@@ -17,7 +17,7 @@ var ErrCommandLine = errors.New("invalid agent command line")
 //   - "..." is literal except that \" and \\ stand for " and \;
 //   - outside quotes, a backslash makes the next character literal;
 //   - quoted and unquoted parts next to each other form one word
-//     (--name="a b" is the single word --name=a b), and '' or "" is an
+//     (--name="a b" is the single word --name=a b), and ” or "" is an
 //     empty word.
 //
 // Characters a shell would act on — | & ; < > ( ) $ ` and a leading ~ —
