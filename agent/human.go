@@ -194,7 +194,9 @@ func (h *Human) ask(req Request) {
 func indent(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = "    " + l
+		if l != "" {
+			lines[i] = "    " + l
+		}
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
