@@ -1,5 +1,5 @@
 // Command quickstart-agent is a stand-in agent for trying Stratum without a
-// model: `stratum run examples/quickstart.yaml --agent 'go run
+// model: `stratum run FLOW.yaml --agent 'go run
 // ./examples/agents/quickstart-agent'` (or a built binary). It speaks the
 // command-agent protocol of docs/agents.md: it reads one JSON request on
 // stdin and prints the step output as one JSON value on stdout.
