@@ -218,6 +218,9 @@ func (c *codexEvents) event(line []byte) {
 	if len(line) == 0 || line[0] != '{' {
 		return // not an event (a banner or log line): ignore
 	}
+	if !mayMatter(line) {
+		return // e.g. reasoning and command items: skip the JSON decoding
+	}
 	var ev codexEvent
 	if json.Unmarshal(line, &ev) != nil {
 		return
@@ -252,6 +255,18 @@ func (c *codexEvents) event(line []byte) {
 			c.lastError = ev.Message
 		}
 	}
+}
+
+// mayMatter is a cheap prefilter: an event that event() acts on contains
+// one of these strings (a line that merely mentions one is decoded and
+// then ignored, so the filter never changes the outcome).
+func mayMatter(line []byte) bool {
+	for _, s := range [][]byte{[]byte("agent_message"), []byte("assistant_message"), []byte("turn."), []byte(`"error"`)} {
+		if bytes.Contains(line, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // usage converts the summed turn usage. Codex's input_tokens include the
