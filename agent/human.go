@@ -22,8 +22,8 @@ const maxHumanAnswer = 1 << 20
 // the previous failure, then reads the output as JSON. The answer may span
 // several lines; it ends with the first line after which everything typed
 // so far is one complete JSON value. A line that is invalid JSON is
-// reported and the answer starts over. A line starting with "!fail" fails
-// the attempt with the rest of the line as the reason. End of input fails
+// reported and the answer starts over. A first line starting with "!fail"
+// fails the attempt with the rest of the line as the reason. End of input fails
 // the attempt (and every later one).
 //
 // One Human serialises its prompts, so concurrent steps ask one at a time.
@@ -44,7 +44,9 @@ type humanLine struct {
 	err  error // io.EOF at the end of input
 }
 
-// NewHuman makes a Human that prompts on out and reads answers from in.
+// NewHuman makes a Human that prompts on out and reads answers from in;
+// neither may be nil. Make one per terminal and share it: two Humans
+// reading the same input would steal each other's lines.
 func NewHuman(in io.Reader, out io.Writer) *Human {
 	h := &Human{out: out, in: in, lines: make(chan humanLine), turn: make(chan struct{}, 1)}
 	return h
