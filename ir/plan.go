@@ -156,9 +156,9 @@ type Step struct {
 	// OnFail names the recovery step; "" when none.
 	OnFail string
 	// Set holds a set step's fields in declaration order.
-	Set      []SetField
-	Gate     *Gate
-	Fanout   *Fanout
+	Set    []SetField
+	Gate   *Gate
+	Fanout *Fanout
 	// Run names the called flow of a run step; With is its argument
 	// mapping, every string a template.
 	Run      string
