@@ -576,6 +576,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// do
 	if d, dn, ok := v.str(n, path, "do", false, "the task text (a string)"); ok {
+		s.Do, _, _ = parseTemplate(d)
 		si.leafLater("do", leaf{path: fp("do"), n: dn, text: d, stage: -1})
 	}
 	// set
