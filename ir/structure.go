@@ -169,6 +169,14 @@ func describeNode(n *node) string {
 			return "true"
 		}
 		return "false"
+	case listNode:
+		if len(n.items) == 0 {
+			return "an empty list"
+		}
+	case mapNode:
+		if len(n.keys) == 0 {
+			return "an empty mapping"
+		}
 	}
 	return n.kind.String()
 }
@@ -576,6 +584,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// do
 	if d, dn, ok := v.str(n, path, "do", false, "the task text (a string)"); ok {
+		s.Do, _, _ = parseTemplate(d)
 		si.leafLater("do", leaf{path: fp("do"), n: dn, text: d, stage: -1})
 	}
 	// set
@@ -862,7 +871,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 	ok := true
 	for _, k := range e.keys {
 		if k.str != m.key {
-			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "a %s predicate takes only the key %q; move %q into a separate predicate or remove it", m.key, m.key, k.str)
+			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "this %s predicate takes only the key %q; move %q into a separate predicate or remove it", m.key, m.key, k.str)
 			ok = false
 		}
 	}
