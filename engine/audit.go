@@ -34,16 +34,16 @@ type AuditReport struct {
 	WorkspaceRoot  string `json:"workspaceRoot,omitempty"`
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
-	Events         []Event               `json:"events"`
-	Steps          map[string]*StepState `json:"steps"`
-	FlowSpent      Ledger                `json:"flowSpent"`
-	Ledger         LedgerView            `json:"ledger"`
-	Output         Value                 `json:"output,omitzero"`
-	Failure        *Failure              `json:"failure,omitempty"`
+	Events         []Event                `json:"events"`
+	Steps          map[string]*StepState  `json:"steps"`
+	FlowSpent      Ledger                 `json:"flowSpent"`
+	Ledger         LedgerView             `json:"ledger"`
+	Output         Value                  `json:"output,omitzero"`
+	Failure        *Failure               `json:"failure,omitempty"`
 	Carry          map[string]*CarryEntry `json:"carry,omitempty"`
-	Rounds         int                   `json:"rounds"`
-	Checkpoints    []string              `json:"checkpoints"`
-	Input          Value                 `json:"input"`
+	Rounds         int                    `json:"rounds"`
+	Checkpoints    []string               `json:"checkpoints"`
+	Input          Value                  `json:"input"`
 }
 
 // MarshalJSON writes the report with timestamps in RFC 3339.

@@ -90,7 +90,7 @@ func (h *harness) reopen(opts Options) *Engine {
 
 func example(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "examples", name))
+	b, err := os.ReadFile(filepath.Join("..", "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -217,4 +217,3 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *StepState, req StepDoneRequ
 	st.DispatchToken, st.Task = "", ""
 	t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": attempt, "result": ev})
 }
-
