@@ -265,6 +265,7 @@ func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error
 			return nil, err
 		}
 		t = newTxn(ctx, e, st, c)
+		t.headSeq = cur.Head.Seq
 		if err := fn(t); err != nil {
 			return nil, err
 		}

@@ -51,7 +51,7 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 		}
 		st := loc.sc.state(loc.step)
 		if st.Status != StepWaitingGate {
-			if req.GateToken != "" {
+			if req.GateToken != "" && (st.Status != StepPending || st.Epoch > 0) {
 				return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: gate %q is %s; this token was issued for an earlier round", req.StepID, st.Status)
 			}
 			return t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: %q is %s", req.StepID, st.Status)

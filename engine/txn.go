@@ -21,6 +21,8 @@ type txn struct {
 	c      *compiled
 	now    time.Time
 	events []store.NewEvent
+	// headSeq is the event log head the transition started from.
+	headSeq int64
 	// dirty marks a state change that records no event.
 	dirty bool
 	// engineWork: an engine-dispatched fanout needs driving after commit.
