@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stratum-go/stratum/agent"
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/mcp"
+	"github.com/stratum-go/stratum/store"
+)
+
+// mcpCmd is "stratum mcp": the MCP server over stdio.
+type mcpCmd struct {
+	logLevel     string
+	instructions bool
+	agent        string
+}
+
+func (*mcpCmd) Name() string     { return "mcp" }
+func (*mcpCmd) Synopsis() string { return "[--log-level LEVEL] [--agent CMD] [--instructions]" }
+func (*mcpCmd) Short() string    { return "serve Stratum's tools to an MCP host (Claude Code, Codex) over stdio" }
+func (*mcpCmd) Long() string {
+	return `Mcp serves Stratum's tools over the Model Context Protocol on standard
+input and output, for an MCP host such as Claude Code or Codex to start:
+
+  claude mcp add stratum -- stratum mcp
+
+Standard output carries nothing but JSON-RPC; logs go to standard error.
+The server exits when standard input ends or on SIGINT/SIGTERM.
+
+Runs are kept under $STRATUM_STATE_ROOT when set, else $STRATUM_HOME/flows
+(default ~/.stratum/flows). Any number of servers and CLI commands may
+share that state: every change to a run happens under the run's lock, and
+a run started by one server can be continued by another.
+
+--agent CMD runs the items of engine-dispatched fanouts with an agent
+command (claude, codex, or a command line speaking the protocol of
+docs/agents.md); without it each item uses its step's agent: (claude or
+codex). Steps reported by the MCP client itself are never affected.
+
+--instructions prints the guidance the server sends to clients (how an
+agent should use the tools) and exits. See docs/mcp.md for every tool.`
+}
+
+func (c *mcpCmd) SetFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.logLevel, "log-level", "info", "`level` of logs on stderr: debug, info, warn or error")
+	fs.BoolVar(&c.instructions, "instructions", false, "print the server instructions and exit")
+	fs.StringVar(&c.agent, "agent", "", "agent `CMD` for engine-dispatched fanout items")
+}
+
+func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	if c.instructions {
+		_, err := io.WriteString(env.Stdout, mcp.Instructions())
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return usagef("--log-level: %q is not one of debug, info, warn, error", c.logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	root, err := store.DefaultRoot(env.getenv)
+	if err != nil {
+		return err
+	}
+	st, err := store.NewFileStore(root, &store.Options{OnRepair: func(runID string, removed store.Tail) {
+		log.Warn("repaired an interrupted write", "run", runID, "removed", fmt.Sprintf("%+v", removed))
+	}})
+	if err != nil {
+		return fmt.Errorf("state root %s: %w", root, err)
+	}
+	if c.agent != "" {
+		// Refuse a bad command line now rather than at the first fanout.
+		if _, err := (&agent.Resolver{}).Resolve(c.agent, ""); err != nil {
+			return usagef("--agent: %v", err)
+		}
+	}
+	eng := engine.New(st, engine.Options{Dispatcher: &agentDispatcher{resolver: &agent.Resolver{}, override: c.agent}})
+	defer eng.Close()
+	srv, err := mcp.NewServer(mcp.Deps{Engine: eng, Version: Version, Logger: log})
+	if err != nil {
+		return err
+	}
+	log.Info("stratum mcp serving on stdio", "version", Version, "stateRoot", root)
+	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}})
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF), errors.Is(err, sdk.ErrConnectionClosed):
+		log.Info("stratum mcp stopped")
+		return nil
+	}
+	return fmt.Errorf("serve: %w", err)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,33 @@
+package mcp
+
+import (
+	"context"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+type gateResolveIn struct {
+	RunID     string      `json:"runId" jsonschema:"the run's id"`
+	StepID    string      `json:"stepId" jsonschema:"the gate's step id (as listed in waiting; <runStep>/<gate> inside a subflow)"`
+	Decision  decisionArg `json:"decision" jsonschema:"the person's decision: approve (continue), revise (send the work back to the gate's on_revise step for another round), kill (stop, or follow on_kill)"`
+	GateToken string      `json:"gateToken" jsonschema:"the gate's current token, read from stratum_audit at steps.<gateId>.gateToken (inside a subflow: steps.<runStep>.sub.steps.<gateId>.gateToken); it proves the decision was made on the current round"`
+}
+
+func (s *server) gateResolveTool() tool {
+	return newTool(s.log, toolMeta{
+		name:  "stratum_gate_resolve",
+		title: "Record a person's gate decision",
+		description: `Apply a person's decision to a gate the run is waiting on (a running answer lists it in waiting with kind gate). Only call it with the decision the user gave you; never decide a gate yourself unless the user explicitly asked you to. Read the gate's current gateToken from stratum_audit first.
+Returns the run's next state: ready (approve continues; revise makes the reviewed step ready again), running, completed, or failed (kill with no on_kill route). A token from an older round is refused with error.code stale_token and the current state; nothing changes.
+Example: stratum_gate_resolve {"runId": "4b1f…", "stepId": "review", "decision": "approve", "gateToken": "77d0…"}`,
+		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
+			engine.StatusFailed, engine.StatusBudgetExhausted},
+	}, func(ctx context.Context, c *call, in gateResolveIn) (*RunState, error) {
+		r, err := s.eng.ResolveGate(ctx, engine.GateRequest{RunID: in.RunID, StepID: in.StepID,
+			Decision: string(in.Decision), GateToken: in.GateToken})
+		if err != nil {
+			return nil, err
+		}
+		return newRunState(r), nil
+	})
+}

@@ -1,0 +1,148 @@
+package mcp
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"log/slog"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// ServerName is the name the server gives in its initialize answer.
+const ServerName = "stratum"
+
+//go:embed instructions.md
+var instructions string
+
+// Instructions returns the guidance sent to clients as the server's
+// instructions: how an agent should use Stratum's tools.
+func Instructions() string { return instructions }
+
+// Deps is what the server needs from its host.
+type Deps struct {
+	// Engine runs the flows. Required.
+	Engine *engine.Engine
+	// Version is the Stratum version reported to clients.
+	Version string
+	// Logger receives the server's logs (never stdout, which carries the
+	// protocol). Nil discards them.
+	Logger *slog.Logger
+}
+
+// server holds the dependencies the tool handlers close over.
+type server struct {
+	eng *engine.Engine
+	log *slog.Logger
+}
+
+// NewServer returns an MCP server with every Stratum tool registered.
+// Run it with (*sdk.Server).Run on a transport.
+func NewServer(d Deps) (*sdk.Server, error) {
+	if d.Engine == nil {
+		return nil, errors.New("mcp: Deps.Engine is required")
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	version := d.Version
+	if version == "" {
+		version = "dev"
+	}
+	s := &server{eng: d.Engine, log: log}
+	srv := sdk.NewServer(&sdk.Implementation{Name: ServerName, Title: "Stratum", Version: version},
+		&sdk.ServerOptions{
+			Instructions: instructions,
+			Logger:       sdkLogger(log),
+			// Tools only, and the list never changes while serving.
+			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		})
+	srv.AddReceivingMiddleware(argumentErrors(log))
+	for _, t := range s.tools() {
+		t.add(srv)
+	}
+	return srv, nil
+}
+
+// sdkLogger is the logger given to the SDK: its session life-cycle
+// messages are at info level, which would drown the server's own info
+// logs, so below debug it only passes warnings and errors.
+func sdkLogger(log *slog.Logger) *slog.Logger {
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		return log
+	}
+	return slog.New(minLevel{Handler: log.Handler(), min: slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(as), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}
+
+// tools lists every tool, in the order they are advertised.
+func (s *server) tools() []tool {
+	return []tool{
+		s.validateTool(),
+		s.planTool(),
+		s.stepDoneTool(),
+		s.gateResolveTool(),
+		s.auditTool(),
+		s.flowPollTool(),
+		s.resumeTool(),
+		s.commitTool(),
+		s.revertTool(),
+		s.flowCancelTool(),
+		s.usageReportTool(),
+	}
+}
+
+// argumentErrors rewrites the refusals the SDK makes before a handler
+// runs (arguments that fail the input schema or cannot be decoded: an
+// isError result with a bare text message) into the error envelope every
+// other refusal uses, so a model sees one shape with code
+// invalid_arguments.
+func argumentErrors(log *slog.Logger) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if method != "tools/call" || err != nil {
+				return res, err
+			}
+			r, ok := res.(*sdk.CallToolResult)
+			if !ok || !r.IsError || r.StructuredContent != nil {
+				return res, err
+			}
+			var msg []string
+			for _, c := range r.Content {
+				if t, ok := c.(*sdk.TextContent); ok {
+					msg = append(msg, t.Text)
+				}
+			}
+			b, encErr := encode(envelope(&ErrorBody{Code: CodeInvalidArguments,
+				Message: strings.Join(msg, "; ") + " (see the tool's input schema)"}))
+			if encErr != nil {
+				log.Error("encode argument error", "err", encErr)
+				return res, err
+			}
+			r.StructuredContent = payload(b)
+			r.Content = []sdk.Content{&sdk.TextContent{Text: string(b)}}
+			return r, nil
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// toolMeta is what a model reads about a tool besides its schemas.
+type toolMeta struct {
+	name  string
+	title string
+	// description says what the tool is for, when to call it, what comes
+	// back, and gives a one-line example.
+	description string
+	// statuses are the statuses of a successful answer ("error" is added).
+	statuses []string
+	// readOnly: the tool changes nothing. idempotent: repeating the call
+	// with the same arguments has no further effect. destructive: the
+	// tool may discard or end something (a run, state after a checkpoint).
+	readOnly, idempotent, destructive bool
+}
+
+// tool is one registered tool: its advertised definition, its closed
+// output schema (for tests) and the function that adds it to a server.
+type tool struct {
+	def *sdk.Tool
+	// strictOutput is the output schema with every object closed: what a
+	// response may contain, field by field. The advertised schema is the
+	// same with objects left open (see openObjects).
+	strictOutput *jsonschema.Schema
+	add          func(*sdk.Server)
+}
+
+// handler is a tool's logic: it returns the success payload or an error
+// that errorBody maps to the wire.
+type handler[In, Out any] func(ctx context.Context, c *call, in In) (*Out, error)
+
+// call gives a handler access to the raw arguments. The SDK validates the
+// arguments and decodes them into In after a round trip through a Go map,
+// which sorts object keys and turns numbers into float64; values that are
+// passed on to the engine (a spec, an input, a step output) are taken from
+// the raw arguments instead, exactly as the client wrote them.
+type call struct {
+	args json.RawMessage
+}
+
+// raw returns the raw JSON at a path of object keys, or nil when absent
+// or null.
+func (c *call) raw(path ...string) json.RawMessage {
+	cur := c.args
+	for _, k := range path {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(cur, &m); err != nil {
+			return nil
+		}
+		v, ok := m[k]
+		if !ok {
+			return nil
+		}
+		cur = v
+	}
+	cur = bytes.TrimSpace(cur)
+	if len(cur) == 0 || string(cur) == "null" {
+		return nil
+	}
+	return cur
+}
+
+// payload is a tool's answer, already encoded. The SDK validates it
+// against the output schema and sends it as structured content; the same
+// bytes are the text content.
+type payload []byte
+
+func (p payload) MarshalJSON() ([]byte, error) { return p, nil }
+
+// newTool builds a tool from its metadata and handler. Schema problems
+// panic: they are programming errors, caught by any test that builds the
+// server.
+func newTool[In, Out any](log *slog.Logger, m toolMeta, h handler[In, Out]) tool {
+	ts := typeSchemas()
+	in := mustInfer(reflect.TypeFor[In](), ts)
+	out := mustInfer(reflect.TypeFor[Out](), ts)
+	if out.Type != "object" || out.Properties["status"] == nil {
+		panic(fmt.Sprintf("mcp: %s: output %v must be an object with a status", m.name, reflect.TypeFor[Out]()))
+	}
+	out.Properties["status"].Enum = nil
+	for _, s := range append(append([]string{}, m.statuses...), statusError) {
+		out.Properties["status"].Enum = append(out.Properties["status"].Enum, s)
+	}
+	out.Properties["error"] = mustInfer(reflect.TypeFor[*ErrorBody](), ts)
+	out.Properties["error"].Description = "why the call was refused (status error)"
+	out.PropertyOrder = append(out.PropertyOrder, "error")
+	// Only status is always there: a refusal has status and error alone.
+	out.Required = []string{"status"}
+
+	no := false
+	def := &sdk.Tool{
+		Name:         m.name,
+		Title:        m.title,
+		Description:  m.description,
+		InputSchema:  in,
+		OutputSchema: openObjects(out),
+		Annotations: &sdk.ToolAnnotations{
+			Title:           m.title,
+			ReadOnlyHint:    m.readOnly,
+			IdempotentHint:  m.idempotent,
+			DestructiveHint: &m.destructive,
+			OpenWorldHint:   &no,
+		},
+	}
+	serve := func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, payload, error) {
+		start := time.Now()
+		v, failed := invoke(ctx, log, m.name, &call{args: req.Params.Arguments}, in, h)
+		b, err := encode(v)
+		if err != nil {
+			log.Error("encode result", "tool", m.name, "err", err)
+			v, failed = envelope(&ErrorBody{Code: CodeInternal, Message: fmt.Sprintf("%s: encode result: %v", m.name, err)}), true
+			b, _ = encode(v) // an envelope of strings always encodes
+		}
+		if log.Enabled(ctx, slog.LevelDebug) {
+			log.Debug("tool call", "tool", m.name, "isError", failed, "elapsed", time.Since(start), "bytes", len(b))
+		}
+		res := &sdk.CallToolResult{IsError: failed, Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
+		return res, payload(b), nil
+	}
+	return tool{def: def, strictOutput: out, add: func(s *sdk.Server) { sdk.AddTool(s, def, serve) }}
+}
+
+// invoke runs a handler, turning an error or a panic into an error
+// envelope: whatever a handler does, the server answers and keeps serving.
+func invoke[In, Out any](ctx context.Context, log *slog.Logger, name string, c *call, in In, h handler[In, Out]) (v any, failed bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("tool panicked", "tool", name, "panic", r, "stack", string(debug.Stack()))
+			v, failed = envelope(&ErrorBody{Code: CodeInternal, Message: fmt.Sprintf("internal error in %s: %v", name, r)}), true
+		}
+	}()
+	out, err := h(ctx, c, in)
+	if err != nil {
+		b := errorBody(err)
+		if b.Code == CodeInternal {
+			log.Error("tool failed", "tool", name, "err", err)
+		}
+		return envelope(b), true
+	}
+	if out == nil {
+		return envelope(&ErrorBody{Code: CodeInternal, Message: name + ": no result"}), true
+	}
+	return out, false
+}
+
+func envelope(b *ErrorBody) *errorEnvelope {
+	return &errorEnvelope{Status: statusError, Error: b}
+}
+
+// encode is compact JSON without HTML escaping (a model reads it).
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
