@@ -25,7 +25,9 @@ type mcpCmd struct {
 
 func (*mcpCmd) Name() string     { return "mcp" }
 func (*mcpCmd) Synopsis() string { return "[--log-level LEVEL] [--agent CMD] [--instructions]" }
-func (*mcpCmd) Short() string    { return "serve Stratum's tools to an MCP host (Claude Code, Codex) over stdio" }
+func (*mcpCmd) Short() string {
+	return "serve Stratum's tools to an MCP host (Claude Code, Codex) over stdio"
+}
 func (*mcpCmd) Long() string {
 	return `Mcp serves Stratum's tools over the Model Context Protocol on standard
 input and output, for an MCP host such as Claude Code or Codex to start:
