@@ -6,8 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -377,7 +377,7 @@ flows:
 	t.Run("dispatches", func(t *testing.T) {
 		h := newHarness(t, Options{})
 		r := h.plan(mk("budget: {dispatches: 2}", "", ""), map[string]any{})
-		r = h.ok(r, "a", `{"v":"x"}`)                 // w/c reserves the 2nd dispatch
+		r = h.ok(r, "a", `{"v":"x"}`)                     // w/c reserves the 2nd dispatch
 		r = h.report(r, "w/c", StepResult{Failure: "no"}) // a retry would be the 3rd
 		wantFailure(t, r, StatusBudgetExhausted, "flow budget exhausted")
 	})
