@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -100,8 +101,17 @@ func strictSchemas(t *testing.T, eng *engine.Engine) map[string]*jsonschema.Reso
 		}
 		out[tl.def.Name] = r
 	}
+	// The run state inside an error (error.state) is advertised as a plain
+	// object; the tests hold it to RunState's closed schema.
+	rs, err := mustInfer(reflect.TypeFor[RunState](), typeSchemas()).Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out[stateSchemaKey] = rs
 	return out
 }
+
+const stateSchemaKey = "(error.state)"
 
 // result is a decoded tool answer.
 type result struct {
@@ -178,6 +188,11 @@ func checkResult(t *testing.T, strict map[string]*jsonschema.Resolved, name stri
 		}
 		if m, _ := e["message"].(string); m == "" {
 			t.Errorf("%s: error without a message: %s", name, b)
+		}
+		if state, ok := e["state"]; ok && strict[stateSchemaKey] != nil {
+			if err := strict[stateSchemaKey].Validate(&state); err != nil {
+				t.Errorf("%s: error.state does not match RunState's closed schema: %v\n%s", name, err, b)
+			}
 		}
 	}
 	return result{IsError: res.IsError, Body: body, Text: tc.Text}
