@@ -162,7 +162,8 @@ func envelope(b *ErrorBody) *errorEnvelope {
 	return &errorEnvelope{Status: statusError, Error: b}
 }
 
-// encode is compact JSON without HTML escaping (a model reads it).
+// encode is compact JSON without HTML escaping: a model reads it, and
+// "\u003e=" in an ensure expression is harder to read than ">=".
 func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -170,5 +171,40 @@ func encode(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	// Values with their own marshaller (engine types) arrive escaped by
+	// json.Marshal; the encoder keeps their bytes as they are.
+	return unescapeHTML(bytes.TrimRight(buf.Bytes(), "\n")), nil
+}
+
+// unescapeHTML replaces the escapes json.Marshal writes for <, > and &
+// by the characters themselves. In valid JSON every backslash starts an
+// escape sequence, so walking escape by escape never misreads an escaped
+// backslash followed by "u003c" as an escape of '<'.
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+5 < len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c", "003C":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e", "003E":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
 }
