@@ -93,7 +93,7 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log.Info("stratum mcp serving on stdio", "version", Version, "stateRoot", root)
-	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}})
+	err = srv.Run(ctx, mcp.NewStreamTransport(env.Stdin, env.Stdout, log))
 	switch {
 	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF), errors.Is(err, sdk.ErrConnectionClosed):
 		log.Info("stratum mcp stopped")
@@ -101,7 +101,3 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	return fmt.Errorf("serve: %w", err)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
