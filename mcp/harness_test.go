@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,8 +32,9 @@ type fixture struct {
 }
 
 type fixtureOpts struct {
-	protocol string // protocol version to pin; "" negotiates the newest
-	engine   engine.Options
+	protocol    string // protocol version to pin; "" negotiates the newest
+	engine      engine.Options
+	lockTimeout time.Duration // the store's run lock timeout; 0: default
 }
 
 func newFixture(t *testing.T) *fixture { return newFixtureWith(t, fixtureOpts{}) }
@@ -40,7 +42,7 @@ func newFixture(t *testing.T) *fixture { return newFixtureWith(t, fixtureOpts{})
 func newFixtureWith(t *testing.T, o fixtureOpts) *fixture {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "flows")
-	st, err := store.NewFileStore(root, nil)
+	st, err := store.NewFileStore(root, &store.Options{LockTimeout: o.lockTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,159 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestProtocolVersions runs a short run under the oldest protocol version
+// deployed agents still speak and under the newest.
+func TestProtocolVersions(t *testing.T) {
+	for _, v := range []string{"2025-03-26", "2025-06-18", "2025-11-25", ""} {
+		t.Run("v"+v, func(t *testing.T) {
+			f := newFixtureWith(t, fixtureOpts{protocol: v})
+			r := f.plan(linearSpec, map[string]any{"topic": "v"}).mustStatus(t, "ready")
+			r = f.done(r, "outline", outline).mustStatus(t, "ready")
+			f.done(r, "draft", map[string]any{"text": "t", "words": 2}).mustStatus(t, "completed")
+			f.call("stratum_audit", map[string]any{"runId": "nope"}).mustError(t, "run_not_found")
+		})
+	}
+}
+
+// TestDescriptionExamples checks the example in each tool's description
+// is a well-formed call: JSON that the tool's input schema accepts; the
+// validate example is a valid spec.
+func TestDescriptionExamples(t *testing.T) {
+	f := newFixture(t)
+	res, err := f.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^Example: (stratum_\w+) (\{.*\})$`)
+	for _, tl := range res.Tools {
+		m := re.FindStringSubmatch(tl.Description)
+		if m == nil || m[1] != tl.Name {
+			t.Errorf("%s: no one-line example of itself", tl.Name)
+			continue
+		}
+		var args map[string]any
+		if err := json.Unmarshal([]byte(m[2]), &args); err != nil {
+			t.Errorf("%s: example is not JSON: %v", tl.Name, err)
+			continue
+		}
+		b, _ := json.Marshal(tl.InputSchema)
+		var s jsonschema.Schema
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any = args
+		if err := rs.Validate(&v); err != nil {
+			t.Errorf("%s: example does not fit the input schema: %v", tl.Name, err)
+		}
+		if tl.Name == "stratum_validate" {
+			f.call(tl.Name, args).mustStatus(t, "valid")
+		}
+	}
+}
+
+// TestStrictSchemas makes sure the closed schemas the tests check answers
+// against do refuse an undeclared field (the check is not vacuous).
+func TestStrictSchemas(t *testing.T) {
+	f := newFixture(t)
+	for name, rs := range f.strict {
+		var v any = map[string]any{"status": "error", "undeclared": 1}
+		if err := rs.Validate(&v); err == nil {
+			t.Errorf("%s: closed schema accepts an undeclared field", name)
+		}
+	}
+	r := f.plan(linearSpec, map[string]any{"topic": "x"})
+	var v any = r.Body
+	v.(map[string]any)["ready"].([]any)[0].(map[string]any)["extra"] = true
+	if err := f.strict["stratum_plan"].Validate(&v); err == nil {
+		t.Error("closed schema accepts an undeclared field in a ready entry")
+	}
+}
+
+// TestPanicIsAnAnswer: a handler that panics yields an internal error
+// result, and the server keeps serving.
+func TestPanicIsAnAnswer(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	boom := newTool(log, toolMeta{name: "stratum_boom", title: "boom", description: "Example: stratum_boom {}", statuses: []string{"ok"}},
+		func(ctx context.Context, c *call, in struct{}) (*ValidateResult, error) { panic("kaboom") })
+	fails := newTool(log, toolMeta{name: "stratum_fails", title: "fails", description: "Example: stratum_fails {}", statuses: []string{"ok"}},
+		func(ctx context.Context, c *call, in struct{}) (*ValidateResult, error) {
+			return nil, errors.New("disk on fire")
+		})
+	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "0"}, nil)
+	boom.add(srv)
+	fails.add(srv)
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cs.Close(); ss.Wait() }()
+	strict := map[string]*jsonschema.Resolved{}
+	for i := 0; i < 2; i++ {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "stratum_boom", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := checkResult(t, strict, "stratum_boom", res).mustError(t, CodeInternal)
+		if !strings.Contains(r.Text, "kaboom") {
+			t.Errorf("panic message lost: %s", r.Text)
+		}
+	}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "stratum_fails", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, strict, "stratum_fails", res).mustError(t, CodeInternal)
+}
+
+// TestRunLocked: a run whose lock another process holds past the lock
+// timeout is refused with run_locked, and works again once released.
+func TestRunLocked(t *testing.T) {
+	f := newFixtureWith(t, fixtureOpts{lockTimeout: 100 * time.Millisecond})
+	r := f.plan(linearSpec, map[string]any{"topic": "x"})
+	run := runID(t, r)
+	lk := flock.New(filepath.Join(f.root, run, "run.lock"))
+	if ok, err := lk.TryLock(); !ok || err != nil {
+		t.Fatalf("take the run lock: %v %v", ok, err)
+	}
+	f.done(r, "outline", outline).mustError(t, "run_locked")
+	if err := lk.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	f.done(r, "outline", outline).mustStatus(t, "ready")
+}
+
+// TestCancelledCall: a call whose client gives up does not take the
+// server down.
+func TestCancelledCall(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := f.cs.CallTool(ctx, &sdk.CallToolParams{Name: "stratum_validate", Arguments: map[string]any{"spec": linearSpec}}); err == nil {
+		t.Error("a call with a cancelled context succeeded")
+	}
+	f.call("stratum_validate", map[string]any{"spec": linearSpec}).mustStatus(t, "valid")
+}
