@@ -60,8 +60,8 @@ type runState struct {
 	// Checkpoints map labels (in commit order) to the seq of the internal
 	// event holding the snapshot.
 	Checkpoints       []checkpointRef `json:"checkpoints,omitempty"`
-	GenerationCounter int64         `json:"generationCounter"`
-	ReceiptCounter    int64         `json:"receiptCounter"`
+	GenerationCounter int64           `json:"generationCounter"`
+	ReceiptCounter    int64           `json:"receiptCounter"`
 	// ExternalReceipts maps the dispatchId of each usage_report receipt to
 	// its seq, for idempotence.
 	ExternalReceipts map[string]int64 `json:"externalReceipts,omitempty"`
@@ -262,4 +262,3 @@ func (s *StepState) pristine() bool {
 }
 
 func newStepState() *StepState { return &StepState{Status: StepPending, Attempts: []Attempt{}} }
-
