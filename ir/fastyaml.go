@@ -170,7 +170,7 @@ func (p *fastParser) block(indent, depth int) *node {
 
 func (p *fastParser) sequence(indent, depth int) *node {
 	first := &p.lines[p.li]
-	seq := p.newNode(listNode, p.li + 1, p.col(first, first.pos))
+	seq := p.newNode(listNode, p.li+1, p.col(first, first.pos))
 	for !p.bad {
 		p.skipBlank()
 		if p.li >= len(p.lines) {
@@ -200,7 +200,7 @@ func (p *fastParser) sequence(indent, depth int) *node {
 				seq.items = append(seq.items, p.block(p.lines[p.li].indent, depth+1))
 				continue
 			}
-			seq.items = append(seq.items, p.newNode(nullNode, lineNo, p.col(l, dash) + 1))
+			seq.items = append(seq.items, p.newNode(nullNode, lineNo, p.col(l, dash)+1))
 			continue
 		}
 		if p.src[j] == '-' && (j+1 == l.end || p.src[j+1] == ' ') {
@@ -240,7 +240,7 @@ func (p *fastParser) mapping(indent, depth int) *node {
 		return p.fail()
 	}
 	first := &p.lines[p.li]
-	m := p.newNode(mapNode, p.li + 1, p.col(first, first.pos))
+	m := p.newNode(mapNode, p.li+1, p.col(first, first.pos))
 	for !p.bad {
 		p.skipBlank()
 		if p.li >= len(p.lines) {
@@ -283,7 +283,7 @@ func (p *fastParser) mapping(indent, depth int) *node {
 				}
 			}
 			if val == nil && !p.bad {
-				val = p.newNode(nullNode, lineNo, p.col(l, colon) + 1)
+				val = p.newNode(nullNode, lineNo, p.col(l, colon)+1)
 			}
 		} else {
 			val = p.inlineValue(l, j, depth+1)
@@ -350,7 +350,7 @@ func (p *fastParser) key(l *fastLine) (*node, int) {
 		return nil, 0
 	}
 	s := p.src
-	k := p.newNode(stringNode, p.li + 1, p.col(l, j))
+	k := p.newNode(stringNode, p.li+1, p.col(l, j))
 	switch s[j] {
 	case '"', '\'':
 		str, end, ok := p.quoted(l, j)
@@ -486,7 +486,7 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 	s := p.src
 	isMap := s[j] == '{'
 	closer := byte(']')
-	n := p.newNode(listNode, p.li + 1, p.col(l, j))
+	n := p.newNode(listNode, p.li+1, p.col(l, j))
 	if isMap {
 		closer = '}'
 		n.kind = mapNode

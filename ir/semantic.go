@@ -326,7 +326,7 @@ type flowCheck struct {
 	// depMark[from] is 1 + the step whose dependency on from was last
 	// proposed (deduplication).
 	depMark []int32
-	entry  bool
+	entry   bool
 }
 
 type carryUse struct {

@@ -99,7 +99,7 @@ type stepInfo struct {
 	fl   *flowInfo
 
 	idOK      bool
-	kindKnown bool // exactly one construct and every field well-typed
+	kindKnown bool  // exactly one construct and every field well-typed
 	present   *node // the step mapping (nil when it is not a mapping)
 
 	// outPoisoned: the step's output contract cannot be determined because
