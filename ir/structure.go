@@ -474,19 +474,21 @@ func (v *validator) budget(n *node, path string) *Budget {
 			continue
 		}
 		known++
-		x, ok := v.posIntValue(n.get(key), joinPath(path, key))
-		if !ok {
+		val := n.get(key)
+		if _, ok := v.posIntValue(val, joinPath(path, key)); !ok {
 			continue
 		}
+		// Beyond 2^53 a float64 no longer holds every integer; such a
+		// budget is unlimited in practice.
+		limit := int64(min(val.num, 1<<53))
 		switch key {
 		case "tokens":
-			b.Tokens = int64(n.get(key).num)
+			b.Tokens = limit
 		case "dispatches":
-			b.Dispatches = int64(n.get(key).num)
+			b.Dispatches = limit
 		case "ms":
-			b.MS = int64(n.get(key).num)
+			b.MS = limit
 		}
-		_ = x
 	}
 	v.unknownKeys(n, path, " usd tokens dispatches ms ", "a budget")
 	if v.schemaErrs == before && known == 0 {
