@@ -561,7 +561,7 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 }
 
 func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
-	si := &stepInfo{n: n, path: path, fl: fl, s: &Step{Index: index}}
+	si := &stepInfo{n: n, path: path, fl: fl, s: &Step{Index: index}, leaves: make([]leaf, 0, 4)}
 	fl.steps = append(fl.steps, si)
 	fl.f.Steps = append(fl.f.Steps, si.s)
 	if n.kind != mapNode {
