@@ -70,8 +70,8 @@ type fastLine struct {
 
 type fastParser struct {
 	src   []byte
-	text  string // src as one string: scalars are substrings of it
-	slab  []node // nodes are carved from slabs, one allocation per many
+	text  string  // src as one string: scalars are substrings of it
+	slab  []node  // nodes are carved from slabs, one allocation per many
 	stack []*node // children being collected; each collection copies its own out
 	lines []fastLine
 	li    int
