@@ -213,7 +213,10 @@ func (v *validator) unknownKeys(m *node, path, allowed, where string) {
 // hasWord reports whether list (space-separated words with surrounding
 // spaces) contains w, without allocating.
 func hasWord(list, w string) bool {
-	for i := 0; ; {
+	if w == "" || strings.ContainsRune(w, ' ') {
+		return false
+	}
+	for i := 0; i < len(list); {
 		j := strings.Index(list[i:], w)
 		if j < 0 {
 			return false
@@ -224,6 +227,7 @@ func hasWord(list, w string) bool {
 		}
 		i = j + 1
 	}
+	return false
 }
 
 // str checks an optional or required string field.
