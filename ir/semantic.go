@@ -726,8 +726,9 @@ func (fc *flowCheck) consumerWorktree() {
 				continue
 			}
 			sp := indexPath(joinPath(si.path, "fanout.steps"), j)
-			for k, e := range st.Ensure {
+			for i, e := range st.Ensure {
 				if e.Kind == EnsureFileExists || e.Kind == EnsureFileContains || e.Kind == EnsureExpr && usesFileFunctions(e.Expr) {
+					k := si.stageEnsureAt[j][i]
 					v.d.add(si.stageNodes[j].get("ensure").items[k], CodeWorktreeFS, indexPath(joinPath(sp, "ensure"), k), "a consumer-dispatched worktree fanout cannot check files in its stages (the files live in the consumer's worktrees, out of the engine's reach); drop this predicate or check the files in a step after the merge")
 					break
 				}

@@ -95,6 +95,19 @@ func TestSemanticRules(t *testing.T) {
           dispatch: consumer
       - {id: g, after: [a], gate: {on_approve: null, on_revise: null, on_kill: null}}
 `, CodeWorktreeFS, "flows.main.steps[0].fanout.steps[0].ensure[1]"},
+		{"consumer worktree predicate after a malformed one", strings.Replace(mainHead, "${a.output}", "${a.output[0]}", 1) + `    steps:
+      - id: a
+        fanout:
+          over: "${input.items}"
+          steps:
+            - {do: "${item}", out: R, ensure: [{expr: "x", bogus: 1}, {file_exists: p}]}
+          concurrency: 1
+          isolation: worktree
+          require: all
+          merge: sequential
+          dispatch: consumer
+      - {id: g, after: [a], gate: {on_approve: null, on_revise: null, on_kill: null}}
+`, CodeWorktreeFS, "flows.main.steps[0].fanout.steps[0].ensure[1]"},
 		{"consumer worktree file call in stage when", strings.Replace(mainHead, "${a.output}", "${a.output[0]}", 1) + `    steps:
       - id: a
         fanout:

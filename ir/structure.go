@@ -112,6 +112,9 @@ type stepInfo struct {
 	// fanout details for diagnostics.
 	stageNodes []*node
 	stageOK    []bool
+	// stageEnsureAt[j][k] is the list position of Stages[j].Ensure[k]
+	// (malformed predicates are left out of Ensure).
+	stageEnsureAt map[int][]int
 }
 
 // leaf is one string scanned for references (spec/ir.md 7.1).
@@ -835,6 +838,12 @@ func (v *validator) ensureList(n *node, path string, si *stepInfo, stage int) []
 		pred, ok := v.ensurePredicate(e, ep)
 		if !ok {
 			continue
+		}
+		if stage >= 0 {
+			if si.stageEnsureAt == nil {
+				si.stageEnsureAt = make(map[int][]int)
+			}
+			si.stageEnsureAt[stage] = append(si.stageEnsureAt[stage], i)
 		}
 		out = append(out, pred)
 		if pred.Kind == EnsureExpr {
