@@ -141,7 +141,7 @@ func (p *fastParser) newNode(kind nodeKind, line, col int) *node {
 	}
 	n := &p.slab[0]
 	p.slab = p.slab[1:]
-	n.kind, n.line, n.col = kind, line, col
+	n.kind, n.line, n.col = kind, int32(line), int32(col)
 	return n
 }
 
@@ -228,7 +228,7 @@ func (p *fastParser) sequence(indent, depth int) *node {
 	if p.bad {
 		return nil
 	}
-	seq.items = append(make([]*node, 0, len(p.stack)-base), p.stack[base:]...)
+	seq.kids = append(make([]*node, 0, len(p.stack)-base), p.stack[base:]...)
 	return seq
 }
 
@@ -310,11 +310,10 @@ func (p *fastParser) mapping(indent, depth int) *node {
 		return nil
 	}
 	pairs := (len(p.stack) - base) / 2
-	m.keys = make([]*node, pairs)
-	m.vals = make([]*node, pairs)
+	m.kids = make([]*node, 2*pairs)
 	for i := range pairs {
-		m.keys[i] = p.stack[base+2*i]
-		m.vals[i] = p.stack[base+2*i+1]
+		m.kids[i] = p.stack[base+2*i]
+		m.kids[pairs+i] = p.stack[base+2*i+1]
 	}
 	return m
 }
@@ -503,13 +502,10 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 		closer = '}'
 		n.kind = mapNode
 	}
+	base := len(p.stack)
+	defer func() { p.stack = p.stack[:base] }()
 	k := p.skipSpaces(l, j+1)
 	if k < l.end && s[k] == closer {
-		if isMap {
-			n.keys, n.vals = []*node{}, []*node{}
-		} else {
-			n.items = []*node{}
-		}
 		return n, k + 1
 	}
 	for {
@@ -523,8 +519,8 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 			if !ok {
 				return nil, 0
 			}
-			for _, prev := range n.keys {
-				if prev.str == key.str {
+			for i := base; i < len(p.stack); i += 2 {
+				if p.stack[i].str == key.str {
 					return nil, 0
 				}
 			}
@@ -551,10 +547,9 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 			}
 		}
 		if isMap {
-			n.keys = append(n.keys, key)
-			n.vals = append(n.vals, v)
+			p.stack = append(p.stack, key, v)
 		} else {
-			n.items = append(n.items, v)
+			p.stack = append(p.stack, v)
 		}
 		k = p.skipSpaces(l, k)
 		if k >= l.end {
@@ -567,6 +562,16 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 				return nil, 0 // trailing or doubled comma
 			}
 		case closer:
+			if isMap {
+				pairs := (len(p.stack) - base) / 2
+				n.kids = make([]*node, 2*pairs)
+				for i := range pairs {
+					n.kids[i] = p.stack[base+2*i]
+					n.kids[pairs+i] = p.stack[base+2*i+1]
+				}
+			} else {
+				n.kids = append(make([]*node, 0, len(p.stack)-base), p.stack[base:]...)
+			}
 			return n, k + 1
 		default:
 			return nil, 0

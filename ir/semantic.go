@@ -538,8 +538,8 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 	for k, a := range s.After {
 		an := si.present.get("after")
 		var n *node
-		if an != nil && k < len(an.items) {
-			n = an.items[k]
+		if an != nil && k < len(an.items()) {
+			n = an.items()[k]
 		}
 		fc.addEdge(a, s.ID, true, indexPath(joinPath(si.path, "after"), k), afterNode(an, a, n), "after")
 	}
@@ -574,7 +574,7 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 		if len(t.Parts) == 1 && t.Parts[0].Ref == nil || len(t.Parts) == 0 {
 			continue
 		}
-		s.Sites = append(s.Sites, Site{Path: l.path, Line: l.n.line, Column: l.n.col, Expression: l.expression, Stage: l.stage, Template: t})
+		s.Sites = append(s.Sites, Site{Path: l.path, Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t})
 		for _, p := range t.Parts {
 			if p.Ref != nil {
 				fc.checkRef(si, l, p.Ref)
@@ -729,7 +729,7 @@ func (fc *flowCheck) consumerWorktree() {
 			for i, e := range st.Ensure {
 				if e.Kind == EnsureFileExists || e.Kind == EnsureFileContains || e.Kind == EnsureExpr && usesFileFunctions(e.Expr) {
 					k := si.stageEnsureAt[j][i]
-					v.d.add(si.stageNodes[j].get("ensure").items[k], CodeWorktreeFS, indexPath(joinPath(sp, "ensure"), k), "a consumer-dispatched worktree fanout cannot check files in its stages (the files live in the consumer's worktrees, out of the engine's reach); drop this predicate or check the files in a step after the merge")
+					v.d.add(si.stageNodes[j].get("ensure").items()[k], CodeWorktreeFS, indexPath(joinPath(sp, "ensure"), k), "a consumer-dispatched worktree fanout cannot check files in its stages (the files live in the consumer's worktrees, out of the engine's reach); drop this predicate or check the files in a step after the merge")
 					break
 				}
 			}

@@ -180,11 +180,11 @@ func describeNode(n *node) string {
 		}
 		return "false"
 	case listNode:
-		if len(n.items) == 0 {
+		if len(n.items()) == 0 {
 			return "an empty list"
 		}
 	case mapNode:
-		if len(n.keys) == 0 {
+		if len(n.keys()) == 0 {
 			return "an empty mapping"
 		}
 	}
@@ -206,7 +206,7 @@ func formatNumber(f float64) string {
 // unknownKeys reports every key of mapping m not in allowed (a
 // space-separated list with surrounding spaces).
 func (v *validator) unknownKeys(m *node, path, allowed, where string) {
-	for _, k := range m.keys {
+	for _, k := range m.keys() {
 		if !hasWord(allowed, k.str) {
 			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "unknown field %q in %s; allowed fields are:%s", k.str, where, strings.TrimRight(strings.ReplaceAll(allowed, " ", ", "), ", ")[1:])
 		}
@@ -294,8 +294,8 @@ func (v *validator) build(root *node) {
 		v.wrongType(cn, "contracts", "a mapping from contract name to fields")
 	} else {
 		v.contractsOK = true
-		for i, k := range cn.keys {
-			v.buildContract(k, cn.vals[i])
+		for i, k := range cn.keys() {
+			v.buildContract(k, cn.vals()[i])
 		}
 	}
 	// flows
@@ -337,24 +337,24 @@ func (v *validator) fieldMapping(n *node, path, what string) (*Contract, []*node
 		v.wrongType(n, path, "a mapping from field name to type string ("+what+" fields; {} for none)")
 		return nil, nil, nil, false
 	}
-	for _, k := range n.keys {
+	for _, k := range n.keys() {
 		if isReserved(k.str) {
 			v.d.add(k, CodeReservedField, joinPath(path, k.str), "field name %q is reserved; rename the field", k.str)
 			return nil, nil, nil, false
 		}
 	}
 	ok := true
-	c := &Contract{Fields: make([]Field, 0, len(n.keys))}
-	nodes := make([]*node, 0, len(n.keys))
-	srcs := make([]string, 0, len(n.keys))
-	for i, k := range n.keys {
+	c := &Contract{Fields: make([]Field, 0, len(n.keys()))}
+	nodes := make([]*node, 0, len(n.keys()))
+	srcs := make([]string, 0, len(n.keys()))
+	for i, k := range n.keys() {
 		fp := joinPath(path, k.str)
 		if !isName(k.str) {
 			v.schema(k, fp, "field name %q is invalid: use letters, digits and _, not starting with a digit", k.str)
 			ok = false
 			continue
 		}
-		tn := n.vals[i]
+		tn := n.vals()[i]
 		if tn.kind != stringNode {
 			v.wrongType(tn, fp, "a type string such as string, number, Item[] or a|b (nested mappings are not allowed: declare another contract and name it)")
 			ok = false
@@ -384,11 +384,11 @@ func (v *validator) buildFlows(fn *node) {
 	} else {
 		v.entry, v.entryNode = en.str, en
 	}
-	for i, k := range fn.keys {
+	for i, k := range fn.keys() {
 		if k.str == "entry" {
 			continue
 		}
-		v.buildFlow(k, fn.vals[i])
+		v.buildFlow(k, fn.vals()[i])
 	}
 	if v.entryNode != nil {
 		if _, ok := v.flowByName[v.entry]; ok {
@@ -452,8 +452,8 @@ func (v *validator) buildFlow(k, n *node) {
 		v.wrongType(sn, joinPath(path, "steps"), "a list of steps")
 	} else {
 		fl.stepsOK = true
-		fl.steps = make([]*stepInfo, 0, len(sn.items))
-		for i, s := range sn.items {
+		fl.steps = make([]*stepInfo, 0, len(sn.items()))
+		for i, s := range sn.items() {
 			v.buildStep(fl, s, indexPath(joinPath(path, "steps"), i), i)
 		}
 	}
@@ -512,14 +512,14 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 		v.wrongType(n, path, "a mapping from variable name to {initial, on_revise}")
 		return
 	}
-	for _, k := range n.keys {
+	for _, k := range n.keys() {
 		if isReserved(k.str) {
 			v.d.add(k, CodeReservedField, joinPath(path, k.str), "carry variable name %q is reserved; rename it", k.str)
 			return
 		}
 	}
 	fl.carryOK = true
-	for i, k := range n.keys {
+	for i, k := range n.keys() {
 		vp := joinPath(path, k.str)
 		ci := &carryInfo{name: k.str, path: vp, keyNode: k}
 		if !isStepID(k.str) {
@@ -527,7 +527,7 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 			fl.carryOK = false
 		}
 		fl.carry = append(fl.carry, ci)
-		vn := n.vals[i]
+		vn := n.vals()[i]
 		if vn.kind != mapNode {
 			v.wrongType(vn, vp, "a mapping {initial: \"${STEP.output...}\", on_revise: {GATE: \"${...}\"}}")
 			fl.carryOK = false
@@ -544,14 +544,14 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 			if rn.kind != mapNode {
 				v.wrongType(rn, rp, "a mapping from gate step id to a reference")
 			} else {
-				for j, gk := range rn.keys {
+				for j, gk := range rn.keys() {
 					ep := joinPath(rp, gk.str)
 					e := carryReviseInfo{gate: gk.str, path: ep, keyNode: gk, ok: true}
 					if !isStepID(gk.str) {
 						v.schema(gk, ep, "%q is not a step id: on_revise keys name gate steps (lowercase letters, digits, _ and -)", gk.str)
 						e.ok = false
 					}
-					val := rn.vals[j]
+					val := rn.vals()[j]
 					e.valNode = val
 					if val.kind != stringNode || val.str == "" {
 						v.wrongType(val, ep, "a non-empty reference such as \"${STEP.output.field}\"")
@@ -597,7 +597,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 		if an.kind != listNode {
 			v.wrongType(an, fp("after"), "a list of step ids")
 		} else {
-			for i, e := range an.items {
+			for i, e := range an.items() {
 				if e.kind != stringNode || !isStepID(e.str) {
 					v.wrongType(e, indexPath(fp("after"), i), "a step id (lowercase letters, digits, _ and -, starting with a letter)")
 					continue
@@ -621,8 +621,8 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 		if sn.kind != mapNode {
 			v.wrongType(sn, fp("set"), "a mapping from field name to expression string")
 		} else {
-			for i, k := range sn.keys {
-				val := sn.vals[i]
+			for i, k := range sn.keys() {
+				val := sn.vals()[i]
 				vp := joinPath(fp("set"), k.str)
 				if val.kind != stringNode {
 					v.wrongType(val, vp, "an expression string (quote numbers and booleans: \"1\", \"true\")")
@@ -832,8 +832,8 @@ func (v *validator) ensureList(n *node, path string, si *stepInfo, stage int) []
 		v.wrongType(n, path, "a list of predicates such as {expr: \"result.ok == true\"}")
 		return nil
 	}
-	out := make([]Ensure, 0, len(n.items))
-	for i, e := range n.items {
+	out := make([]Ensure, 0, len(n.items()))
+	for i, e := range n.items() {
 		ep := indexPath(path, i)
 		pred, ok := v.ensurePredicate(e, ep)
 		if !ok {
@@ -892,7 +892,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 				p, t := val.get("path"), val.get("text")
 				if p != nil && p.kind == stringNode && t != nil && t.kind == stringNode {
 					mm := &match{key: key, pred: Ensure{Kind: EnsureFileContains, Path: p.str, Text: t.str}}
-					for _, k := range val.keys {
+					for _, k := range val.keys() {
 						if k.str != "path" && k.str != "text" {
 							mm.extra = append(mm.extra, [2]string{key, k.str})
 						}
@@ -905,7 +905,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 				st, sk := val.get("statement"), val.get("stakes")
 				if st != nil && st.kind == stringNode && sk != nil && sk.kind == stringNode && (sk.str == "cheap" || sk.str == "default" || sk.str == "paranoid") {
 					mm := &match{key: key, pred: Ensure{Kind: EnsureJudged, Statement: st.str, Stakes: sk.str}}
-					for _, k := range val.keys {
+					for _, k := range val.keys() {
 						if k.str != "statement" && k.str != "stakes" {
 							mm.extra = append(mm.extra, [2]string{key, k.str})
 						}
@@ -923,7 +923,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 		return Ensure{}, false
 	}
 	ok := true
-	for _, k := range e.keys {
+	for _, k := range e.keys() {
 		if k.str != m.key {
 			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "this %s predicate takes only the key %q; move %q into a separate predicate or remove it", m.key, m.key, k.str)
 			ok = false
@@ -992,10 +992,10 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 	}
 	if sn := n.get("steps"); n.keyNode("steps") == nil {
 		v.missing(n, path, "steps", "a list of at least one stage, each {do: TASK, ...}")
-	} else if sn.kind != listNode || len(sn.items) == 0 {
+	} else if sn.kind != listNode || len(sn.items()) == 0 {
 		v.wrongType(sn, joinPath(path, "steps"), "a list of at least one stage")
 	} else {
-		for i, st := range sn.items {
+		for i, st := range sn.items() {
 			stage := v.stage(st, indexPath(joinPath(path, "steps"), i), si, i)
 			si.stageNodes = append(si.stageNodes, st)
 			si.stageOK = append(si.stageOK, stage != nil)
@@ -1042,7 +1042,7 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 		if pm.kind != listNode {
 			v.wrongType(pm, joinPath(path, "pre_merge"), "a list of strings")
 		} else {
-			for i, e := range pm.items {
+			for i, e := range pm.items() {
 				if e.kind != stringNode {
 					v.wrongType(e, indexPath(joinPath(path, "pre_merge"), i), "a string")
 					continue
@@ -1145,16 +1145,16 @@ func (v *validator) withValue(n *node, path string, si *stepInfo) *Value {
 		t := si.leafLater(groupWith, leaf{path: path, n: n, text: n.str, stage: -1})
 		return &Value{Kind: ValueString, String: t}
 	case listNode:
-		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items))}
-		for i, e := range n.items {
+		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items()))}
+		for i, e := range n.items() {
 			out.Items[i] = v.withValue(e, indexPath(path, i), si)
 		}
 		return out
 	default:
-		out := &Value{Kind: ValueObject, Keys: make([]string, len(n.keys)), Fields: make([]*Value, len(n.keys))}
-		for i, k := range n.keys {
+		out := &Value{Kind: ValueObject, Keys: make([]string, len(n.keys())), Fields: make([]*Value, len(n.keys()))}
+		for i, k := range n.keys() {
 			out.Keys[i] = k.str
-			out.Fields[i] = v.withValue(n.vals[i], joinPath(path, k.str), si)
+			out.Fields[i] = v.withValue(n.vals()[i], joinPath(path, k.str), si)
 		}
 		return out
 	}
