@@ -67,6 +67,9 @@ type flowInfo struct {
 	carryOK   bool
 
 	stepsOK bool // steps is a list
+	// unnamedSteps: some step has a missing or invalid id, so a reference
+	// to an unknown step may mean that one and is not reported.
+	unnamedSteps bool
 	steps   []*stepInfo
 	byID    map[string]*stepInfo // first occurrence of each id
 	g       *graph               // built by the semantic phase
@@ -574,6 +577,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	if n.kind != mapNode {
 		v.wrongType(n, path, "a step mapping with id and one of do, set, gate, fanout, run, evaluate")
 		si.outPoisoned = true
+		fl.unnamedSteps = true
 		return
 	}
 	before := v.schemaErrs
@@ -590,6 +594,9 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 			s.ID = id
 			si.idOK = true
 		}
+	}
+	if !si.idOK {
+		fl.unnamedSteps = true
 	}
 	// after
 	if has("after") {
