@@ -70,9 +70,9 @@ type flowInfo struct {
 	// unnamedSteps: some step has a missing or invalid id, so a reference
 	// to an unknown step may mean that one and is not reported.
 	unnamedSteps bool
-	steps   []*stepInfo
-	byID    map[string]*stepInfo // first occurrence of each id
-	g       *graph               // built by the semantic phase
+	steps        []*stepInfo
+	byID         map[string]*stepInfo // first occurrence of each id
+	g            *graph               // built by the semantic phase
 }
 
 type carryInfo struct {
