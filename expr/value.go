@@ -190,8 +190,11 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 var ErrJSONTooDeep = errors.New("json nested too deeply")
 
 // MaxJSONDepth bounds the nesting of decoded JSON so that hostile input
-// cannot exhaust the stack of later recursive walks.
-const MaxJSONDepth = 512
+// cannot exhaust the stack of later recursive walks. It matches
+// encoding/json's own limit: a binding may legitimately be deeper than the
+// 128 levels an expression can read (the depth check happens only when the
+// binding is used, spec/ir.md 11.4), so decoding must not refuse it first.
+const MaxJSONDepth = 10000
 
 // DecodeJSON decodes one JSON document into the value model: numbers become
 // float64, objects *Object (property order as JSON.parse gives it; a
