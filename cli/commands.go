@@ -8,6 +8,7 @@ var Version = "0.1.0-dev"
 // Keep one line per command, in alphabetical order.
 func commands() []func() command {
 	return []func() command{
+		func() command { return &evalCmd{} },
 		func() command { return &validateCmd{} },
 	}
 }

@@ -34,7 +34,7 @@ func (e *TooLargeError) Error() string {
 // MaxStates bounds the size of a translated pattern, counted in atoms after
 // counted repetitions are expanded. It bounds both the compiled program and
 // the cost of matching (RE2 time is text length times program size).
-const MaxStates = 20000
+const MaxStates = 10000
 
 type kind uint8
 
@@ -612,8 +612,10 @@ func (e *emitter) emitRepeat(n *rnode) error {
 			writeSet(e.b, set{}) // can never match a text this short
 			return e.add(1)
 		}
-		if hi > e.maxInput/w {
-			hi = e.maxInput / w
+		if hi >= e.maxInput/w {
+			// No text is long enough for more iterations: the upper
+			// bound cannot bind, and an unbounded loop is far cheaper.
+			hi = -1
 		}
 	}
 	copies := lo + 1
