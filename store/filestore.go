@@ -582,7 +582,7 @@ func (s *FileStore) Verify(ctx context.Context, runID string) (*VerifyReport, er
 	}
 	if seq != env.Seq || prev != env.Head {
 		return nil, s.corrupt(runID, eventsFile, seq, off, fmt.Sprintf(
-			"the log's acknowledged part ends at seq %d hash %s, the state records seq %d hash %s", seq, prev, env.Seq, env.Head))
+			"the log's acknowledged part ends at seq %d with hash %s, which is not the head (seq %d, hash %s) recorded in the state", seq, prev, env.Seq, env.Head))
 	}
 	rep.Head, rep.Events = Head{Seq: seq, Hash: prev}, seq
 	tail := make([]byte, size-env.LogSize)
