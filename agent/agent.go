@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Connector runs one attempt of one step.
+type Connector interface {
+	// Run executes the attempt described by req. The agent's misbehaviour
+	// is reported as a Result with Failure set. The error is non-nil only
+	// when the connector cannot run at all (see NotFoundError) or when ctx
+	// ended first (it then wraps the context's cause and any child process
+	// has been stopped and reaped).
+	Run(ctx context.Context, req Request) (Result, error)
+}
+
+// Request is what a connector needs to run one attempt.
+type Request struct {
+	RunID  string
+	StepID string
+	// Task is the rendered `do` text.
+	Task string
+	// Agent is the step's agent name ("claude" by default in specs); it is
+	// passed on to command agents for information.
+	Agent string
+	// Attempt counts from 1.
+	Attempt int
+	// Contract describes the expected output; nil when the step declares
+	// no `out`.
+	Contract *Contract
+	// PreviousFailure is the failure of the previous attempt (or of the
+	// step that routed here), nil on a first attempt.
+	PreviousFailure *Failure
+	// Workdir is the agent's working directory; empty means the caller's.
+	Workdir string
+	// Timeout is the attempt's time limit; zero means none beyond the
+	// context. On expiry the agent's process group is stopped and the
+	// attempt fails.
+	Timeout time.Duration
+	// Sandbox is "read-only", "workspace-write" or empty (read-only). It
+	// selects how much the claude and codex CLIs may change (see
+	// docs/agents.md); Command and Human ignore it.
+	Sandbox string
+}
+
+// Sandbox modes.
+const (
+	SandboxReadOnly       = "read-only"
+	SandboxWorkspaceWrite = "workspace-write"
+)
+
+func (r Request) sandbox() (string, error) {
+	switch r.Sandbox {
+	case "", SandboxReadOnly:
+		return SandboxReadOnly, nil
+	case SandboxWorkspaceWrite:
+		return SandboxWorkspaceWrite, nil
+	}
+	return "", fmt.Errorf("agent: unknown sandbox mode %q (want %q or %q)", r.Sandbox, SandboxReadOnly, SandboxWorkspaceWrite)
+}
+
+// Failure is the failure of an earlier attempt, as the engine records it.
+type Failure struct {
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+}
+
+// Result is the outcome of one attempt. Exactly one of Output (possibly a
+// JSON null) and Failure is meaningful: Failure non-empty means the attempt
+// failed.
+type Result struct {
+	// Output is the agent's JSON output in the expr value model (nil,
+	// bool, float64, string, []any, *expr.Object).
+	Output any
+	// Failure is the reason the attempt failed; empty on success.
+	Failure string
+	// Usage is what the agent reported spending; nil when it reported
+	// nothing.
+	Usage *Usage
+	// Telemetry describes the run; always set when a child process ran.
+	Telemetry *Telemetry
+}
+
+// Usage is the spend an agent reported, in the engine's ledger units.
+type Usage struct {
+	// Tokens counts every token the model read or wrote (input including
+	// cache reads and writes, plus output).
+	Tokens float64 `json:"tokens"`
+	// USD is the cost the CLI reported; nil when it reported none.
+	USD *float64 `json:"usd,omitempty"`
+	// USDSource is "reported" when USD is set.
+	USDSource string `json:"usdSource,omitempty"`
+	// Split breaks Tokens down when the CLI reported the parts.
+	Split *TokenSplit `json:"split,omitempty"`
+}
+
+// TokenSplit breaks token usage down. Input excludes cache reads and
+// cache writes, which are counted separately.
+type TokenSplit struct {
+	Input         float64 `json:"input"`
+	Output        float64 `json:"output"`
+	CacheRead     float64 `json:"cacheRead,omitempty"`
+	CacheCreation float64 `json:"cacheCreation,omitempty"`
+}
+
+// Telemetry describes one attempt's run.
+type Telemetry struct {
+	// DurationMs is the wall time of the attempt as measured by Stratum.
+	DurationMs int64 `json:"durationMs"`
+	// Model is the model the agent reported, the configured one, the
+	// command's program name, "human", or "unknown".
+	Model string `json:"model"`
+}
+
+// Contract describes the output a step must produce: a JSON object with
+// exactly these fields. Field types are type strings of the spec's v1 type
+// language ("string", "number", "integer", "boolean", "object", "array",
+// "string[]", "(a|b)[]", "a|b", a contract name, any of them with a
+// trailing "?" for optional).
+type Contract struct {
+	// Name is the contract's name in the spec, if it has one.
+	Name string `json:"name,omitempty"`
+	// Fields in declaration order.
+	Fields []Field `json:"fields"`
+	// Contracts are the contracts that field types refer to by name,
+	// directly or through other contracts, sorted by name. Only the
+	// top-level contract carries them.
+	Contracts []Contract `json:"contracts,omitempty"`
+}
+
+// Field is one field of a contract.
+type Field struct {
+	Name string
+	// Type is the field's type string, verbatim from the spec.
+	Type string
+}
+
+// Optional reports whether the field may be absent or null (its type
+// ends in "?").
+func (f Field) Optional() bool { return strings.HasSuffix(f.Type, "?") }
+
+type fieldJSON struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Optional bool   `json:"optional"`
+}
+
+// MarshalJSON writes {"name", "type", "optional"}; optional is derived
+// from the type so that the two can never disagree.
+func (f Field) MarshalJSON() ([]byte, error) {
+	return json.Marshal(fieldJSON{Name: f.Name, Type: f.Type, Optional: f.Optional()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; "optional" is ignored in
+// favour of the type string.
+func (f *Field) UnmarshalJSON(b []byte) error {
+	var j fieldJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*f = Field{Name: j.Name, Type: j.Type}
+	return nil
+}
+
+// ErrNotFound is matched (errors.Is) by a NotFoundError.
+var ErrNotFound = errors.New("agent executable not found")
+
+// NotFoundError reports that an agent's executable is not installed.
+type NotFoundError struct {
+	// Program is the name or path that was looked up.
+	Program string
+	// Hint is the whole message shown to the user.
+	Hint string
+}
+
+func (e *NotFoundError) Error() string { return e.Hint }
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// ErrUnknownAgent is returned by Resolve for an agent name that has no
+// connector.
+var ErrUnknownAgent = errors.New("unknown agent")

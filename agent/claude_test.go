@@ -1,0 +1,234 @@
+//go:build unix
+
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A success envelope in the documented shape of `claude -p --output-format json`.
+const claudeSuccess = `{
+  "type": "result",
+  "subtype": "success",
+  "is_error": false,
+  "duration_ms": 2100,
+  "duration_api_ms": 1900,
+  "num_turns": 1,
+  "result": "{\"summary\": \"ok\", \"confidence\": 0.9}",
+  "session_id": "0e639165-79b1-4bd4-bb0f-4cb4c15115d4",
+  "total_cost_usd": 0.0123,
+  "usage": {"input_tokens": 10, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 3000, "output_tokens": 40},
+  "modelUsage": {
+    "claude-haiku-4-5": {"inputTokens": 5, "outputTokens": 2, "costUSD": 0.0001},
+    "claude-sonnet-4-5": {"inputTokens": 10, "outputTokens": 40, "costUSD": 0.0122}
+  }
+}`
+
+func TestClaudeSuccess(t *testing.T) {
+	f := installFake(t, "claude", "fake-claude.sh")
+	t.Setenv("FAKE_RESPONSE", f.file(t, "response.json", claudeSuccess))
+	req := sampleRequest()
+	req.Workdir = t.TempDir()
+	res, err := (&Claude{}).Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failure != "" {
+		t.Fatalf("failure: %s", res.Failure)
+	}
+	if got := encode(t, res.Output); got != `{"summary":"ok","confidence":0.9}` {
+		t.Errorf("output %s", got)
+	}
+	u := res.Usage
+	if u == nil || u.Tokens != 3250 || u.USD == nil || *u.USD != 0.0123 || u.USDSource != "reported" ||
+		*u.Split != (TokenSplit{Input: 10, Output: 40, CacheRead: 3000, CacheCreation: 200}) {
+		t.Errorf("usage %+v split %+v", u, u.Split)
+	}
+	if res.Telemetry.Model != "claude-sonnet-4-5" {
+		t.Errorf("model %q", res.Telemetry.Model)
+	}
+	args := f.args(t)
+	want := []string{"-p", Prompt(req), "--output-format", "json"}
+	if strings.Join(args, "\x00") != strings.Join(want, "\x00") {
+		t.Errorf("args %q\nwant %q", args, want)
+	}
+	if f.stdin(t) != "" {
+		t.Errorf("stdin %q, want none", f.stdin(t))
+	}
+}
+
+func TestClaudeOptions(t *testing.T) {
+	f := installFake(t, "claude", "fake-claude.sh")
+	t.Setenv("FAKE_RESPONSE", f.file(t, "response.json", claudeSuccess))
+	req := sampleRequest()
+	req.Sandbox = SandboxWorkspaceWrite
+	req.Task = strings.Repeat("A long task. ", 10000) // over the argument limit: goes on stdin
+	if _, err := (&Claude{Model: "opus", ExtraArgs: []string{"--max-turns", "3"}}).Run(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	args := f.args(t)
+	want := []string{"-p", "--output-format", "json", "--model", "opus", "--permission-mode", "acceptEdits", "--max-turns", "3"}
+	if strings.Join(args, " ") != strings.Join(want, " ") {
+		t.Errorf("args %q\nwant %q", args, want)
+	}
+	if f.stdin(t) != Prompt(req) {
+		t.Errorf("stdin is not the prompt (%d bytes)", len(f.stdin(t)))
+	}
+
+	req.Sandbox = "danger-full-access"
+	if _, err := (&Claude{}).Run(context.Background(), req); err == nil || !strings.Contains(err.Error(), "unknown sandbox mode") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestClaudeEnvelopes(t *testing.T) {
+	tests := []struct {
+		name     string
+		response string
+		exit     string
+		stderr   string
+		output   string // JSON of the output, when the attempt succeeds
+		failure  string // prefix of the failure otherwise
+		model    string
+	}{
+		{
+			name:     "fenced answer",
+			response: `{"type":"result","subtype":"success","is_error":false,"result":"` + "```json\\n{\\\"a\\\": [1]}\\n```" + `","total_cost_usd":0.5}`,
+			output:   `{"a":[1]}`, model: "unknown",
+		},
+		{
+			name:     "structured output wins",
+			response: `{"type":"result","subtype":"success","is_error":false,"result":"","structured_output":{"b":true}}`,
+			output:   `{"b":true}`,
+		},
+		{
+			name: "verbose message array",
+			response: `[{"type":"system","subtype":"init","model":"x"},{"type":"assistant","message":{}},` +
+				`{"type":"result","subtype":"success","is_error":false,"result":"42","modelUsage":{"claude-opus-4-1":{"costUSD":1}}}]`,
+			output: `42`, model: "claude-opus-4-1",
+		},
+		{
+			name:     "error envelope",
+			response: `{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":10,"total_cost_usd":0.2}`,
+			exit:     "1",
+			failure:  "claude reported an error (error_max_turns)",
+		},
+		{
+			name:     "error envelope with text",
+			response: `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 overloaded"}`,
+			exit:     "1",
+			failure:  "claude reported an error (success): API Error: 529 overloaded",
+		},
+		{
+			name:     "errors list",
+			response: `{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["tool crashed","gave up"]}`,
+			failure:  "claude reported an error (error_during_execution): tool crashed; gave up",
+		},
+		{
+			name:     "prose answer",
+			response: `{"type":"result","subtype":"success","is_error":false,"result":"I could not find README.md."}`,
+			failure:  `claude's answer is not a JSON value (`,
+		},
+		{
+			name:     "garbage on stdout",
+			response: "Welcome to Claude Code!\n",
+			failure:  "claude printed something other than its JSON result envelope (",
+		},
+		{
+			name:     "crash without envelope",
+			response: "",
+			exit:     "2",
+			stderr:   "Error: Invalid API key · Please run /login",
+			failure:  "claude exited with status 2: Error: Invalid API key · Please run /login",
+		},
+		{
+			name:     "envelope but non-zero exit",
+			response: `{"type":"result","subtype":"success","is_error":false,"result":"1"}`,
+			exit:     "3",
+			stderr:   "late crash",
+			failure:  "claude exited with status 3: late crash",
+		},
+		{
+			name:     "no result text",
+			response: `{"type":"result","subtype":"success","is_error":false}`,
+			failure:  "claude's result envelope has no result text",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := installFake(t, "claude", "fake-claude.sh")
+			t.Setenv("FAKE_RESPONSE", f.file(t, "response.json", tt.response))
+			t.Setenv("FAKE_EXIT", tt.exit)
+			t.Setenv("FAKE_STDERR", tt.stderr)
+			res, err := (&Claude{}).Run(context.Background(), sampleRequest())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.failure != "" {
+				if !strings.HasPrefix(res.Failure, tt.failure) || res.Output != nil {
+					t.Errorf("failure %q, output %v\nwant failure %q", res.Failure, res.Output, tt.failure)
+				}
+				return
+			}
+			if res.Failure != "" {
+				t.Fatalf("failure: %s", res.Failure)
+			}
+			if got := encode(t, res.Output); got != tt.output {
+				t.Errorf("output %s, want %s", got, tt.output)
+			}
+			if tt.model != "" && res.Telemetry.Model != tt.model {
+				t.Errorf("model %q, want %q", res.Telemetry.Model, tt.model)
+			}
+		})
+	}
+}
+
+func TestClaudeTimeout(t *testing.T) {
+	f := installFake(t, "claude", "fake-claude.sh")
+	t.Setenv("FAKE_MODE", "hang")
+	req := sampleRequest()
+	req.Timeout = 300 * time.Millisecond
+	res, err := (&Claude{}).Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failure != "claude timed out after 300ms; its process group was stopped" {
+		t.Errorf("failure %q", res.Failure)
+	}
+	assertDead(t, f.path("pid"))
+}
+
+func TestClaudeNotFound(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := (&Claude{}).Run(context.Background(), sampleRequest())
+	if !errors.Is(err, ErrNotFound) || err.Error() != "claude CLI not found on PATH; install it or pass --agent '<command>'" {
+		t.Errorf("err = %v", err)
+	}
+	_, err = (&Codex{}).Run(context.Background(), sampleRequest())
+	if !errors.Is(err, ErrNotFound) || err.Error() != "codex CLI not found on PATH; install it or pass --agent '<command>'" {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func FuzzParseClaudeEnvelope(f *testing.F) {
+	f.Add(claudeSuccess)
+	f.Add(`[{"type":"result","result":"1"}]`)
+	f.Add(`{"type":"result","is_error":true,"errors":["x"]}`)
+	f.Add(`[[[]]]`)
+	f.Fuzz(func(t *testing.T, s string) {
+		env, err := parseClaudeEnvelope([]byte(s))
+		if err != nil {
+			return
+		}
+		if env.Type != "result" {
+			t.Fatalf("accepted an envelope of type %q", env.Type)
+		}
+		_ = env.errorReason()
+		_ = env.usage()
+		_ = env.model()
+	})
+}

@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestExtractAnswer(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+	}{
+		{"bare object", `{"a": 1}`, `{"a":1}`},
+		{"surrounding whitespace", "\n\n  [1, 2]\n", `[1,2]`},
+		{"string", `"hello"`, `"hello"`},
+		{"json fence", "```json\n{\"a\": true}\n```", `{"a":true}`},
+		{"plain fence", "```\n{\"a\": null}\n```\n", `{"a":null}`},
+		{"fence with prose", "Here is the result:\n\n```json\n{\"score\": 0.9}\n```\nLet me know!", `{"score":0.9}`},
+		{"indented fence", "  ```json\n  {\"a\": 1}\n  ```", `{"a":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := extractAnswer(tt.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := encode(t, v); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExtractAnswerErrors(t *testing.T) {
+	tests := []struct{ name, text, want string }{
+		{"empty", "  \n", "the answer is empty"},
+		{"prose", "The score is 0.9.", `it began "The score is 0.9."`},
+		{"value inside prose", `Result: {"a": 1}`, "answer is not a JSON value"},
+		{"two fences", "```json\n1\n```\nand\n```json\n2\n```", "2 fenced blocks"},
+		{"bad fence", "```json\n{\"a\": }\n```", "the fenced block is invalid JSON"},
+		{"unclosed fence", "```json\n{\"a\": 1}", "answer is not a JSON value"},
+		{"two values", `{"a":1}{"b":2}`, "unexpected data after the value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := extractAnswer(tt.text)
+			if !errors.Is(err, errNotJSON) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTailAndExcerpt(t *testing.T) {
+	if got := tail([]byte("  short\n")); got != "short" {
+		t.Errorf("tail = %q", got)
+	}
+	long := strings.Repeat("line of stderr\n", 1000) + "final error"
+	got := tail([]byte(long))
+	if !strings.HasPrefix(got, "...line of stderr\n") || !strings.HasSuffix(got, "final error") || len(got) > maxReasonTail+3 {
+		t.Errorf("tail of long text: %d bytes, starts %q", len(got), got[:20])
+	}
+	// Cutting inside a multi-byte rune never yields invalid UTF-8.
+	runes := strings.Repeat("é", 3000)
+	if got := tail([]byte(runes)); !utf8.ValidString(got) {
+		t.Error("tail produced invalid UTF-8")
+	}
+	if got := excerpt([]byte(runes)); !utf8.ValidString(got) || !strings.HasSuffix(got, `"...`) {
+		t.Errorf("excerpt = %.30q", got)
+	}
+	if got := excerpt([]byte("\xff\xfebad")); !utf8.ValidString(got) {
+		t.Errorf("excerpt of invalid UTF-8 = %q", got)
+	}
+}
+
+func FuzzExtractAnswer(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, "```json\n[1]\n```", "text ```\n1\n```", "```", "```json\n", `"x"`, "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		v, err := extractAnswer(text)
+		if err != nil {
+			if !errors.Is(err, errNotJSON) {
+				t.Fatalf("error %v does not wrap errNotJSON", err)
+			}
+			return
+		}
+		if _, err := extractAnswer(encode(t, v)); err != nil {
+			t.Fatalf("re-extracting the encoded answer: %v", err)
+		}
+	})
+}
