@@ -79,11 +79,11 @@ func (ev *evaluator) call(n *node) (any, *Error) {
 	case fnLen:
 		switch v := args[0].(type) {
 		case string:
-			return float64(utf16Len(v)), nil
+			return count(utf16Len(v)), nil
 		case []any:
-			return float64(len(v)), nil
+			return count(len(v)), nil
 		case *Object:
-			return float64(v.Len()), nil
+			return count(v.Len()), nil
 		}
 		return nil, typeErrorf("len needs a string, array or object, received " + typeName(args[0]))
 	case fnAny, fnAll:
@@ -134,6 +134,22 @@ func (ev *evaluator) call(n *node) (any, *Error) {
 		return ok, asError(err)
 	}
 	return nil, newError(CodeUnknownFunction, fmt.Sprintf("unknown function %q", n.name))
+}
+
+// smallCounts are the numbers 0..255 already boxed, so that len() of
+// everyday values does not allocate. Read-only after initialisation.
+var smallCounts = func() (t [256]any) {
+	for i := range t {
+		t[i] = float64(i)
+	}
+	return t
+}()
+
+func count(n int) any {
+	if n < len(smallCounts) {
+		return smallCounts[n]
+	}
+	return float64(n)
 }
 
 // asError converts an error from the file functions, always an *Error.

@@ -20,7 +20,7 @@ const MaxConcatBytes = 64 << 20
 type evaluator struct {
 	ctx     context.Context
 	done    <-chan struct{}
-	b       *Bindings
+	b       Bindings
 	root    string  // workspace root, "" for none
 	checked [4]bool // bindings already found to be JSON within limits
 	steps   int
@@ -412,8 +412,10 @@ func checkValue(name string, v any, depth int) *Error {
 		}
 		return nil
 	case *Object:
-		for _, k := range v.Keys() {
-			e, _ := v.Get(k)
+		if v == nil {
+			return nil
+		}
+		for _, e := range v.vals {
 			if err := checkValue(name, e, depth+1); err != nil {
 				return err
 			}
@@ -451,8 +453,7 @@ func hasCycle(v any, onPath map[any]bool) bool {
 			}
 		}
 	case *Object:
-		for _, k := range c.Keys() {
-			e, _ := c.Get(k)
+		for _, e := range c.vals {
 			if hasCycle(e, onPath) {
 				return true
 			}

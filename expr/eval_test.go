@@ -599,3 +599,13 @@ func TestConcatBudget(t *testing.T) {
 		t.Errorf("len(result + result) = %v, %v", v, err)
 	}
 }
+
+// A binding far deeper than an expression may read still decodes, and is
+// refused only when used.
+func TestVeryDeepBinding(t *testing.T) {
+	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
+	runEvalCases(t, []evalCase{
+		{expr: "true || result", bindings: `{"result": ` + deep + `}`, want: "true"},
+		{expr: "result", bindings: `{"result": ` + deep + `}`, code: CodeResourceLimit},
+	})
+}

@@ -56,8 +56,12 @@ func within(root, target string) bool {
 //     real root; a symlink that points out of the workspace is refused.
 //
 // It returns the real path when the target exists, else the lexical one.
+// An empty root is refused (it would otherwise mean the current directory).
 // Every refusal is a *Error with code validation_error.
 func ResolveInWorkspace(root, rel string) (string, error) {
+	if root == "" {
+		return "", jailError("file function requires a workspace root")
+	}
 	if rel == "" {
 		return "", jailError("file path must not be empty")
 	}

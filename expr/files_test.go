@@ -178,6 +178,9 @@ func TestResolveInWorkspace(t *testing.T) {
 	if err != nil || got != filepath.Join(root, "new", "file.txt") {
 		t.Errorf("ResolveInWorkspace(new/file.txt) = %q, %v", got, err)
 	}
+	if _, err := ResolveInWorkspace("", "f.txt"); err == nil {
+		t.Error("an empty root was accepted")
+	}
 	// A workspace reached through a symlink is the same jail.
 	alias := filepath.Join(t.TempDir(), "alias")
 	if err := os.Symlink(root, alias); err != nil {

@@ -55,7 +55,7 @@ type Bindings struct {
 	Result, Input, Item, Prev Binding
 }
 
-func (b *Bindings) get(slot binding) Binding {
+func (b Bindings) get(slot binding) Binding {
 	switch slot {
 	case bindResult:
 		return b.Result
@@ -140,7 +140,7 @@ func (p *Program) Eval(b Bindings, opts *EvalOptions) (any, error) {
 // EvalContext is Eval with a context: a cancelled or expired ctx stops the
 // evaluation with a resource_limit *Error that wraps ctx.Err().
 func (p *Program) EvalContext(ctx context.Context, b Bindings, opts *EvalOptions) (any, error) {
-	ev := evaluator{ctx: ctx, done: ctx.Done(), b: &b}
+	ev := evaluator{ctx: ctx, done: ctx.Done(), b: b}
 	if opts != nil {
 		ev.root = opts.WorkspaceRoot
 	}

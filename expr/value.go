@@ -19,13 +19,20 @@ import (
 // is empty and ready to use.
 type Object struct {
 	keys   []string // index keys (ascending), then other keys (first-set order)
+	vals   []any    // vals[i] belongs to keys[i]
 	nIndex int      // how many leading keys are array indices
-	vals   map[string]any
+	// pos maps keys to positions once the object is too large for a
+	// linear scan to be the faster lookup.
+	pos map[string]int
 }
+
+// smallObject is the size up to which lookups scan the keys instead of
+// hashing: objects in ensures are mostly a handful of fields.
+const smallObject = 8
 
 // NewObject returns an empty object with room for n keys.
 func NewObject(n int) *Object {
-	return &Object{keys: make([]string, 0, n), vals: make(map[string]any, n)}
+	return &Object{keys: make([]string, 0, n), vals: make([]any, 0, n)}
 }
 
 // Len reports the number of keys.
@@ -44,34 +51,58 @@ func (o *Object) Keys() []string {
 	return o.keys
 }
 
+func (o *Object) find(key string) int {
+	if o.pos != nil {
+		if i, ok := o.pos[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range o.keys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
+}
+
 // Get returns the value stored under key.
 func (o *Object) Get(key string) (any, bool) {
 	if o == nil {
 		return nil, false
 	}
-	v, ok := o.vals[key]
-	return v, ok
+	if i := o.find(key); i >= 0 {
+		return o.vals[i], true
+	}
+	return nil, false
 }
 
 // Set stores v under key, adding the key in property order if it is new.
 func (o *Object) Set(key string, v any) {
-	if o.vals == nil {
-		o.vals = make(map[string]any)
+	if i := o.find(key); i >= 0 {
+		o.vals[i] = v
+		return
 	}
-	if _, ok := o.vals[key]; !ok {
-		if idx, ok := arrayIndex(key); ok {
-			// Insert among the index keys, keeping them ascending.
-			at := sort.Search(o.nIndex, func(i int) bool {
-				j, _ := arrayIndex(o.keys[i])
-				return j > idx
-			})
-			o.keys = slices.Insert(o.keys, at, key)
-			o.nIndex++
-		} else {
-			o.keys = append(o.keys, key)
+	at := len(o.keys)
+	if idx, ok := arrayIndex(key); ok {
+		// Among the index keys, keeping them ascending.
+		at = sort.Search(o.nIndex, func(i int) bool {
+			j, _ := arrayIndex(o.keys[i])
+			return j > idx
+		})
+		o.nIndex++
+	}
+	o.keys = slices.Insert(o.keys, at, key)
+	o.vals = slices.Insert(o.vals, at, v)
+	switch {
+	case o.pos != nil && at == len(o.keys)-1:
+		o.pos[key] = at
+	case o.pos != nil || len(o.keys) > smallObject:
+		o.pos = make(map[string]int, len(o.keys))
+		for i, k := range o.keys {
+			o.pos[k] = i
 		}
 	}
-	o.vals[key] = v
 }
 
 // arrayIndex reports whether key is a canonical array index as JavaScript
@@ -143,7 +174,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 			}
 			b = appendQuoted(b, k)
 			b = append(b, ':')
-			if b, err = appendJSON(b, v.vals[k]); err != nil {
+			if b, err = appendJSON(b, v.vals[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -159,8 +190,11 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 var ErrJSONTooDeep = errors.New("json nested too deeply")
 
 // MaxJSONDepth bounds the nesting of decoded JSON so that hostile input
-// cannot exhaust the stack of later recursive walks.
-const MaxJSONDepth = 512
+// cannot exhaust the stack of later recursive walks. It matches
+// encoding/json's own limit: a binding may legitimately be deeper than the
+// 128 levels an expression can read (the depth check happens only when the
+// binding is used, spec/ir.md 11.4), so decoding must not refuse it first.
+const MaxJSONDepth = 10000
 
 // DecodeJSON decodes one JSON document into the value model: numbers become
 // float64, objects *Object (property order as JSON.parse gives it; a

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -66,9 +67,12 @@ type flowInfo struct {
 	carryOK   bool
 
 	stepsOK bool // steps is a list
-	steps   []*stepInfo
-	byID    map[string]*stepInfo // first occurrence of each id
-	g       *graph               // built by the semantic phase
+	// unnamedSteps: some step has a missing or invalid id, so a reference
+	// to an unknown step may mean that one and is not reported.
+	unnamedSteps bool
+	steps        []*stepInfo
+	byID         map[string]*stepInfo // first occurrence of each id
+	g            *graph               // built by the semantic phase
 }
 
 type carryInfo struct {
@@ -98,8 +102,8 @@ type stepInfo struct {
 	fl   *flowInfo
 
 	idOK      bool
-	kindKnown bool // exactly one construct and every field well-typed
-	present   map[string]*node
+	kindKnown bool  // exactly one construct and every field well-typed
+	present   *node // the step mapping (nil when it is not a mapping)
 
 	// outPoisoned: the step's output contract cannot be determined because
 	// of another error; references to it are not checked further.
@@ -111,20 +115,29 @@ type stepInfo struct {
 	// fanout details for diagnostics.
 	stageNodes []*node
 	stageOK    []bool
+	// stageEnsureAt[j][k] is the list position of Stages[j].Ensure[k]
+	// (malformed predicates are left out of Ensure).
+	stageEnsureAt map[int][]int
 }
 
 // leaf is one string scanned for references (spec/ir.md 7.1).
 type leaf struct {
+	group      leafGroup
 	path       string
 	n          *node
 	text       string
 	expression bool
 	stage      int // -1 outside fanout stages
 	over       bool
+	tmpl       *Template
+	syn        templateSyntax
+	tok        string // the malformed token, when syn != templateOK
 }
 
 // stepFields is the step field declaration order (spec/ir.md 10.1).
 var stepFields = [...]string{"id", "after", "when", "do", "set", "agent", "out", "ensure", "attempts", "iterate", "budget", "on_fail", "gate", "fanout", "run", "with", "evaluate"}
+
+const stepFieldList = " id after when do set agent out ensure attempts iterate budget on_fail gate fanout run with evaluate "
 
 var constructs = [...]string{"do", "set", "gate", "fanout", "run", "evaluate"}
 
@@ -170,11 +183,11 @@ func describeNode(n *node) string {
 		}
 		return "false"
 	case listNode:
-		if len(n.items) == 0 {
+		if len(n.items()) == 0 {
 			return "an empty list"
 		}
 	case mapNode:
-		if len(n.keys) == 0 {
+		if len(n.keys()) == 0 {
 			return "an empty mapping"
 		}
 	}
@@ -196,11 +209,31 @@ func formatNumber(f float64) string {
 // unknownKeys reports every key of mapping m not in allowed (a
 // space-separated list with surrounding spaces).
 func (v *validator) unknownKeys(m *node, path, allowed, where string) {
-	for _, k := range m.keys {
-		if !strings.Contains(allowed, " "+k.str+" ") {
+	for _, k := range m.keys() {
+		if !hasWord(allowed, k.str) {
 			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "unknown field %q in %s; allowed fields are:%s", k.str, where, strings.TrimRight(strings.ReplaceAll(allowed, " ", ", "), ", ")[1:])
 		}
 	}
+}
+
+// hasWord reports whether list (space-separated words with surrounding
+// spaces) contains w, without allocating.
+func hasWord(list, w string) bool {
+	if w == "" || strings.ContainsRune(w, ' ') {
+		return false
+	}
+	for i := 0; i < len(list); {
+		j := strings.Index(list[i:], w)
+		if j < 0 {
+			return false
+		}
+		j += i
+		if j > 0 && list[j-1] == ' ' && j+len(w) < len(list) && list[j+len(w)] == ' ' {
+			return true
+		}
+		i = j + 1
+	}
+	return false
 }
 
 // str checks an optional or required string field.
@@ -264,8 +297,8 @@ func (v *validator) build(root *node) {
 		v.wrongType(cn, "contracts", "a mapping from contract name to fields")
 	} else {
 		v.contractsOK = true
-		for i, k := range cn.keys {
-			v.buildContract(k, cn.vals[i])
+		for i, k := range cn.keys() {
+			v.buildContract(k, cn.vals()[i])
 		}
 	}
 	// flows
@@ -307,24 +340,24 @@ func (v *validator) fieldMapping(n *node, path, what string) (*Contract, []*node
 		v.wrongType(n, path, "a mapping from field name to type string ("+what+" fields; {} for none)")
 		return nil, nil, nil, false
 	}
-	for _, k := range n.keys {
+	for _, k := range n.keys() {
 		if isReserved(k.str) {
 			v.d.add(k, CodeReservedField, joinPath(path, k.str), "field name %q is reserved; rename the field", k.str)
 			return nil, nil, nil, false
 		}
 	}
 	ok := true
-	c := &Contract{Fields: make([]Field, 0, len(n.keys))}
-	nodes := make([]*node, 0, len(n.keys))
-	srcs := make([]string, 0, len(n.keys))
-	for i, k := range n.keys {
+	c := &Contract{Fields: make([]Field, 0, len(n.keys()))}
+	nodes := make([]*node, 0, len(n.keys()))
+	srcs := make([]string, 0, len(n.keys()))
+	for i, k := range n.keys() {
 		fp := joinPath(path, k.str)
 		if !isName(k.str) {
 			v.schema(k, fp, "field name %q is invalid: use letters, digits and _, not starting with a digit", k.str)
 			ok = false
 			continue
 		}
-		tn := n.vals[i]
+		tn := n.vals()[i]
 		if tn.kind != stringNode {
 			v.wrongType(tn, fp, "a type string such as string, number, Item[] or a|b (nested mappings are not allowed: declare another contract and name it)")
 			ok = false
@@ -354,11 +387,11 @@ func (v *validator) buildFlows(fn *node) {
 	} else {
 		v.entry, v.entryNode = en.str, en
 	}
-	for i, k := range fn.keys {
+	for i, k := range fn.keys() {
 		if k.str == "entry" {
 			continue
 		}
-		v.buildFlow(k, fn.vals[i])
+		v.buildFlow(k, fn.vals()[i])
 	}
 	if v.entryNode != nil {
 		if _, ok := v.flowByName[v.entry]; ok {
@@ -422,8 +455,8 @@ func (v *validator) buildFlow(k, n *node) {
 		v.wrongType(sn, joinPath(path, "steps"), "a list of steps")
 	} else {
 		fl.stepsOK = true
-		fl.steps = make([]*stepInfo, 0, len(sn.items))
-		for i, s := range sn.items {
+		fl.steps = make([]*stepInfo, 0, len(sn.items()))
+		for i, s := range sn.items() {
 			v.buildStep(fl, s, indexPath(joinPath(path, "steps"), i), i)
 		}
 	}
@@ -451,19 +484,21 @@ func (v *validator) budget(n *node, path string) *Budget {
 			continue
 		}
 		known++
-		x, ok := v.posIntValue(n.get(key), joinPath(path, key))
-		if !ok {
+		val := n.get(key)
+		if _, ok := v.posIntValue(val, joinPath(path, key)); !ok {
 			continue
 		}
+		// Beyond 2^53 a float64 no longer holds every integer; such a
+		// budget is unlimited in practice.
+		limit := int64(min(val.num, 1<<53))
 		switch key {
 		case "tokens":
-			b.Tokens = int64(n.get(key).num)
+			b.Tokens = limit
 		case "dispatches":
-			b.Dispatches = int64(n.get(key).num)
+			b.Dispatches = limit
 		case "ms":
-			b.MS = int64(n.get(key).num)
+			b.MS = limit
 		}
-		_ = x
 	}
 	v.unknownKeys(n, path, " usd tokens dispatches ms ", "a budget")
 	if v.schemaErrs == before && known == 0 {
@@ -480,14 +515,14 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 		v.wrongType(n, path, "a mapping from variable name to {initial, on_revise}")
 		return
 	}
-	for _, k := range n.keys {
+	for _, k := range n.keys() {
 		if isReserved(k.str) {
 			v.d.add(k, CodeReservedField, joinPath(path, k.str), "carry variable name %q is reserved; rename it", k.str)
 			return
 		}
 	}
 	fl.carryOK = true
-	for i, k := range n.keys {
+	for i, k := range n.keys() {
 		vp := joinPath(path, k.str)
 		ci := &carryInfo{name: k.str, path: vp, keyNode: k}
 		if !isStepID(k.str) {
@@ -495,7 +530,7 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 			fl.carryOK = false
 		}
 		fl.carry = append(fl.carry, ci)
-		vn := n.vals[i]
+		vn := n.vals()[i]
 		if vn.kind != mapNode {
 			v.wrongType(vn, vp, "a mapping {initial: \"${STEP.output...}\", on_revise: {GATE: \"${...}\"}}")
 			fl.carryOK = false
@@ -512,14 +547,14 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 			if rn.kind != mapNode {
 				v.wrongType(rn, rp, "a mapping from gate step id to a reference")
 			} else {
-				for j, gk := range rn.keys {
+				for j, gk := range rn.keys() {
 					ep := joinPath(rp, gk.str)
 					e := carryReviseInfo{gate: gk.str, path: ep, keyNode: gk, ok: true}
 					if !isStepID(gk.str) {
 						v.schema(gk, ep, "%q is not a step id: on_revise keys name gate steps (lowercase letters, digits, _ and -)", gk.str)
 						e.ok = false
 					}
-					val := rn.vals[j]
+					val := rn.vals()[j]
 					e.valNode = val
 					if val.kind != stringNode || val.str == "" {
 						v.wrongType(val, ep, "a non-empty reference such as \"${STEP.output.field}\"")
@@ -536,21 +571,19 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 }
 
 func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
-	si := &stepInfo{n: n, path: path, fl: fl, s: &Step{Index: index}}
+	si := &stepInfo{n: n, path: path, fl: fl, s: &Step{Index: index}, leaves: make([]leaf, 0, 4)}
 	fl.steps = append(fl.steps, si)
 	fl.f.Steps = append(fl.f.Steps, si.s)
 	if n.kind != mapNode {
 		v.wrongType(n, path, "a step mapping with id and one of do, set, gate, fanout, run, evaluate")
 		si.outPoisoned = true
+		fl.unnamedSteps = true
 		return
 	}
 	before := v.schemaErrs
 	s := si.s
-	si.present = make(map[string]*node, len(n.keys))
-	for i, k := range n.keys {
-		si.present[k.str] = n.vals[i]
-	}
-	has := func(key string) bool { _, ok := si.present[key]; return ok }
+	si.present = n
+	has := func(key string) bool { return n.keyNode(key) != nil }
 	fp := func(key string) string { return joinPath(path, key) }
 
 	// id
@@ -562,13 +595,16 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 			si.idOK = true
 		}
 	}
+	if !si.idOK {
+		fl.unnamedSteps = true
+	}
 	// after
 	if has("after") {
-		an := si.present["after"]
+		an := si.present.get("after")
 		if an.kind != listNode {
 			v.wrongType(an, fp("after"), "a list of step ids")
 		} else {
-			for i, e := range an.items {
+			for i, e := range an.items() {
 				if e.kind != stringNode || !isStepID(e.str) {
 					v.wrongType(e, indexPath(fp("after"), i), "a step id (lowercase letters, digits, _ and -, starting with a letter)")
 					continue
@@ -580,28 +616,27 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	// when
 	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
 		s.When, s.HasWhen = w, true
-		si.leafLater("when", leaf{path: fp("when"), n: wn, text: w, expression: true, stage: -1})
+		si.leafLater(groupWhen, leaf{path: fp("when"), n: wn, text: w, expression: true, stage: -1})
 	}
 	// do
 	if d, dn, ok := v.str(n, path, "do", false, "the task text (a string)"); ok {
-		s.Do, _, _ = parseTemplate(d)
-		si.leafLater("do", leaf{path: fp("do"), n: dn, text: d, stage: -1})
+		s.Do = si.leafLater(groupDo, leaf{path: fp("do"), n: dn, text: d, stage: -1})
 	}
 	// set
 	if has("set") {
-		sn := si.present["set"]
+		sn := si.present.get("set")
 		if sn.kind != mapNode {
 			v.wrongType(sn, fp("set"), "a mapping from field name to expression string")
 		} else {
-			for i, k := range sn.keys {
-				val := sn.vals[i]
+			for i, k := range sn.keys() {
+				val := sn.vals()[i]
 				vp := joinPath(fp("set"), k.str)
 				if val.kind != stringNode {
 					v.wrongType(val, vp, "an expression string (quote numbers and booleans: \"1\", \"true\")")
 					continue
 				}
 				s.Set = append(s.Set, SetField{Name: k.str, Expr: val.str})
-				si.leafLater("set", leaf{path: vp, n: val, text: val.str, expression: true, stage: -1})
+				si.leafLater(groupSet, leaf{path: vp, n: val, text: val.str, expression: true, stage: -1})
 			}
 		}
 	}
@@ -621,7 +656,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// ensure
 	if has("ensure") {
-		s.Ensure = v.ensureList(si.present["ensure"], fp("ensure"), si, -1)
+		s.Ensure = v.ensureList(si.present.get("ensure"), fp("ensure"), si, -1)
 	}
 	// attempts
 	if a, ok := v.posInt(n, path, "attempts", false); ok {
@@ -629,7 +664,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// iterate
 	if has("iterate") {
-		in := si.present["iterate"]
+		in := si.present.get("iterate")
 		ip := fp("iterate")
 		if in.kind != mapNode {
 			v.wrongType(in, ip, "a mapping {max: N, until: EXPRESSION}")
@@ -638,7 +673,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 			u, un, okU := v.str(in, ip, "until", true, "an expression string")
 			v.unknownKeys(in, ip, " max until ", "iterate")
 			if okU {
-				si.leafLater("until", leaf{path: joinPath(ip, "until"), n: un, text: u, expression: true, stage: -1})
+				si.leafLater(groupUntil, leaf{path: joinPath(ip, "until"), n: un, text: u, expression: true, stage: -1})
 			}
 			if okMax && okU {
 				s.Iterate = &Iterate{Max: mx, Until: u}
@@ -647,7 +682,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// budget
 	if has("budget") {
-		s.Budget = v.budget(si.present["budget"], fp("budget"))
+		s.Budget = v.budget(si.present.get("budget"), fp("budget"))
 	}
 	// on_fail
 	if of, ofn, ok := v.str(n, path, "on_fail", false, "a step id"); ok {
@@ -659,11 +694,11 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// gate
 	if has("gate") {
-		s.Gate = v.gate(si.present["gate"], fp("gate"))
+		s.Gate = v.gate(si.present.get("gate"), fp("gate"))
 	}
 	// fanout
 	if has("fanout") {
-		s.Fanout = v.fanout(si.present["fanout"], fp("fanout"), si)
+		s.Fanout = v.fanout(si.present.get("fanout"), fp("fanout"), si)
 	}
 	// run
 	if r, _, ok := v.str(n, path, "run", false, "the name of a flow"); ok {
@@ -671,7 +706,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// with
 	if has("with") {
-		wn := si.present["with"]
+		wn := si.present.get("with")
 		if wn.kind != mapNode {
 			v.wrongType(wn, fp("with"), "a mapping from the called flow's input names to values")
 		} else {
@@ -680,11 +715,10 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// evaluate
 	if has("evaluate") {
-		s.Evaluate = v.evaluate(si.present["evaluate"], fp("evaluate"), si)
+		s.Evaluate = v.evaluate(si.present.get("evaluate"), fp("evaluate"), si)
 	}
 
-	allowed := " " + strings.Join(stepFields[:], " ") + " "
-	v.unknownKeys(n, path, allowed, "a step")
+	v.unknownKeys(n, path, stepFieldList, "a step")
 
 	// Whole-object construct rules, only for a well-typed step.
 	if v.schemaErrs != before {
@@ -711,7 +745,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 		if f == "id" || f == "after" || f == "when" || f == kind || !has(f) {
 			continue
 		}
-		if !strings.Contains(allowedFor[kind], " "+f+" ") {
+		if !hasWord(allowedFor[kind], f) {
 			k := n.keyNode(f)
 			v.d.add(k, CodeFieldForKind, fp(f), "field %q is not allowed on a %s step (a %s step accepts: id, after, when, %s%s)", f, kind, kind, kind, strings.TrimRight(strings.ReplaceAll(allowedFor[kind], " ", ", "), ", "))
 			si.outPoisoned = true
@@ -752,31 +786,52 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	si.orderLeaves()
 }
 
-// leafLater buffers a leaf under a group name; orderLeaves puts the groups
-// in the scanning order of spec/ir.md 7.1.
-func (si *stepInfo) leafLater(group string, l leaf) {
-	l.path = group + "\x00" + l.path
+// leafGroup orders leaves as spec/ir.md 7.1 scans them.
+type leafGroup uint8
+
+const (
+	groupDo leafGroup = iota
+	groupWhen
+	groupSet
+	groupUntil
+	groupEnsure
+	groupWith
+	groupEvalIn
+	groupOver
+	groupStage
+)
+
+// leafLater records a leaf; orderLeaves puts the groups in scanning order
+// (fields are visited in declaration order, which differs).
+// It parses the leaf's template once and returns it.
+func (si *stepInfo) leafLater(group leafGroup, l leaf) *Template {
+	l.group = group
+	l.tmpl, l.syn, l.tok = parseTemplate(l.text)
 	si.leaves = append(si.leaves, l)
+	return l.tmpl
 }
 
-var leafGroups = [...]string{"do", "when", "set", "until", "ensure", "with", "evalin", "over", "stage"}
-
 func (si *stepInfo) orderLeaves() {
-	out := make([]leaf, 0, len(si.leaves))
-	for _, g := range leafGroups {
-		for _, l := range si.leaves {
-			group, p, _ := strings.Cut(l.path, "\x00")
-			if group != g {
-				continue
-			}
-			if g == "with" && si.s.Kind != KindRun {
-				continue
-			}
-			l.path = p
-			out = append(out, l)
+	sorted := true
+	for i := 1; i < len(si.leaves); i++ {
+		if si.leaves[i].group < si.leaves[i-1].group {
+			sorted = false
+			break
 		}
 	}
-	si.leaves = out
+	if !sorted {
+		sort.SliceStable(si.leaves, func(i, j int) bool { return si.leaves[i].group < si.leaves[j].group })
+	}
+	if si.s.Kind != KindRun {
+		// with strings are scanned only on run steps.
+		out := si.leaves[:0]
+		for _, l := range si.leaves {
+			if l.group != groupWith {
+				out = append(out, l)
+			}
+		}
+		si.leaves = out
+	}
 }
 
 func (v *validator) ensureList(n *node, path string, si *stepInfo, stage int) []Ensure {
@@ -784,18 +839,24 @@ func (v *validator) ensureList(n *node, path string, si *stepInfo, stage int) []
 		v.wrongType(n, path, "a list of predicates such as {expr: \"result.ok == true\"}")
 		return nil
 	}
-	out := make([]Ensure, 0, len(n.items))
-	for i, e := range n.items {
+	out := make([]Ensure, 0, len(n.items()))
+	for i, e := range n.items() {
 		ep := indexPath(path, i)
 		pred, ok := v.ensurePredicate(e, ep)
 		if !ok {
 			continue
 		}
+		if stage >= 0 {
+			if si.stageEnsureAt == nil {
+				si.stageEnsureAt = make(map[int][]int)
+			}
+			si.stageEnsureAt[stage] = append(si.stageEnsureAt[stage], i)
+		}
 		out = append(out, pred)
 		if pred.Kind == EnsureExpr {
-			group := "ensure"
+			group := groupEnsure
 			if stage >= 0 {
-				group = "stage"
+				group = groupStage
 			}
 			si.leafLater(group, leaf{path: joinPath(ep, "expr"), n: e.get("expr"), text: pred.Expr, expression: true, stage: stage})
 		}
@@ -838,7 +899,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 				p, t := val.get("path"), val.get("text")
 				if p != nil && p.kind == stringNode && t != nil && t.kind == stringNode {
 					mm := &match{key: key, pred: Ensure{Kind: EnsureFileContains, Path: p.str, Text: t.str}}
-					for _, k := range val.keys {
+					for _, k := range val.keys() {
 						if k.str != "path" && k.str != "text" {
 							mm.extra = append(mm.extra, [2]string{key, k.str})
 						}
@@ -851,7 +912,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 				st, sk := val.get("statement"), val.get("stakes")
 				if st != nil && st.kind == stringNode && sk != nil && sk.kind == stringNode && (sk.str == "cheap" || sk.str == "default" || sk.str == "paranoid") {
 					mm := &match{key: key, pred: Ensure{Kind: EnsureJudged, Statement: st.str, Stakes: sk.str}}
-					for _, k := range val.keys {
+					for _, k := range val.keys() {
 						if k.str != "statement" && k.str != "stakes" {
 							mm.extra = append(mm.extra, [2]string{key, k.str})
 						}
@@ -869,7 +930,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 		return Ensure{}, false
 	}
 	ok := true
-	for _, k := range e.keys {
+	for _, k := range e.keys() {
 		if k.str != m.key {
 			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "this %s predicate takes only the key %q; move %q into a separate predicate or remove it", m.key, m.key, k.str)
 			ok = false
@@ -934,17 +995,14 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 	before := v.schemaErrs
 	f := &Fanout{Dispatch: "engine"}
 	if o, on, ok := v.str(n, path, "over", true, "a single reference to an array, such as \"${input.items}\""); ok {
-		tmpl, syn, _ := parseTemplate(o)
-		f.Over = tmpl
-		si.leafLater("over", leaf{path: joinPath(path, "over"), n: on, text: o, stage: -1, over: true})
-		_ = syn
+		f.Over = si.leafLater(groupOver, leaf{path: joinPath(path, "over"), n: on, text: o, stage: -1, over: true})
 	}
 	if sn := n.get("steps"); n.keyNode("steps") == nil {
 		v.missing(n, path, "steps", "a list of at least one stage, each {do: TASK, ...}")
-	} else if sn.kind != listNode || len(sn.items) == 0 {
+	} else if sn.kind != listNode || len(sn.items()) == 0 {
 		v.wrongType(sn, joinPath(path, "steps"), "a list of at least one stage")
 	} else {
-		for i, st := range sn.items {
+		for i, st := range sn.items() {
 			stage := v.stage(st, indexPath(joinPath(path, "steps"), i), si, i)
 			si.stageNodes = append(si.stageNodes, st)
 			si.stageOK = append(si.stageOK, stage != nil)
@@ -991,7 +1049,7 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 		if pm.kind != listNode {
 			v.wrongType(pm, joinPath(path, "pre_merge"), "a list of strings")
 		} else {
-			for i, e := range pm.items {
+			for i, e := range pm.items() {
 				if e.kind != stringNode {
 					v.wrongType(e, indexPath(joinPath(path, "pre_merge"), i), "a string")
 					continue
@@ -1022,8 +1080,7 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage 
 	before := v.schemaErrs
 	st := &Stage{Index: index}
 	if d, dn, ok := v.str(n, path, "do", true, "the stage's task text"); ok {
-		st.Do, _, _ = parseTemplate(d)
-		si.leafLater("stage", leaf{path: joinPath(path, "do"), n: dn, text: d, stage: index})
+		st.Do = si.leafLater(groupStage, leaf{path: joinPath(path, "do"), n: dn, text: d, stage: index})
 	}
 	if a, an, ok := v.str(n, path, "agent", false, "claude or codex"); ok {
 		if a != "claude" && a != "codex" {
@@ -1038,7 +1095,7 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage 
 	// The stage's when is scanned before its ensures (spec/ir.md 7.1).
 	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
 		st.When, st.HasWhen = w, true
-		si.leafLater("stage", leaf{path: joinPath(path, "when"), n: wn, text: w, expression: true, stage: index})
+		si.leafLater(groupStage, leaf{path: joinPath(path, "when"), n: wn, text: w, expression: true, stage: index})
 	}
 	if en := n.get("ensure"); n.keyNode("ensure") != nil {
 		st.Ensure = v.ensureList(en, joinPath(path, "ensure"), si, index)
@@ -1067,8 +1124,7 @@ func (v *validator) evaluate(n *node, path string, si *stepInfo) *Evaluate {
 		e.Command = c
 	}
 	if in, inN, ok := v.str(n, path, "in", false, "a template string"); ok {
-		e.In, _, _ = parseTemplate(in)
-		si.leafLater("evalin", leaf{path: joinPath(path, "in"), n: inN, text: in, stage: -1})
+		e.In = si.leafLater(groupEvalIn, leaf{path: joinPath(path, "in"), n: inN, text: in, stage: -1})
 	}
 	if t, ok := v.posInt(n, path, "timeout_ms", true); ok {
 		e.TimeoutMS = t
@@ -1093,20 +1149,19 @@ func (v *validator) withValue(n *node, path string, si *stepInfo) *Value {
 		}
 		return &Value{Kind: ValueNumber, Number: n.num}
 	case stringNode:
-		t, _, _ := parseTemplate(n.str)
-		si.leafLater("with", leaf{path: path, n: n, text: n.str, stage: -1})
+		t := si.leafLater(groupWith, leaf{path: path, n: n, text: n.str, stage: -1})
 		return &Value{Kind: ValueString, String: t}
 	case listNode:
-		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items))}
-		for i, e := range n.items {
+		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items()))}
+		for i, e := range n.items() {
 			out.Items[i] = v.withValue(e, indexPath(path, i), si)
 		}
 		return out
 	default:
-		out := &Value{Kind: ValueObject, Keys: make([]string, len(n.keys)), Fields: make([]*Value, len(n.keys))}
-		for i, k := range n.keys {
+		out := &Value{Kind: ValueObject, Keys: make([]string, len(n.keys())), Fields: make([]*Value, len(n.keys()))}
+		for i, k := range n.keys() {
 			out.Keys[i] = k.str
-			out.Fields[i] = v.withValue(n.vals[i], joinPath(path, k.str), si)
+			out.Fields[i] = v.withValue(n.vals()[i], joinPath(path, k.str), si)
 		}
 		return out
 	}

@@ -83,7 +83,7 @@ func Shape(pattern string) error {
 			}
 			end = i + 2
 		case '*', '+', '?', '{':
-			return &ShapeError{fmt.Sprintf("nothing to repeat before %q at %d", rune(c), i)}
+			return &ShapeError{fmt.Sprintf("%q at position %d has nothing to repeat (escape it as \\%c for the character itself)", rune(c), i, rune(c))}
 		default:
 			end = i + 1
 		}
