@@ -587,7 +587,7 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 			v.d.add(l.n, CodeRefInvalid, l.path, "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", l.tok)
 			continue
 		}
-		if len(t.Parts) == 1 && t.Parts[0].Ref == nil || len(t.Parts) == 0 {
+		if len(t.Parts) == 0 {
 			continue
 		}
 		s.Sites = append(s.Sites, Site{Path: l.path, Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t})

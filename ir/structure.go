@@ -456,8 +456,12 @@ func (v *validator) buildFlow(k, n *node) {
 	} else {
 		fl.stepsOK = true
 		fl.steps = make([]*stepInfo, 0, len(sn.items()))
+		// One allocation for all steps of the flow.
+		infos := make([]stepInfo, len(sn.items()))
+		steps := make([]Step, len(sn.items()))
+		stepsPath := joinPath(path, "steps")
 		for i, s := range sn.items() {
-			v.buildStep(fl, s, indexPath(joinPath(path, "steps"), i), i)
+			v.buildStep(fl, s, indexPath(stepsPath, i), i, &infos[i], &steps[i])
 		}
 	}
 	v.unknownKeys(n, path, " input output budget max_rounds carry steps ", "a flow")
@@ -570,8 +574,9 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 	}
 }
 
-func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
-	si := &stepInfo{n: n, path: path, fl: fl, s: &Step{Index: index}, leaves: make([]leaf, 0, 4)}
+func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si *stepInfo, s0 *Step) {
+	*si = stepInfo{n: n, path: path, fl: fl, s: s0, leaves: make([]leaf, 0, 4)}
+	s0.Index = index
 	fl.steps = append(fl.steps, si)
 	fl.f.Steps = append(fl.f.Steps, si.s)
 	if n.kind != mapNode {
