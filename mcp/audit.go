@@ -33,7 +33,7 @@ type AuditResult struct {
 }
 
 func (s *server) auditTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_audit",
 		title: "Read a run's full record",
 		description: `Read a run's complete durable record: every step's state and attempts, every event, spend, output, checkpoints. Call it to obtain a waiting gate's gateToken (steps.<gateId>.gateToken) before stratum_gate_resolve, and at the end of a run to summarise what happened (what ran, what was retried and why). Read-only.

@@ -20,7 +20,7 @@ type CommitResult struct {
 }
 
 func (s *server) commitTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_commit",
 		title: "Save a run checkpoint",
 		description: `Save a named checkpoint of a run's state, to come back to with stratum_revert (for example before a risky step). It saves Stratum's state only and touches no files: you must keep your own undo for file changes (e.g. a git commit). Committing an existing label replaces that checkpoint.

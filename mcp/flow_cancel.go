@@ -24,7 +24,7 @@ type CancelResult struct {
 }
 
 func (s *server) flowCancelTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_flow_cancel",
 		title: "Cancel a run",
 		description: `Cancel a run for good: it becomes cancelled, every outstanding dispatch and gate token is burnt (later step_done or gate_resolve calls are refused), and engine work for it stops. Call it only when the user wants the run stopped. Cancelling a finished run changes nothing.

@@ -25,7 +25,7 @@ type PollResult struct {
 }
 
 func (s *server) flowPollTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_flow_poll",
 		title: "Poll a run's progress",
 		description: `Read a run's current state and the events since your last poll, without changing anything. Call it while a run is running on engine work (waiting kind fanout or subflow), every few seconds, passing the previous nextCursor, until the status changes.

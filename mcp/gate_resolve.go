@@ -14,7 +14,7 @@ type gateResolveIn struct {
 }
 
 func (s *server) gateResolveTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_gate_resolve",
 		title: "Record a person's gate decision",
 		description: `Apply a person's decision to a gate the run is waiting on (a running answer lists it in waiting with kind gate). Only call it with the decision the user gave you; never decide a gate yourself unless the user explicitly asked you to. Read the gate's current gateToken from stratum_audit first.

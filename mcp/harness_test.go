@@ -94,10 +94,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 // strictSchemas resolves the closed output schema of every tool.
 func strictSchemas(t *testing.T, eng *engine.Engine) map[string]*jsonschema.Resolved {
 	t.Helper()
-	s := &server{eng: eng, log: slog.New(slog.DiscardHandler)}
+	s := newServer(eng, slog.New(slog.DiscardHandler))
 	out := map[string]*jsonschema.Resolved{}
 	for _, tl := range s.tools() {
-		r, err := tl.strictOutput.Resolve(nil)
+		r, err := tl.strictOutput().Resolve(nil)
 		if err != nil {
 			t.Fatalf("%s: resolve strict output schema: %v", tl.def.Name, err)
 		}

@@ -92,9 +92,10 @@ func TestStrictSchemas(t *testing.T) {
 // result, and the server keeps serving.
 func TestPanicIsAnAnswer(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	boom := newTool(log, toolMeta{name: "stratum_boom", title: "boom", description: "Example: stratum_boom {}", statuses: []string{"ok"}},
+	s := newServer(nil, log)
+	boom := newTool(s, toolMeta{name: "stratum_boom", title: "boom", description: "Example: stratum_boom {}", statuses: []string{"ok"}},
 		func(ctx context.Context, c *call, in struct{}) (*ValidateResult, error) { panic("kaboom") })
-	fails := newTool(log, toolMeta{name: "stratum_fails", title: "fails", description: "Example: stratum_fails {}", statuses: []string{"ok"}},
+	fails := newTool(s, toolMeta{name: "stratum_fails", title: "fails", description: "Example: stratum_fails {}", statuses: []string{"ok"}},
 		func(ctx context.Context, c *call, in struct{}) (*ValidateResult, error) {
 			return nil, errors.New("disk on fire")
 		})

@@ -14,7 +14,7 @@ type planIn struct {
 }
 
 func (s *server) planTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_plan",
 		title: "Start a Stratum run",
 		description: `Validate a flow spec and its entry input, start a persisted run and return its first actionable state. Call it once per run, after stratum_validate answers valid.

@@ -7,7 +7,7 @@ import (
 )
 
 func (s *server) resumeTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_resume",
 		title: "Continue a run",
 		description: `Return a persisted run's current actionable state, so you can continue it: in a new session, after a restart, or when you lost track of its ready steps and tokens. Any run can be resumed by any server sharing the state root. Ready steps keep their dispatch tokens.

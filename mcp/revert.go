@@ -7,7 +7,7 @@ import (
 )
 
 func (s *server) revertTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_revert",
 		title: "Restore a run checkpoint",
 		description: `Restore a run's state to a checkpoint saved with stratum_commit and continue from there: steps finished after the checkpoint become pending again, and every ready step gets a new dispatch token. Spend is never rolled back. It restores Stratum's state only: undo your file changes yourself (e.g. git).

@@ -5,8 +5,9 @@ import (
 	_ "embed"
 	"errors"
 	"log/slog"
-	"strings"
+	"reflect"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
@@ -37,6 +38,12 @@ type Deps struct {
 type server struct {
 	eng *engine.Engine
 	log *slog.Logger
+	// schemas are the schema overrides of typeSchemas, computed once.
+	schemas map[reflect.Type]*jsonschema.Schema
+}
+
+func newServer(eng *engine.Engine, log *slog.Logger) *server {
+	return &server{eng: eng, log: log, schemas: typeSchemas()}
 }
 
 // NewServer returns an MCP server with every Stratum tool registered.
@@ -53,7 +60,7 @@ func NewServer(d Deps) (*sdk.Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	s := &server{eng: d.Engine, log: log}
+	s := newServer(d.Engine, log)
 	srv := sdk.NewServer(&sdk.Implementation{Name: ServerName, Title: "Stratum", Version: version},
 		&sdk.ServerOptions{
 			Instructions: instructions,
@@ -61,7 +68,6 @@ func NewServer(d Deps) (*sdk.Server, error) {
 			// Tools only, and the list never changes while serving.
 			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 		})
-	srv.AddReceivingMiddleware(argumentErrors(log))
 	for _, t := range s.tools() {
 		t.add(srv)
 	}
@@ -109,40 +115,5 @@ func (s *server) tools() []tool {
 		s.revertTool(),
 		s.flowCancelTool(),
 		s.usageReportTool(),
-	}
-}
-
-// argumentErrors rewrites the refusals the SDK makes before a handler
-// runs (arguments that fail the input schema or cannot be decoded: an
-// isError result with a bare text message) into the error envelope every
-// other refusal uses, so a model sees one shape with code
-// invalid_arguments.
-func argumentErrors(log *slog.Logger) sdk.Middleware {
-	return func(next sdk.MethodHandler) sdk.MethodHandler {
-		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			res, err := next(ctx, method, req)
-			if method != "tools/call" || err != nil {
-				return res, err
-			}
-			r, ok := res.(*sdk.CallToolResult)
-			if !ok || !r.IsError || r.StructuredContent != nil {
-				return res, err
-			}
-			var msg []string
-			for _, c := range r.Content {
-				if t, ok := c.(*sdk.TextContent); ok {
-					msg = append(msg, t.Text)
-				}
-			}
-			b, encErr := encode(envelope(&ErrorBody{Code: CodeInvalidArguments,
-				Message: strings.Join(msg, "; ") + " (see the tool's input schema)"}))
-			if encErr != nil {
-				log.Error("encode argument error", "err", encErr)
-				return res, err
-			}
-			r.StructuredContent = payload(b)
-			r.Content = []sdk.Content{&sdk.TextContent{Text: string(b)}}
-			return r, nil
-		}
 	}
 }

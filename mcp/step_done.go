@@ -33,7 +33,7 @@ type telemetryArg struct {
 }
 
 func (s *server) stepDoneTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_step_done",
 		title: "Report a step's result",
 		description: `Report the result of a ready step you did: Stratum checks the output against the step's contract and ensure rules and answers with the run's next state. Call it once per ready entry, with that entry's id as stepId and its dispatchToken.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"reflect"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -36,7 +37,7 @@ type tool struct {
 	// strictOutput is the output schema with every object closed: what a
 	// response may contain, field by field. The advertised schema is the
 	// same with objects left open (see openObjects).
-	strictOutput *jsonschema.Schema
+	strictOutput func() *jsonschema.Schema
 	add          func(*sdk.Server)
 }
 
@@ -75,9 +76,8 @@ func (c *call) raw(path ...string) json.RawMessage {
 	return cur
 }
 
-// payload is a tool's answer, already encoded. The SDK validates it
-// against the output schema and sends it as structured content; the same
-// bytes are the text content.
+// payload is a tool's answer, already encoded: the structured content,
+// and the same bytes as the text content.
 type payload []byte
 
 func (p payload) MarshalJSON() ([]byte, error) { return p, nil }
@@ -85,23 +85,16 @@ func (p payload) MarshalJSON() ([]byte, error) { return p, nil }
 // newTool builds a tool from its metadata and handler. Schema problems
 // panic: they are programming errors, caught by any test that builds the
 // server.
-func newTool[In, Out any](log *slog.Logger, m toolMeta, h handler[In, Out]) tool {
-	ts := typeSchemas()
-	in := mustInfer(reflect.TypeFor[In](), ts)
-	out := mustInfer(reflect.TypeFor[Out](), ts)
-	if out.Type != "object" || out.Properties["status"] == nil {
-		panic(fmt.Sprintf("mcp: %s: output %v must be an object with a status", m.name, reflect.TypeFor[Out]()))
-	}
-	out.Properties["status"].Enum = nil
-	for _, s := range append(append([]string{}, m.statuses...), statusError) {
-		out.Properties["status"].Enum = append(out.Properties["status"].Enum, s)
-	}
-	out.Properties["error"] = mustInfer(reflect.TypeFor[*ErrorBody](), ts)
-	out.Properties["error"].Description = "why the call was refused (status error)"
-	out.PropertyOrder = append(out.PropertyOrder, "error")
-	// Only status is always there: a refusal has status and error alone.
-	out.Required = []string{"status"}
-
+//
+// The tool is registered with the SDK's untyped AddTool: the typed one
+// resolves every schema when the tool is added (tens of milliseconds for
+// the whole surface, paid at every server start) and validates every
+// answer against the output schema (paid at every call). Here the input
+// schema is resolved at a tool's first call, and answers are checked
+// against the closed output schema by the tests instead.
+func newTool[In, Out any](s *server, m toolMeta, h handler[In, Out]) tool {
+	in := mustInfer(reflect.TypeFor[In](), s.schemas)
+	out := outputSchema[Out](s.schemas, m)
 	no := false
 	def := &sdk.Tool{
 		Name:         m.name,
@@ -117,9 +110,20 @@ func newTool[In, Out any](log *slog.Logger, m toolMeta, h handler[In, Out]) tool
 			OpenWorldHint:   &no,
 		},
 	}
-	serve := func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, payload, error) {
+	resolveInput := sync.OnceValues(func() (*jsonschema.Resolved, error) {
+		return mustInfer(reflect.TypeFor[In](), s.schemas).Resolve(nil)
+	})
+	log := s.log
+	serve := func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		start := time.Now()
-		v, failed := invoke(ctx, log, m.name, &call{args: req.Params.Arguments}, in, h)
+		args := req.Params.Arguments
+		var v any
+		failed := true
+		if in, err := decodeArgs[In](args, resolveInput); err != nil {
+			v = envelope(errorBody(err))
+		} else {
+			v, failed = invoke(ctx, log, m.name, &call{args: args}, in, h)
+		}
 		b, err := encode(v)
 		if err != nil {
 			log.Error("encode result", "tool", m.name, "err", err)
@@ -129,10 +133,63 @@ func newTool[In, Out any](log *slog.Logger, m toolMeta, h handler[In, Out]) tool
 		if log.Enabled(ctx, slog.LevelDebug) {
 			log.Debug("tool call", "tool", m.name, "isError", failed, "elapsed", time.Since(start), "bytes", len(b))
 		}
-		res := &sdk.CallToolResult{IsError: failed, Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
-		return res, payload(b), nil
+		return &sdk.CallToolResult{
+			IsError:           failed,
+			Content:           []sdk.Content{&sdk.TextContent{Text: string(b)}},
+			StructuredContent: payload(b),
+		}, nil
 	}
-	return tool{def: def, strictOutput: out, add: func(s *sdk.Server) { sdk.AddTool(s, def, serve) }}
+	return tool{
+		def:          def,
+		strictOutput: func() *jsonschema.Schema { return outputSchema[Out](s.schemas, m) },
+		add:          func(srv *sdk.Server) { srv.AddTool(def, serve) },
+	}
+}
+
+// outputSchema is the closed output schema of a tool: Out's, with the
+// status enum, the error object of refusals, and only status required
+// (a refusal has status and error alone).
+func outputSchema[Out any](ts map[reflect.Type]*jsonschema.Schema, m toolMeta) *jsonschema.Schema {
+	out := mustInfer(reflect.TypeFor[Out](), ts)
+	if out.Type != "object" || out.Properties["status"] == nil {
+		panic(fmt.Sprintf("mcp: %s: output %v must be an object with a status", m.name, reflect.TypeFor[Out]()))
+	}
+	out.Properties["status"].Enum = nil
+	for _, st := range append(append([]string{}, m.statuses...), statusError) {
+		out.Properties["status"].Enum = append(out.Properties["status"].Enum, st)
+	}
+	out.Properties["error"] = mustInfer(reflect.TypeFor[*ErrorBody](), ts)
+	out.Properties["error"].Description = "why the call was refused (status error)"
+	out.PropertyOrder = append(out.PropertyOrder, "error")
+	out.Required = []string{"status"}
+	return out
+}
+
+// decodeArgs checks the arguments against the tool's input schema and
+// decodes them. Absent arguments are an empty object.
+func decodeArgs[In any](args json.RawMessage, schema func() (*jsonschema.Resolved, error)) (In, error) {
+	var in In
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = json.RawMessage("{}")
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return in, argErrorf("arguments", "not valid JSON: %v", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return in, argErrorf("arguments", "must be a JSON object of the tool's parameters, not %s", jsonKind(args))
+	}
+	rs, err := schema()
+	if err != nil {
+		return in, fmt.Errorf("input schema: %w", err)
+	}
+	if err := rs.Validate(&v); err != nil {
+		return in, argErrorf("arguments", "%v (see the tool's input schema)", err)
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return in, argErrorf("arguments", "%v", err)
+	}
+	return in, nil
 }
 
 // invoke runs a handler, turning an error or a panic into an error

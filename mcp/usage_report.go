@@ -30,7 +30,7 @@ type UsageResult struct {
 }
 
 func (s *server) usageReportTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_usage_report",
 		title: "Record what a dispatch cost",
 		description: `Record an external cost receipt against a run's budget ledger, when you learn what a dispatch cost after reporting it (or outside any step). Idempotent by dispatchId: a repeated receipt is acknowledged as duplicate and counted once.

@@ -17,7 +17,7 @@ type ValidateResult struct {
 }
 
 func (s *server) validateTool() tool {
-	return newTool(s.log, toolMeta{
+	return newTool(s, toolMeta{
 		name:  "stratum_validate",
 		title: "Validate a Stratum flow spec",
 		description: `Check a Stratum flow spec (version: 1) without starting a run. Call it after writing or editing a spec and before stratum_plan.

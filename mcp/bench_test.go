@@ -1,0 +1,229 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store"
+)
+
+// Targets (issue 5): server start to the first tools/list answer under
+// 20 ms; a step_done round trip over stdio within 2x the engine's own
+// step_done. Compare:
+//
+//	go test ./mcp -run '^$' -bench . -benchtime 200x
+//
+// BenchmarkEngineStepDone is the engine alone on the same kind of run and
+// disk; BenchmarkStdioStepDone the same calls through `stratum mcp`.
+// STRATUM_BENCH_DIR puts the state root elsewhere (e.g. /dev/shm, to
+// separate CPU cost from fsync cost).
+
+// linearSpec100 is a linear flow of n do steps, each reading its
+// predecessor (the engine's own benchmark shape).
+func linearN(n int) string {
+	var b strings.Builder
+	b.WriteString("version: 1\ncontracts:\n  V: {v: string}\nflows:\n  entry: main\n  main:\n    input: {}\n")
+	fmt.Fprintf(&b, "    output: {from: \"${s%d.output}\", contract: V}\n    steps:\n", n)
+	b.WriteString("      - {id: s1, do: \"step one\", out: V}\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&b, "      - {id: s%d, do: \"step %d after ${s%d.output.v}\", out: V, ensure: [{expr: \"len(result.v) > 0\"}]}\n", i, i, i-1)
+	}
+	return b.String()
+}
+
+func benchHome(b *testing.B) string {
+	b.Helper()
+	if base := os.Getenv("STRATUM_BENCH_DIR"); base != "" {
+		d, err := os.MkdirTemp(base, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(d) })
+		return d
+	}
+	return b.TempDir()
+}
+
+// BenchmarkStdioStartToListTools: from starting `stratum mcp` to the
+// answer of the first tools/list (initialize handshake included).
+func BenchmarkStdioStartToListTools(b *testing.B) {
+	bin, _ := buildBinaries(b)
+	home := benchHome(b)
+	var total, cpu time.Duration
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(bin, "mcp", "--log-level", "warn")
+		cmd.Env = append(os.Environ(), "STRATUM_HOME="+home, "STRATUM_STATE_ROOT=")
+		start := time.Now()
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "0"}, nil).
+			Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		if len(res.Tools) == 0 {
+			b.Fatal("no tools")
+		}
+		b.StopTimer()
+		cs.Close()
+		if ps := cmd.ProcessState; ps != nil {
+			cpu += ps.UserTime() + ps.SystemTime()
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/start-to-list")
+	// The server process's whole CPU time (start, answer, shutdown): the
+	// wall figure above also counts the wait for a CPU on a busy machine.
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/server")
+}
+
+// stepDoneLoop reports step after step of 100-step linear runs through
+// call, planning a new run (untimed) when one completes.
+func stepDoneLoop(b *testing.B, plan func() (runID, stepID, token string), done func(runID, stepID, token string) (next, nextToken string, ok bool)) {
+	run, step, tok := plan()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		next, nextTok, ok := done(run, step, tok)
+		if !ok {
+			b.StopTimer()
+			run, step, tok = plan()
+			b.StartTimer()
+			continue
+		}
+		step, tok = next, nextTok
+	}
+}
+
+// BenchmarkEngineStepDone is the baseline: engine.StepDone in-process,
+// file store with fsync.
+func BenchmarkEngineStepDone(b *testing.B) {
+	st, err := store.NewFileStore(filepath.Join(benchHome(b), "flows"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := engine.New(st, engine.Options{Workspace: engine.WorkspacePolicy{Default: b.TempDir()}})
+	defer e.Close()
+	ctx := context.Background()
+	spec := []byte(linearN(100))
+	out := engine.StepResult{Output: json.RawMessage(`{"v":"done"}`)}
+	stepDoneLoop(b, func() (string, string, string) {
+		r, err := e.Plan(ctx, engine.PlanRequest{Spec: spec, Input: map[string]any{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r.RunID, r.Ready[0].ID, r.Ready[0].DispatchToken
+	}, func(run, step, tok string) (string, string, bool) {
+		r, err := e.StepDone(ctx, engine.StepDoneRequest{RunID: run, StepID: step, DispatchToken: tok, Result: out})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Status != engine.StatusReady {
+			return "", "", false
+		}
+		return r.Ready[0].ID, r.Ready[0].DispatchToken, true
+	})
+}
+
+// BenchmarkStdioStepDone: the same step_done calls as tools/call over
+// stdio to a `stratum mcp` child process.
+func BenchmarkStdioStepDone(b *testing.B) {
+	home := benchHome(b)
+	bin, _ := buildBinaries(b)
+	cmd := exec.Command(bin, "mcp", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "STRATUM_HOME="+home, "STRATUM_STATE_ROOT=")
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "0"}, nil).
+		Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	benchToolLoop(b, cs)
+}
+
+// BenchmarkInMemoryStepDone: the same calls through the SDK's in-memory
+// transport (protocol and schema cost without the process boundary).
+func BenchmarkInMemoryStepDone(b *testing.B) {
+	st, err := store.NewFileStore(filepath.Join(benchHome(b), "flows"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := engine.New(st, engine.Options{Workspace: engine.WorkspacePolicy{Default: b.TempDir()}})
+	defer e.Close()
+	srv, err := NewServer(Deps{Engine: e})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	stT, ctT := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, stT, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx, ctT, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cs.Close(); ss.Wait() }()
+	benchToolLoop(b, cs)
+}
+
+func benchToolLoop(b *testing.B, cs *sdk.ClientSession) {
+	ctx := context.Background()
+	spec := linearN(100)
+	call := func(name string, args any) map[string]any {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, _ := res.StructuredContent.(map[string]any)
+		if res.IsError || m == nil {
+			b.Fatalf("%s: %v", name, res.Content)
+		}
+		return m
+	}
+	first := func(m map[string]any) (string, string) {
+		e := m["ready"].([]any)[0].(map[string]any)
+		return e["id"].(string), e["dispatchToken"].(string)
+	}
+	output := map[string]any{"output": map[string]any{"v": "done"}}
+	stepDoneLoop(b, func() (string, string, string) {
+		m := call("stratum_plan", map[string]any{"spec": spec, "input": map[string]any{}})
+		id, tok := first(m)
+		return m["runId"].(string), id, tok
+	}, func(run, step, tok string) (string, string, bool) {
+		m := call("stratum_step_done", map[string]any{"runId": run, "stepId": step, "dispatchToken": tok, "result": output})
+		if m["status"] != "ready" {
+			return "", "", false
+		}
+		id, next := first(m)
+		return id, next, true
+	})
+}
+
+// BenchmarkNewServer: building the server (schemas of every tool).
+func BenchmarkNewServer(b *testing.B) {
+	st, err := store.NewFileStore(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := engine.New(st, engine.Options{})
+	defer e.Close()
+	for i := 0; i < b.N; i++ {
+		if _, err := NewServer(Deps{Engine: e}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
