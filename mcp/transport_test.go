@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -32,7 +33,7 @@ func TestFilterFrames(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var w, out bytes.Buffer
-			if err := filterFrames(strings.NewReader(tc.in), &w, &out, 256, slog.New(slog.DiscardHandler)); err != nil {
+			if err := filterFrames(strings.NewReader(tc.in), &w, &out, 256, slog.New(slog.DiscardHandler), func(jsonrpc.Message) {}); err != nil {
 				t.Fatal(err)
 			}
 			got := strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n")
@@ -81,7 +82,7 @@ func FuzzFilterFrames(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		var w, out bytes.Buffer
-		if err := filterFrames(strings.NewReader(in), &w, &out, 256, slog.New(slog.DiscardHandler)); err != nil {
+		if err := filterFrames(strings.NewReader(in), &w, &out, 256, slog.New(slog.DiscardHandler), func(jsonrpc.Message) {}); err != nil {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(w.String(), "\n") {
@@ -98,4 +99,47 @@ func FuzzFilterFrames(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestResponseID(t *testing.T) {
+	for _, tc := range []struct {
+		frame string
+		id    any
+		ok    bool
+	}{
+		{`{"jsonrpc":"2.0","id":3,"result":{"big":[1,2,3]}}`, int64(3), true},
+		{`{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"x"}}`, "a", true},
+		{`{"jsonrpc":"2.0","id":4,"method":"roots/list"}`, nil, false},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`, nil, false},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, nil, false},
+		{`garbage`, nil, false},
+	} {
+		id, ok := responseID([]byte(tc.frame))
+		if ok != tc.ok || id != tc.id {
+			t.Errorf("responseID(%s) = %v (%T), %v; want %v, %v", tc.frame, id, id, ok, tc.id, tc.ok)
+		}
+	}
+}
+
+func TestPendingDrain(t *testing.T) {
+	p := newPending()
+	decode := func(s string) jsonrpc.Message {
+		m, err := jsonrpc.DecodeMessage([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	p.track(decode(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`))
+	p.track(decode(`{"jsonrpc":"2.0","id":"two","method":"tools/list"}`))
+	p.track(decode(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	if p.drain(10 * time.Millisecond) {
+		t.Fatal("drained with two requests pending")
+	}
+	id, _ := responseID([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	p.done(id)
+	p.track(decode(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"two"}}`))
+	if !p.drain(10 * time.Millisecond) {
+		t.Fatalf("still pending: %v", p.ids)
+	}
 }
