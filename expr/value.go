@@ -7,20 +7,32 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"sort"
 )
 
-// Object is a JSON object that remembers the order in which its keys were
-// first set. Setting an existing key replaces its value in place, as
-// JavaScript objects (and so the reference) do. The zero value is empty and
-// ready to use.
+// Object is a JSON object with JavaScript's property order, which str(),
+// rendering and every JSON output of the reference observe: keys that are
+// canonical array indices ("0", "1", ... "4294967294") come first in
+// ascending numeric order, then all other keys in the order they were first
+// set. Setting an existing key replaces its value in place. The zero value
+// is empty and ready to use.
 type Object struct {
-	keys []string
-	vals map[string]any
+	keys   []string // index keys (ascending), then other keys (first-set order)
+	vals   []any    // vals[i] belongs to keys[i]
+	nIndex int      // how many leading keys are array indices
+	// pos maps keys to positions once the object is too large for a
+	// linear scan to be the faster lookup.
+	pos map[string]int
 }
+
+// smallObject is the size up to which lookups scan the keys instead of
+// hashing: objects in ensures are mostly a handful of fields.
+const smallObject = 8
 
 // NewObject returns an empty object with room for n keys.
 func NewObject(n int) *Object {
-	return &Object{keys: make([]string, 0, n), vals: make(map[string]any, n)}
+	return &Object{keys: make([]string, 0, n), vals: make([]any, 0, n)}
 }
 
 // Len reports the number of keys.
@@ -31,7 +43,7 @@ func (o *Object) Len() int {
 	return len(o.keys)
 }
 
-// Keys returns the keys in insertion order. The slice must not be modified.
+// Keys returns the keys in property order. The slice must not be modified.
 func (o *Object) Keys() []string {
 	if o == nil {
 		return nil
@@ -39,102 +51,138 @@ func (o *Object) Keys() []string {
 	return o.keys
 }
 
+func (o *Object) find(key string) int {
+	if o.pos != nil {
+		if i, ok := o.pos[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range o.keys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
+}
+
 // Get returns the value stored under key.
 func (o *Object) Get(key string) (any, bool) {
 	if o == nil {
 		return nil, false
 	}
-	v, ok := o.vals[key]
-	return v, ok
+	if i := o.find(key); i >= 0 {
+		return o.vals[i], true
+	}
+	return nil, false
 }
 
-// Set stores v under key, appending the key if it is new.
+// Set stores v under key, adding the key in property order if it is new.
 func (o *Object) Set(key string, v any) {
-	if o.vals == nil {
-		o.vals = make(map[string]any)
+	if i := o.find(key); i >= 0 {
+		o.vals[i] = v
+		return
 	}
-	if _, ok := o.vals[key]; !ok {
-		o.keys = append(o.keys, key)
+	at := len(o.keys)
+	if idx, ok := arrayIndex(key); ok {
+		// Among the index keys, keeping them ascending.
+		at = sort.Search(o.nIndex, func(i int) bool {
+			j, _ := arrayIndex(o.keys[i])
+			return j > idx
+		})
+		o.nIndex++
 	}
-	o.vals[key] = v
+	o.keys = slices.Insert(o.keys, at, key)
+	o.vals = slices.Insert(o.vals, at, v)
+	switch {
+	case o.pos != nil && at == len(o.keys)-1:
+		o.pos[key] = at
+	case o.pos != nil || len(o.keys) > smallObject:
+		o.pos = make(map[string]int, len(o.keys))
+		for i, k := range o.keys {
+			o.pos[k] = i
+		}
+	}
 }
 
-// MarshalJSON writes the object compactly with its keys in order.
+// arrayIndex reports whether key is a canonical array index as JavaScript
+// defines it (an integer 0..2^32-2 written without sign or leading zeros),
+// and its value.
+func arrayIndex(key string) (uint64, bool) {
+	if len(key) == 0 || len(key) > 10 || (key[0] == '0' && len(key) > 1) {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, n <= 4294967294
+}
+
+// MarshalJSON writes the object as EncodeJSON does.
 func (o *Object) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	if err := writeJSON(&buf, o); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return EncodeJSON(o)
 }
 
-// EncodeJSON writes v as compact JSON, objects in key order. It fails on a
-// value outside the model or a non-finite number.
+// EncodeJSON writes v as compact JSON exactly as JavaScript's JSON.stringify
+// does: objects in property order, numbers as FormatNumber writes them, and
+// strings escaping only '"', '\\' and control characters (no HTML escaping,
+// U+2028 and U+2029 raw). It fails on a value outside the model or a
+// non-finite number.
 func EncodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := writeJSON(&buf, v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return appendJSON(nil, v)
 }
 
-func writeJSON(buf *bytes.Buffer, v any) error {
+func appendJSON(b []byte, v any) ([]byte, error) {
+	var err error
 	switch v := v.(type) {
 	case nil:
-		buf.WriteString("null")
+		b = append(b, "null"...)
 	case bool:
 		if v {
-			buf.WriteString("true")
+			b = append(b, "true"...)
 		} else {
-			buf.WriteString("false")
+			b = append(b, "false"...)
 		}
 	case float64:
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("encode json: non-finite number %v", v)
+			return nil, fmt.Errorf("encode json: non-finite number %v", v)
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		buf.Write(b)
+		b = appendNumber(b, v)
 	case string:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		buf.Write(b)
+		b = appendQuoted(b, v)
 	case []any:
-		buf.WriteByte('[')
+		b = append(b, '[')
 		for i, e := range v {
 			if i > 0 {
-				buf.WriteByte(',')
+				b = append(b, ',')
 			}
-			if err := writeJSON(buf, e); err != nil {
-				return err
+			if b, err = appendJSON(b, e); err != nil {
+				return nil, err
 			}
 		}
-		buf.WriteByte(']')
+		b = append(b, ']')
 	case *Object:
-		buf.WriteByte('{')
+		b = append(b, '{')
 		for i, k := range v.Keys() {
 			if i > 0 {
-				buf.WriteByte(',')
+				b = append(b, ',')
 			}
-			b, err := json.Marshal(k)
-			if err != nil {
-				return err
-			}
-			buf.Write(b)
-			buf.WriteByte(':')
-			if err := writeJSON(buf, v.vals[k]); err != nil {
-				return err
+			b = appendQuoted(b, k)
+			b = append(b, ':')
+			if b, err = appendJSON(b, v.vals[i]); err != nil {
+				return nil, err
 			}
 		}
-		buf.WriteByte('}')
+		b = append(b, '}')
 	default:
-		return fmt.Errorf("encode json: %T is not a JSON value", v)
+		return nil, fmt.Errorf("encode json: %T is not a JSON value", v)
 	}
-	return nil
+	return b, nil
 }
 
 // ErrJSONTooDeep is returned by DecodeJSON for input nested deeper than
@@ -142,12 +190,17 @@ func writeJSON(buf *bytes.Buffer, v any) error {
 var ErrJSONTooDeep = errors.New("json nested too deeply")
 
 // MaxJSONDepth bounds the nesting of decoded JSON so that hostile input
-// cannot exhaust the stack of later recursive walks.
-const MaxJSONDepth = 512
+// cannot exhaust the stack of later recursive walks. It matches
+// encoding/json's own limit: a binding may legitimately be deeper than the
+// 128 levels an expression can read (the depth check happens only when the
+// binding is used, spec/ir.md 11.4), so decoding must not refuse it first.
+const MaxJSONDepth = 10000
 
 // DecodeJSON decodes one JSON document into the value model: numbers become
-// float64, objects *Object (key order kept; a repeated key keeps its first
-// position and its last value), arrays []any. Trailing data is an error.
+// float64, objects *Object (property order as JSON.parse gives it; a
+// repeated key keeps its first position and its last value), arrays []any.
+// Invalid UTF-8 and lone surrogate escapes in strings become U+FFFD.
+// Trailing data is an error.
 func DecodeJSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

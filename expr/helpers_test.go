@@ -1,0 +1,5 @@
+package expr
+
+import "context"
+
+var t0ctx = context.Background()
