@@ -207,7 +207,9 @@ func doText(t Task) string {
 // YAML node builders. The document is built node by node so that key order
 // and therefore the bytes are fixed.
 func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
-func num(i int) *yaml.Node    { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(i)} }
+func num(i int) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(i)}
+}
 
 func mapping(kv ...any) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.MappingNode}
