@@ -100,8 +100,15 @@ type source struct {
 	name, text string
 }
 
-// readTaskFile reads a regular file of bounded size.
+// readTaskFile reads a regular file of bounded size. The type is checked
+// before opening because opening a FIFO for reading blocks until a writer
+// comes, and again on the open file in case it was replaced meanwhile.
 func readTaskFile(path string) (string, error) {
+	if info, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("read task file: %w", err)
+	} else if err := checkRegular(path, info); err != nil {
+		return "", err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("read task file: %w", err)
@@ -111,12 +118,8 @@ func readTaskFile(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read task file: %w", err)
 	}
-	if !info.Mode().IsRegular() {
-		kind := "not a regular file"
-		if info.IsDir() {
-			kind = "a directory"
-		}
-		return "", fmt.Errorf("read task file %s: it is %s", path, kind)
+	if err := checkRegular(path, info); err != nil {
+		return "", err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxTaskFileBytes+1))
 	if err != nil {
@@ -126,6 +129,17 @@ func readTaskFile(path string) (string, error) {
 		return "", fmt.Errorf("read task file %s: larger than %d MiB", path, MaxTaskFileBytes>>20)
 	}
 	return string(data), nil
+}
+
+func checkRegular(path string, info os.FileInfo) error {
+	if info.Mode().IsRegular() {
+		return nil
+	}
+	kind := "not a regular file"
+	if info.IsDir() {
+		kind = "a directory"
+	}
+	return fmt.Errorf("read task file %s: it is %s", path, kind)
 }
 
 // compileSources is Compile after the files are read: pure, so it can be
@@ -206,7 +220,39 @@ func doText(t Task) string {
 
 // YAML node builders. The document is built node by node so that key order
 // and therefore the bytes are fixed.
-func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+//
+// str picks the style of a string scalar: yaml.v3's own choice when that
+// reads back as the same string, else double quotes. (yaml.v3 v3.0.1 emits
+// a literal block that loses a leading newline, and one that is invalid
+// when a line starts with a tab.) Words that YAML 1.1 readers take for
+// booleans are quoted too, so that the spec means the same to any reader.
+func str(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if yaml11Bool[s] || !readsBack(n) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+var yaml11Bool = map[string]bool{
+	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true,
+	"n": true, "N": true, "no": true, "No": true, "NO": true,
+	"on": true, "On": true, "ON": true, "off": true, "Off": true, "OFF": true,
+}
+
+// readsBack reports whether a string scalar, encoded as a mapping value,
+// decodes to the same string.
+func readsBack(n *yaml.Node) bool {
+	doc := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: "k"}, n}}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return false
+	}
+	var back struct {
+		K *string `yaml:"k"`
+	}
+	return yaml.Unmarshal(out, &back) == nil && back.K != nil && *back.K == n.Value
+}
 func num(i int) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(i)}
 }
