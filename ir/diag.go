@@ -119,10 +119,14 @@ type diags struct {
 }
 
 // add records a diagnostic at node n (which may be nil when the position is
-// unknown). A second diagnostic with the same code and path is dropped: one
-// site gets one report per problem kind.
+// unknown). An exact repeat (same code, path and message, as when several
+// references meet the same broken producer) is dropped.
 func (d *diags) add(n *node, code, path, format string, args ...any) {
-	key := code + "\x00" + path
+	msg := format
+	if len(args) > 0 {
+		msg = fmt.Sprintf(format, args...)
+	}
+	key := code + "\x00" + path + "\x00" + msg
 	if d.seen == nil {
 		d.seen = make(map[string]struct{})
 	}
@@ -133,10 +137,6 @@ func (d *diags) add(n *node, code, path, format string, args ...any) {
 	line, col := 1, 1
 	if n != nil {
 		line, col = n.line, n.col
-	}
-	msg := format
-	if len(args) > 0 {
-		msg = fmt.Sprintf(format, args...)
 	}
 	d.list = append(d.list, Diagnostic{Code: code, Path: path, Line: line, Column: col, Message: msg})
 }

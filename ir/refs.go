@@ -303,3 +303,38 @@ func pathString(p []PathSeg) string {
 	}
 	return b.String()
 }
+
+// Render evaluates a with value: every string is rendered as a template
+// (a full-value reference keeps its JSON type), and the result is a value
+// in the expr model (nil, bool, float64, string, []any, *expr.Object).
+func (v *Value) Render(resolve Resolver) (any, error) {
+	switch v.Kind {
+	case ValueNull:
+		return nil, nil
+	case ValueBool:
+		return v.Bool, nil
+	case ValueNumber:
+		return v.Number, nil
+	case ValueString:
+		return v.String.Render(resolve)
+	case ValueList:
+		out := make([]any, len(v.Items))
+		for i, it := range v.Items {
+			x, err := it.Render(resolve)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = x
+		}
+		return out, nil
+	}
+	obj := expr.NewObject(len(v.Keys))
+	for i, k := range v.Keys {
+		x, err := v.Fields[i].Render(resolve)
+		if err != nil {
+			return nil, err
+		}
+		obj.Set(k, x)
+	}
+	return obj, nil
+}
