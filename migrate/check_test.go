@@ -28,6 +28,14 @@ func TestCheckGolden(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no fixtures in testdata/check")
 	}
+	covered := map[string]bool{}
+	defer func() {
+		for id := range catalogue() {
+			if !covered[id] && !*update {
+				t.Errorf("no fixture produces the finding %q", id)
+			}
+		}
+	}()
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
 			ar, err := txtar.ParseFile(file)
@@ -39,6 +47,9 @@ func TestCheckGolden(t *testing.T) {
 				t.Fatalf("%s has no spec.yaml", file)
 			}
 			r := Check(spec)
+			for _, f := range r.Findings {
+				covered[f.ID] = true
+			}
 			var text, js bytes.Buffer
 			if err := r.WriteText(&text); err != nil {
 				t.Fatal(err)
