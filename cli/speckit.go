@@ -44,7 +44,7 @@ validated before it is printed. Task text must not contain ${...} (in v1
 text every ${...} is a reference).
 
 --json prints the same answer as the MCP tool stratum_compile_speckit:
-{"status":"ok","yaml",...,"flow_name",...,"steps":[...]} or
+{"status":"ok","yaml":...,"flow_name":...,"steps":[...]} or
 {"status":"error","error_type":...,"message":...}.
 
 Exit status: 0 on success; 1 when the directory cannot be compiled (no task
@@ -54,7 +54,7 @@ validate); 2 for a usage error or when DIR is not a directory.
 }
 
 func (c *speckitCmd) SetFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.flow, "flow", speckit.DefaultFlowName, "name of the generated flow")
+	fs.StringVar(&c.flow, "flow", speckit.DefaultFlowName, "`NAME` of the generated flow")
 	fs.StringVar(&c.out, "o", "", "write the spec to `FILE` (atomically) instead of standard output")
 	fs.BoolVar(&c.asJSON, "json", false, "print the MCP tool's JSON response instead of the YAML")
 }
