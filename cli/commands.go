@@ -9,5 +9,8 @@ var Version = "0.1.0-dev"
 func commands() []func() command {
 	return []func() command{
 		func() command { return &evalCmd{} },
+		func() command { return &migrateCmd{} },
+		func() command { return &speckitCmd{} },
+		func() command { return &validateCmd{} },
 	}
 }
