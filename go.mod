@@ -1,10 +1,11 @@
 module github.com/stratum-go/stratum
 
-go 1.26
+go 1.26.0
 
 require github.com/rogpeppe/go-internal v1.16.0
 
 require (
-	golang.org/x/sys v0.26.0 // indirect
+	github.com/gofrs/flock v0.13.2 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
 )
