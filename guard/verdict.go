@@ -265,4 +265,3 @@ func roundSafe(f float64) any {
 	}
 	return int64(f)
 }
-
