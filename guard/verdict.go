@@ -256,12 +256,9 @@ func normalize(v any) any {
 
 func roundSafe(f float64) any {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0
+		return int64(0)
 	}
 	f = math.Round(f)
 	f = math.Max(-canon.MaxSafeInteger, math.Min(canon.MaxSafeInteger, f))
-	if f == 0 {
-		return 0
-	}
-	return int64(f)
+	return int64(f) // -0 becomes 0
 }

@@ -116,8 +116,10 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 
 // Judge runs the command once.
 func (j *CommandJudge) Judge(ctx context.Context, req Request) (Verdict, error) {
-	in, err := json.Marshal(req)
-	if err != nil {
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	enc.SetEscapeHTML(false) // "a->b" stays readable for simple judges
+	if err := enc.Encode(req); err != nil {
 		return Verdict{}, fmt.Errorf("judge: encode request: %w", err)
 	}
 	timeout := j.Timeout
@@ -131,7 +133,7 @@ func (j *CommandJudge) Judge(ctx context.Context, req Request) (Verdict, error) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := procgroup.Command(ctx, "/bin/sh", "-c", j.Command)
-	cmd.Stdin = bytes.NewReader(in)
+	cmd.Stdin = &in
 	stdout := &limitedBuffer{max: limit}
 	stderr := &limitedBuffer{max: maxStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
