@@ -157,7 +157,9 @@ func TestRegisterValidationOrder(t *testing.T) {
 		{"commands before workspace", func(r *RegisterRequest) {
 			r.EdgePredicates = obj(t, `{"a->b":[{"statement":"command_exit_zero(['true'])"}]}`)
 		}, CodeCommandExecutionDisabled, ""},
-		{"needs workspace", func(r *RegisterRequest) { r.EdgePredicates = obj(t, `{"a->b":[{"statement":"git_commit_exists('HEAD')"}]}`) }, CodeInvalidWorkspaceRoot, "needs a workspace_root"},
+		{"needs workspace", func(r *RegisterRequest) {
+			r.EdgePredicates = obj(t, `{"a->b":[{"statement":"git_commit_exists('HEAD')"}]}`)
+		}, CodeInvalidWorkspaceRoot, "needs a workspace_root"},
 		{"contains needs workspace", func(r *RegisterRequest) {
 			r.EdgePredicates = obj(t, `{"a->b":[{"statement":"server_file_contains('a','b')"}]}`)
 		}, CodeInvalidWorkspaceRoot, ""},
@@ -200,7 +202,9 @@ func TestRegisterValidationOrder(t *testing.T) {
 	// Accepted variants.
 	ok := []func(*RegisterRequest){
 		func(r *RegisterRequest) { r.Stakes = obj(t, `{"a->b":"high","x->y":"cheap"}`) },
-		func(r *RegisterRequest) { r.EdgePredicates = obj(t, `{"a->b":[{"type":"verified","statement":5}],"not->an-edge":[]}`) },
+		func(r *RegisterRequest) {
+			r.EdgePredicates = obj(t, `{"a->b":[{"type":"verified","statement":5}],"not->an-edge":[]}`)
+		},
 		func(r *RegisterRequest) {
 			r.EdgePredicates = obj(t, `{"a->b":[{"statement":"verdict_receipt_clean('x')"}]}`)
 			r.Stakes = obj(t, `{"a->b":"paranoid"}`)
