@@ -2,6 +2,8 @@ package guard
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -165,3 +167,8 @@ func (f *fixture) history(id string) *HistoryResult {
 // setTrust replaces the embedded trust root: the test-only seam (an
 // unexported field no front end can reach).
 func (g *Guard) setTrust(allowed []byte) { g.trust = allowed }
+
+func sha256hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
