@@ -282,6 +282,15 @@ func TestTruncateEveryPosition(t *testing.T) {
 		if l.Torn != partial {
 			t.Fatalf("%s: torn=%v, want %v", name, l.Torn, partial)
 		}
+		// Repairing writes and fsyncs: do it at every line boundary (±2
+		// bytes) and every 31st byte in between; Parse ran at every byte.
+		nearBoundary := false
+		for _, e := range ends {
+			nearBoundary = nearBoundary || (k >= e-2 && k <= e+2)
+		}
+		if k%31 != 0 && !nearBoundary && k != len(data) {
+			continue
+		}
 		path := filepath.Join(dir, fmt.Sprintf("l%d.jsonl", k))
 		if err := os.WriteFile(path, cut, 0o644); err != nil {
 			t.Fatal(err)
