@@ -1,0 +1,52 @@
+package guard
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDecodeRequest(t *testing.T) {
+	var tr TransitionRequest
+	err := DecodeRequest([]byte(`{"resource_id":"r","from_state":"a","to_state":"b","artifacts":{"x":"y"},"modified_files":null,"idempotency_key":null,"resolved_by":"human"}`), &tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TransitionRequest{ResourceID: "r", FromState: "a", ToState: "b", Artifacts: map[string]any{"x": "y"}, ResolvedBy: "human"}
+	if diff := cmp.Diff(want, tr); diff != "" {
+		t.Fatal(diff)
+	}
+	var rr RegisterRequest
+	if err := DecodeRequest([]byte(`{"resource_id":"r","graph":{"a":"b"},"edge_predicates":{},"initial":"a","terminal":"done","workspace_root":null}`), &rr); err != nil {
+		t.Fatal(err)
+	}
+	if rr.Terminal != "done" || rr.WorkspaceRoot != nil || rr.Graph["a"] != "b" {
+		t.Fatalf("%+v", rr) // shape errors are left to validation (§4.2 order)
+	}
+	cases := []struct {
+		name, in, msg string
+		dst            any
+	}{
+		{"not object", `[1]`, "one JSON object", &HistoryRequest{}},
+		{"string", `"x"`, "one JSON object", &HistoryRequest{}},
+		{"null", `null`, "one JSON object", &HistoryRequest{}},
+		{"two objects", `{} {}`, "after it", &HistoryRequest{}},
+		{"unknown key", `{"resource_id":"r","override_token":"t"}`, `unexpected guard argument "override_token"`, &HistoryRequest{}},
+		{"missing", `{}`, `missing required guard argument "resource_id"`, &HistoryRequest{}},
+		{"empty means {}", ``, `missing required guard argument "resource_id"`, &HistoryRequest{}},
+		{"required null", `{"resource_id":null}`, "must not be null", &HistoryRequest{}},
+		{"wrong type", `{"resource_id":5}`, `"resource_id": expected string`, &HistoryRequest{}},
+		{"artifacts array", `{"resource_id":"r","from_state":"a","to_state":"b","artifacts":[]}`, `"artifacts"`, &TransitionRequest{}},
+		{"artifacts null", `{"resource_id":"r","from_state":"a","to_state":"b","artifacts":null}`, "must not be null", &TransitionRequest{}},
+		{"files not strings", `{"resource_id":"r","from_state":"a","to_state":"b","artifacts":{},"modified_files":[1]}`, `"modified_files"`, &TransitionRequest{}},
+		{"graph not object", `{"resource_id":"r","graph":[],"edge_predicates":{},"initial":"a"}`, `"graph"`, &RegisterRequest{}},
+		{"bad json", `{"resource_id":`, "one JSON object", &HistoryRequest{}},
+	}
+	for _, c := range cases {
+		err := DecodeRequest([]byte(c.in), c.dst)
+		wantCode(t, err, CodeInvalidArgument, c.msg)
+	}
+	if err := DecodeRequest([]byte(`{}`), HistoryRequest{}); err == nil || CodeOf(err) != CodeInternal {
+		t.Fatalf("non-pointer destination: %v", err)
+	}
+}
