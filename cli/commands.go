@@ -7,5 +7,7 @@ var Version = "0.1.0-dev"
 // commands lists every subcommand. Each entry makes a fresh command value.
 // Keep one line per command, in alphabetical order.
 func commands() []func() command {
-	return []func() command{}
+	return []func() command{
+		func() command { return &guardCmd{} },
+	}
 }
