@@ -25,7 +25,7 @@ func TestDecodeRequest(t *testing.T) {
 	}
 	cases := []struct {
 		name, in, msg string
-		dst            any
+		dst           any
 	}{
 		{"not object", `[1]`, "one JSON object", &HistoryRequest{}},
 		{"string", `"x"`, "one JSON object", &HistoryRequest{}},
