@@ -38,6 +38,11 @@ func (g *Guard) History(ctx context.Context, req HistoryRequest) (*HistoryResult
 	if err != nil {
 		return nil, err
 	}
+	for i := range r.Log.Entries {
+		if err := r.Log.Entries[i].DecodeVerdict(); err != nil {
+			return nil, &Error{Code: CodeLedgerCorrupt, Message: err.Error(), Err: err}
+		}
+	}
 	return &HistoryResult{ResourceID: r.ResourceID, CurrentState: r.CurrentState, GraphVersion: r.GraphVersion, Ledger: r.Log.Entries}, nil
 }
 

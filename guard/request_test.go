@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,4 +50,41 @@ func TestDecodeRequest(t *testing.T) {
 	if err := DecodeRequest([]byte(`{}`), HistoryRequest{}); err == nil || CodeOf(err) != CodeInternal {
 		t.Fatalf("non-pointer destination: %v", err)
 	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"resource_id":"r","from_state":"a","to_state":"b","artifacts":{"x":"y"},"modified_files":["a"],"idempotency_key":null}`,
+		`{"resource_id":"r","graph":{"a":["b"]},"edge_predicates":{},"initial":"a","terminal":null}`,
+		``, `[]`, `{"x":1}`, `{"resource_id":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, dst := range []any{&TransitionRequest{}, &RegisterRequest{}, &HistoryRequest{}, &MigrateRequest{}} {
+			if err := DecodeRequest(data, dst); err != nil && CodeOf(err) != CodeInvalidArgument {
+				t.Fatalf("error code %s: %v", CodeOf(err), err)
+			}
+		}
+	})
+}
+
+func FuzzParseDescriptors(f *testing.F) {
+	sum := `"` + strings.Repeat("a", 64) + `"`
+	f.Add([]byte(`{"version":1,"descriptors":[{"id":"x","rationale":"r","from_checksum":` + sum + `,"to_policy":{"graph":{},"edge_predicates":{},"terminal":[],"stakes":{}}}]}`))
+	f.Add([]byte(`{"version":1,"descriptors":[]}`))
+	f.Add([]byte(`{"version":2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ds, err := parseDescriptors(data)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, d := range ds {
+			if !isDescriptorID(d.ID) || seen[d.ID] || !isChecksum(d.FromChecksum) || blank(d.Rationale) || d.ToPolicy.Graph == nil {
+				t.Fatalf("accepted an invalid descriptor %+v", d)
+			}
+			seen[d.ID] = true
+		}
+	})
 }

@@ -20,6 +20,10 @@ type TransitionRequest struct {
 	ModifiedFiles  []string       `json:"modified_files,omitempty" jsonschema:"files the caller changed (context only)"`
 	IdempotencyKey string         `json:"idempotency_key,omitempty" jsonschema:"retry key: the same key and payload replays the recorded outcome"`
 	ResolvedBy     string         `json:"resolved_by,omitempty" jsonschema:"agent (default) or human"`
+	// ExpectedPolicyChecksum, when given, must equal the resource's current
+	// policy checksum (policy_checksum_mismatch otherwise): a tracker can
+	// pin the policy it reviewed.
+	ExpectedPolicyChecksum string `json:"expected_policy_checksum,omitempty" jsonschema:"optional: refuse unless the policy checksum is exactly this (64 lowercase hex)"`
 }
 
 // TransitionResult is the outcome of a transition attempt. A refusal is a
@@ -81,7 +85,10 @@ func (p *transitionPayload) replay(r *registry, key string) (*ledger.Entry, erro
 	return prior, nil
 }
 
-func replayResult(prior *ledger.Entry, current string) *TransitionResult {
+func replayResult(prior *ledger.Entry, current string) (*TransitionResult, error) {
+	if err := prior.DecodeVerdict(); err != nil {
+		return nil, &Error{Code: CodeLedgerCorrupt, Message: err.Error(), Err: err}
+	}
 	verdict, _ := prior.Verdict.(map[string]any)
 	if verdict == nil {
 		verdict = replayVerdict(prior.Outcome == ledger.OutcomeApplied)
@@ -93,7 +100,7 @@ func replayResult(prior *ledger.Entry, current string) *TransitionResult {
 	return &TransitionResult{
 		Status: "replayed", Verdict: verdict, LedgerRef: prior.EntryDigest, CurrentState: current,
 		EntryDigest: prior.EntryDigest, PrevDigest: prior.PrevDigest, PayloadDigest: pd,
-	}
+	}, nil
 }
 
 // Transition attempts one edge. It checks cheaply under the resource lock
@@ -114,6 +121,9 @@ func (g *Guard) Transition(ctx context.Context, req TransitionRequest) (*Transit
 	if req.Artifacts == nil {
 		return nil, errorf(CodeInvalidArgument, "artifacts is required (an object)")
 	}
+	if req.ExpectedPolicyChecksum != "" && !isChecksum(req.ExpectedPolicyChecksum) {
+		return nil, errorf(CodeInvalidArgument, "expected_policy_checksum must be 64 lowercase hex digits")
+	}
 	payload := &transitionPayload{
 		from: req.FromState, to: req.ToState, artifacts: req.Artifacts,
 		modifiedFiles: slices.Sorted(slices.Values(req.ModifiedFiles)), resolvedBy: resolvedBy,
@@ -133,6 +143,9 @@ func (g *Guard) Transition(ctx context.Context, req TransitionRequest) (*Transit
 		if err := r.tamperCheck(); err != nil {
 			return nil, nil, err
 		}
+		if req.ExpectedPolicyChecksum != "" && req.ExpectedPolicyChecksum != r.Checksum {
+			return nil, nil, errorf(CodePolicyChecksumMismatch, "the resource's policy is %s, not the expected %s", r.Checksum, req.ExpectedPolicyChecksum)
+		}
 		if _, err := payload.digest(2, r.Checksum); err != nil {
 			return nil, nil, err
 		}
@@ -141,7 +154,8 @@ func (g *Guard) Transition(ctx context.Context, req TransitionRequest) (*Transit
 			return nil, nil, err
 		}
 		if prior != nil {
-			return nil, replayResult(prior, r.CurrentState), nil
+			res, err := replayResult(prior, r.CurrentState)
+			return nil, res, err
 		}
 		if req.FromState != r.CurrentState {
 			return nil, nil, errorf(CodeStaleFromState, "from_state %q is stale: the current state is %q", req.FromState, r.CurrentState)
@@ -182,7 +196,7 @@ func (g *Guard) Transition(ctx context.Context, req TransitionRequest) (*Transit
 	}
 	if prior != nil {
 		// Another caller committed this very request meanwhile.
-		return replayResult(prior, r.CurrentState), nil
+		return replayResult(prior, r.CurrentState)
 	}
 	if r.CurrentState != req.FromState {
 		return nil, errorf(CodeStaleFromState, "current_state advanced from %q to %q during evaluation", req.FromState, r.CurrentState)

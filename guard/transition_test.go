@@ -41,8 +41,18 @@ func TestTransitionAppliedAndRefused(t *testing.T) {
 	if res2.Status != "applied" || res2.CurrentState != "review" || res2.PrevDigest != res.EntryDigest {
 		t.Fatalf("applied = %+v", res2)
 	}
+	// A pinned policy checksum.
+	_, err := f.transition(id, "review", "done", func(r *TransitionRequest) { r.ExpectedPolicyChecksum = strings.Repeat("0", 64) })
+	wantCode(t, err, CodePolicyChecksumMismatch, strings.Repeat("0", 64))
+	_, err = f.transition(id, "review", "done", func(r *TransitionRequest) { r.ExpectedPolicyChecksum = "ABC" })
+	wantCode(t, err, CodeInvalidArgument, "expected_policy_checksum")
+	pinned := f.mustTransition(id, "review", "draft", func(r *TransitionRequest) { r.ExpectedPolicyChecksum = mustLoad(t, f, id).Checksum })
+	if pinned.Status != "applied" {
+		t.Fatal(pinned.Status)
+	}
+	f.mustTransition(id, "draft", "review")
 	// Stale and illegal.
-	_, err := f.transition(id, "draft", "review")
+	_, err = f.transition(id, "draft", "review")
 	wantCode(t, err, CodeStaleFromState, `"review"`)
 	_, err = f.transition(id, "review", "nowhere")
 	wantCode(t, err, CodeIllegalEdge, "review->nowhere")
@@ -65,16 +75,19 @@ func TestTransitionAppliedAndRefused(t *testing.T) {
 	}
 
 	h := f.history(id)
-	if h.CurrentState != "done" || h.GraphVersion != 1 || len(h.Ledger) != 4 {
+	if h.CurrentState != "done" || h.GraphVersion != 1 || len(h.Ledger) != 6 {
 		t.Fatalf("history %+v", h)
 	}
-	wantOutcomes := []string{"refused", "applied", "refused", "applied"}
+	wantOutcomes := []string{"refused", "applied", "applied", "applied", "refused", "applied"}
 	for i, e := range h.Ledger {
 		if e.Outcome != wantOutcomes[i] || e.Kind != "transition" || e.PayloadDigestVersion != 2 || e.PayloadDigest == nil {
 			t.Fatalf("entry %d: %+v", i, e)
 		}
 	}
-	if h.Ledger[3].ResolvedBy != "human" || h.Ledger[0].ResolvedBy != "agent" {
+	if v, ok := h.Ledger[1].Verdict.(map[string]any); !ok || v["met"] != true || v["stakes"] != "paranoid" {
+		t.Fatalf("history verdict %#v", h.Ledger[1].Verdict)
+	}
+	if h.Ledger[5].ResolvedBy != "human" || h.Ledger[0].ResolvedBy != "agent" {
 		t.Fatal("resolved_by not recorded")
 	}
 	// The registry cache follows.
@@ -83,7 +96,7 @@ func TestTransitionAppliedAndRefused(t *testing.T) {
 		t.Fatalf("registry cache: %s", reg)
 	}
 	vr, err := f.g.Verify(context.Background(), id)
-	if err != nil || vr.Entries != 4 || vr.CurrentState != "done" || vr.Head != res4.EntryDigest {
+	if err != nil || vr.Entries != 6 || vr.CurrentState != "done" || vr.Head != res4.EntryDigest {
 		t.Fatalf("verify %+v %v", vr, err)
 	}
 }

@@ -54,7 +54,11 @@ type Entry struct {
 	PayloadDigest        *string `json:"payload_digest"`
 	PayloadDigestVersion int     `json:"payload_digest_version"`
 	Rationale            *string `json:"rationale"`
-	Verdict              any     `json:"verdict"`
+	// Verdict is the verdict object, or nil. Entries read from disk keep it
+	// as raw text in VerdictJSON until DecodeVerdict is called: most
+	// operations never look at old verdicts.
+	Verdict     any             `json:"verdict"`
+	VerdictJSON json.RawMessage `json:"-"`
 }
 
 // Core is the map an entry digest is taken over: every field except
@@ -254,31 +258,49 @@ func short(d string) string {
 	return d
 }
 
+// rawEntry is one line decoded in a single pass; values are kept raw
+// and read with their required types afterwards.
+type rawEntry struct {
+	TsMs                 json.RawMessage `json:"ts_ms"`
+	FromState            json.RawMessage `json:"from_state"`
+	ToState              json.RawMessage `json:"to_state"`
+	Outcome              json.RawMessage `json:"outcome"`
+	Kind                 json.RawMessage `json:"kind"`
+	ResolvedBy           json.RawMessage `json:"resolved_by"`
+	IdempotencyKey       json.RawMessage `json:"idempotency_key"`
+	PayloadDigest        json.RawMessage `json:"payload_digest"`
+	PayloadDigestVersion json.RawMessage `json:"payload_digest_version"`
+	Rationale            json.RawMessage `json:"rationale"`
+	Verdict              json.RawMessage `json:"verdict"`
+	PrevDigest           json.RawMessage `json:"prev_digest"`
+}
+
+func isNull(v json.RawMessage) bool { return v == nil || string(v) == "null" }
+
 // decodeEntry reads the fields with their required types: ts_ms, states,
 // outcome and kind are required; the rest default as spec/guard.md §2.4.
+// The verdict is kept as raw JSON (VerdictJSON) until someone needs it.
 func decodeEntry(text []byte) (Entry, error) {
-	var raw map[string]json.RawMessage
+	var raw rawEntry
 	if err := json.Unmarshal(text, &raw); err != nil {
 		return Entry{}, fmt.Errorf("not a JSON object: %v", err)
 	}
 	var e Entry
-	str := func(key string, dst *string, required bool, def string) error {
-		v, ok := raw[key]
-		if !ok || (!required && string(v) == "null") {
+	str := func(key string, v json.RawMessage, dst *string, required bool, def string) error {
+		if isNull(v) {
 			if required {
 				return fmt.Errorf("missing %s", key)
 			}
 			*dst = def
 			return nil
 		}
-		if err := json.Unmarshal(v, dst); err != nil || string(v) == "null" {
+		if err := json.Unmarshal(v, dst); err != nil {
 			return fmt.Errorf("%s is not a string", key)
 		}
 		return nil
 	}
-	nullableStr := func(key string) (*string, error) {
-		v, ok := raw[key]
-		if !ok || string(v) == "null" {
+	nullableStr := func(key string, v json.RawMessage) (*string, error) {
+		if isNull(v) {
 			return nil, nil
 		}
 		var s string
@@ -287,59 +309,68 @@ func decodeEntry(text []byte) (Entry, error) {
 		}
 		return &s, nil
 	}
-	ts, ok := raw["ts_ms"]
-	if !ok {
-		return Entry{}, errors.New("missing ts_ms")
-	}
 	var f float64
-	if err := json.Unmarshal(ts, &f); err != nil || string(ts) == "null" || f != math.Trunc(f) || math.Abs(f) > canon.MaxSafeInteger {
-		return Entry{}, errors.New("ts_ms is not an integer")
+	if isNull(raw.TsMs) || json.Unmarshal(raw.TsMs, &f) != nil || f != math.Trunc(f) || math.Abs(f) > canon.MaxSafeInteger {
+		return Entry{}, errors.New("ts_ms is missing or not an integer")
 	}
 	e.TsMs = int64(f)
 	for _, s := range []struct {
 		key      string
+		v        json.RawMessage
 		dst      *string
 		required bool
 		def      string
 	}{
-		{"from_state", &e.FromState, true, ""},
-		{"to_state", &e.ToState, true, ""},
-		{"outcome", &e.Outcome, true, ""},
-		{"kind", &e.Kind, true, ""},
-		{"resolved_by", &e.ResolvedBy, false, "agent"},
-		{"prev_digest", &e.PrevDigest, false, ""},
+		{"from_state", raw.FromState, &e.FromState, true, ""},
+		{"to_state", raw.ToState, &e.ToState, true, ""},
+		{"outcome", raw.Outcome, &e.Outcome, true, ""},
+		{"kind", raw.Kind, &e.Kind, true, ""},
+		{"resolved_by", raw.ResolvedBy, &e.ResolvedBy, false, "agent"},
+		{"prev_digest", raw.PrevDigest, &e.PrevDigest, false, ""},
 	} {
-		if err := str(s.key, s.dst, s.required, s.def); err != nil {
+		if err := str(s.key, s.v, s.dst, s.required, s.def); err != nil {
 			return Entry{}, err
 		}
 	}
 	var err error
-	if e.IdempotencyKey, err = nullableStr("idempotency_key"); err != nil {
+	if e.IdempotencyKey, err = nullableStr("idempotency_key", raw.IdempotencyKey); err != nil {
 		return Entry{}, err
 	}
-	if e.PayloadDigest, err = nullableStr("payload_digest"); err != nil {
+	if e.PayloadDigest, err = nullableStr("payload_digest", raw.PayloadDigest); err != nil {
 		return Entry{}, err
 	}
-	if e.Rationale, err = nullableStr("rationale"); err != nil {
+	if e.Rationale, err = nullableStr("rationale", raw.Rationale); err != nil {
 		return Entry{}, err
 	}
 	e.PayloadDigestVersion = 1
-	if v, ok := raw["payload_digest_version"]; ok {
-		switch string(v) {
+	if raw.PayloadDigestVersion != nil {
+		switch string(raw.PayloadDigestVersion) {
 		case "1":
-			e.PayloadDigestVersion = 1
 		case "2":
 			e.PayloadDigestVersion = 2
 		default:
-			return Entry{}, fmt.Errorf("payload_digest_version %s is not 1 or 2", v)
+			return Entry{}, fmt.Errorf("payload_digest_version %s is not 1 or 2", raw.PayloadDigestVersion)
 		}
 	}
-	if v, ok := raw["verdict"]; ok && string(v) != "null" {
-		if err := json.Unmarshal(v, &e.Verdict); err != nil {
-			return Entry{}, fmt.Errorf("verdict: %v", err)
+	if !isNull(raw.Verdict) {
+		if raw.Verdict[0] != '{' {
+			return Entry{}, errors.New("verdict is not an object or null")
 		}
+		e.VerdictJSON = raw.Verdict
 	}
 	return e, nil
+}
+
+// DecodeVerdict fills Verdict from the raw text read from disk (a no-op for
+// entries built in memory or already decoded).
+func (e *Entry) DecodeVerdict() error {
+	if e.Verdict != nil || e.VerdictJSON == nil {
+		return nil
+	}
+	if err := json.Unmarshal(e.VerdictJSON, &e.Verdict); err != nil {
+		return fmt.Errorf("ledger entry %s: verdict: %w", short(e.EntryDigest), err)
+	}
+	return nil
 }
 
 // Parse reads a ledger the way every operation does: valid lines form the

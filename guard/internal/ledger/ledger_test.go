@@ -50,6 +50,13 @@ func TestPythonLedger(t *testing.T) {
 	if len(l.Entries) != 2 || l.Entries[0].PayloadDigestVersion != 1 || l.CurrentState("draft") != "review" {
 		t.Fatalf("parsed %+v", l)
 	}
+	e := &l.Entries[0]
+	if e.Verdict != nil {
+		t.Fatal("verdicts are decoded lazily")
+	}
+	if err := e.DecodeVerdict(); err != nil || e.Verdict.(map[string]any)["score"] != 0.0 || e.Verdict.(map[string]any)["conf"] != 1.5e-7 {
+		t.Fatalf("verdict %#v %v", e.Verdict, err)
+	}
 	if !l.HasCleanReceipt(l.Entries[0].EntryDigest) || l.HasCleanReceipt(l.Entries[1].EntryDigest) {
 		t.Fatal("receipts: the applied entry is clean, the refused one is not")
 	}
@@ -413,4 +420,45 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("head or offsets inconsistent")
 		}
 	})
+}
+
+// verdictLike is the size and shape of a real guard verdict.
+func verdictLike(i int) map[string]any {
+	pred := map[string]any{"id": "plan", "type": "deterministic", "statement": "server_file_exists('plan.md')", "verdict": "met",
+		"confidence": 10, "applied_gate": 0, "evidence": []any{}, "tier_history": []any{}, "t3": nil}
+	return map[string]any{
+		"clean": true, "met": true, "summary": "guard transition verdict", "findings": []any{}, "consensus": []any{},
+		"claude_only": []any{}, "codex_only": []any{}, "lenses_run": []any{}, "auto_fixes": []any{}, "asks": []any{},
+		"judge_version": "1.0", "stakes": "default", "predicates": []any{pred}, "tier_disagreements": []any{},
+		"meta":              map[string]any{"agent_type": "guard", "source": "evidence", "guard_evidence": []any{map[string]any{"id": "plan", "statement": "server_file_exists('plan.md')", "met": true, "evidence": "plan.md exists"}}},
+		"budget_consumed":   map[string]any{"dollars": 0, "turns": 0, "wall_clock_s": 0},
+		"judge_kernel_meta": map[string]any{"decomposer_mode": "user", "degraded_judged": false, "smartmemory_priors_consulted": i},
+	}
+}
+
+// BenchmarkParse1000 reads and verifies a 1000-entry ledger of realistic
+// entries (what every guard operation does).
+// Run: go test ./guard/internal/ledger/ -run '^$' -bench Parse
+func BenchmarkParse1000(b *testing.B) {
+	var buf bytes.Buffer
+	prev := ""
+	for i := range 1000 {
+		e := entry(i)
+		e.Verdict = verdictLike(i)
+		line, err := Seal(&e, prev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+		prev = e.EntryDigest
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		l, err := Parse(data)
+		if err != nil || len(l.Entries) != 1000 {
+			b.Fatal(err)
+		}
+	}
 }
