@@ -16,7 +16,7 @@ type AuthorizeRequest struct {
 	NewGraph          map[string]any `json:"new_graph,omitempty"`
 	NewEdgePredicates map[string]any `json:"new_edge_predicates,omitempty"`
 	NewTerminal       any            `json:"new_terminal,omitempty"`
-	NewStakes         map[string]any `json:"new_stakes,omitempty"`
+	NewStakes         any            `json:"new_stakes,omitempty"`
 }
 
 // AuthorizeResult is the payload to sign and how.

@@ -52,6 +52,10 @@ func inputChecksum(in PolicyInput) (string, error) {
 		}
 		terminal = slices.Sorted(slices.Values(t))
 	}
+	stakes, ok := stakesMap(in.Stakes)
+	if !ok {
+		return "", errorf(CodeInvalidStateName, "stakes must be an object of \"from->to\": stake")
+	}
 	orEmpty := func(m map[string]any) map[string]any {
 		if m == nil {
 			return map[string]any{}
@@ -60,7 +64,7 @@ func inputChecksum(in PolicyInput) (string, error) {
 	}
 	b, err := canon.Marshal(map[string]any{
 		"graph": orEmpty(in.Graph), "edge_predicates": orEmpty(in.EdgePredicates),
-		"terminal": terminal, "stakes": orEmpty(in.Stakes),
+		"terminal": terminal, "stakes": stakes,
 	})
 	if err != nil {
 		return "", errorf(CodeEvidenceParseError, "policy has no canonical JSON form: %v", err)

@@ -80,7 +80,7 @@ func worker() int {
 					to = "z" // an illegal edge now and then
 				}
 				key := fmt.Sprintf("%s-%d-%d", name, gi, i)
-				req := TransitionRequest{ResourceID: id, FromState: from, ToState: to, Artifacts: map[string]any{"by": key}, IdempotencyKey: key}
+				req := TransitionRequest{ResourceID: id, FromState: from, ToState: to, Artifacts: map[string]any{"by": key}, IdempotencyKey: &key}
 				for range 1 + rng.IntN(2) { // sometimes retry the same request
 					res, err := g.Transition(ctx, req)
 					a := attempt{Key: key, From: from, To: to, Code: CodeOf(err)}

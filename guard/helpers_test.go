@@ -123,7 +123,7 @@ func (f *fixture) mustTransition(id, from, to string, mods ...func(*TransitionRe
 }
 
 func withKey(k string) func(*TransitionRequest) {
-	return func(r *TransitionRequest) { r.IdempotencyKey = k }
+	return func(r *TransitionRequest) { r.IdempotencyKey = &k }
 }
 
 func withArtifacts(a map[string]any) func(*TransitionRequest) {

@@ -15,7 +15,7 @@ type MigrateRequest struct {
 	Authorization     string         `json:"authorization" jsonschema:"armored SSH signature (ssh-keygen -Y sign -n stratum-guard-migrate) over the payload printed by stratum guard authorize"`
 	Rationale         string         `json:"rationale" jsonschema:"why; recorded in the ledger and part of the signed payload"`
 	NewTerminal       any            `json:"new_terminal,omitempty" jsonschema:"the new terminal states (default [])"`
-	NewStakes         map[string]any `json:"new_stakes,omitempty" jsonschema:"the new stakes (default {})"`
+	NewStakes         any            `json:"new_stakes,omitempty" jsonschema:"the new stakes (default {})"`
 }
 
 func (r MigrateRequest) policy() PolicyInput {

@@ -33,7 +33,7 @@ type PolicyInput struct {
 	Graph          map[string]any
 	EdgePredicates map[string]any
 	Terminal       any
-	Stakes         map[string]any
+	Stakes         any
 }
 
 // policy is a validated policy.
@@ -193,13 +193,31 @@ func stringList(v any) ([]string, bool) {
 	return nil, false
 }
 
+// stakesMap reads the stakes value: nil is {}, otherwise it must be an
+// object.
+func stakesMap(v any) (map[string]any, bool) {
+	switch x := v.(type) {
+	case nil:
+		return map[string]any{}, true
+	case map[string]any:
+		return x, true
+	case map[string]string:
+		m := make(map[string]any, len(x))
+		for k, s := range x {
+			m[k] = s
+		}
+		return m, true
+	}
+	return nil, false
+}
+
 // validatePolicy checks a policy in the exact order of spec/guard.md §4.2
 // (the first failure wins) and returns it typed.
 func validatePolicy(in PolicyInput, v validation) (*policy, error) {
 	p := &policy{
 		Graph:          make(map[string][]string, len(in.Graph)),
 		EdgePredicates: make(map[string][]map[string]any, len(in.EdgePredicates)),
-		Stakes:         make(map[string]string, len(in.Stakes)),
+		Stakes:         map[string]string{},
 	}
 	// 1-2. terminal: an array of distinct strings.
 	if in.Terminal == nil {
@@ -247,8 +265,12 @@ func validatePolicy(in PolicyInput, v validation) (*policy, error) {
 		p.EdgePredicates[k] = preds
 	}
 	// 5. stakes values: strings.
-	for _, k := range sortedKeys(in.Stakes) {
-		s, ok := in.Stakes[k].(string)
+	stakes, ok := stakesMap(in.Stakes)
+	if !ok {
+		return nil, errorf(CodeInvalidStateName, "stakes must be an object of \"from->to\": stake")
+	}
+	for _, k := range sortedKeys(stakes) {
+		s, ok := stakes[k].(string)
 		if !ok {
 			return nil, errorf(CodeInvalidStateName, "stakes[%q] must be a string", k)
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+
+	"github.com/stratum-go/stratum/internal/atomicfile"
 )
 
 // RegisterRequest registers a resource's lifecycle (stratum_guard_register).
@@ -14,7 +16,7 @@ type RegisterRequest struct {
 	EdgePredicates map[string]any `json:"edge_predicates" jsonschema:"\"from->to\" -> array of predicates {id?, type?: deterministic|verified|judged, statement}"`
 	Initial        string         `json:"initial" jsonschema:"genesis state (a graph key or terminal state)"`
 	Terminal       any            `json:"terminal,omitempty" jsonschema:"array of terminal states (default [])"`
-	Stakes         map[string]any `json:"stakes,omitempty" jsonschema:"\"from->to\" -> stake (cheap, default, paranoid); paranoid edges need a deterministic predicate"`
+	Stakes         any            `json:"stakes,omitempty" jsonschema:"\"from->to\" -> stake (cheap, default, paranoid); paranoid edges need a deterministic predicate"`
 	WorkspaceRoot  *string        `json:"workspace_root,omitempty" jsonschema:"absolute directory for file, git and command evidence"`
 }
 
@@ -47,8 +49,8 @@ func (g *Guard) Register(ctx context.Context, req RegisterRequest) (*RegisterRes
 		return nil, err
 	}
 	dir := g.dir(req.ResourceID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, wrapInternal(err, "create resource directory")
+	if err := g.makeDir(dir); err != nil {
+		return nil, err
 	}
 	h, err := g.lock(ctx, req.ResourceID, dir)
 	if err != nil {
@@ -95,6 +97,28 @@ func (g *Guard) Register(ctx context.Context, req RegisterRequest) (*RegisterRes
 		return nil, err
 	}
 	return &RegisterResult{Status: "registered", GuardID: req.ResourceID, Checksum: sum}, nil
+}
+
+// makeDir creates the resource directory (and the store root) if needed,
+// syncing each parent whose entries changed so that an acknowledged
+// registration survives a crash.
+func (g *Guard) makeDir(dir string) error {
+	var created []string
+	for p := dir; ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil || filepath.Dir(p) == p {
+			break
+		}
+		created = append(created, p)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return wrapInternal(err, "create resource directory")
+	}
+	for _, p := range created {
+		if err := atomicfile.SyncDir(filepath.Dir(p)); err != nil {
+			return wrapInternal(err, "create resource directory")
+		}
+	}
+	return nil
 }
 
 // hasGuardData reports whether dir holds a registry or a ledger.

@@ -129,6 +129,7 @@ func TestRegisterValidationOrder(t *testing.T) {
 			r.Stakes = obj(t, `{"a->b":1}`)
 		}, CodeEvidenceParseError, ""},
 		{"stake not string", func(r *RegisterRequest) { r.Stakes = obj(t, `{"a->b":1}`) }, CodeInvalidStateName, "stakes"},
+		{"stakes not object", func(r *RegisterRequest) { r.Stakes = js(t, `["paranoid"]`) }, CodeInvalidStateName, "stakes must be an object"},
 		{"stakes before names", func(r *RegisterRequest) {
 			r.Stakes = obj(t, `{"a->b":null}`)
 			r.Graph = obj(t, `{"a b":["b"]}`)

@@ -373,9 +373,10 @@ func (g *Guard) loadRegistry(id, dir string) (*registry, error) {
 	}
 	in.Terminal = raw["terminal"]
 	if s, present := raw["stakes"]; present && s != nil {
-		if in.Stakes, ok = s.(map[string]any); !ok {
+		if _, ok = s.(map[string]any); !ok {
 			return nil, malformed("stakes is not an object")
 		}
+		in.Stakes = s
 	}
 	p, err := validatePolicy(in, validation{initial: r.Initial, stored: true})
 	if err != nil {

@@ -18,7 +18,7 @@ type TransitionRequest struct {
 	ToState        string         `json:"to_state" jsonschema:"the target state; the edge must be declared"`
 	Artifacts      map[string]any `json:"artifacts" jsonschema:"context for LLM-tier predicates only; never satisfies trusted evidence"`
 	ModifiedFiles  []string       `json:"modified_files,omitempty" jsonschema:"files the caller changed (context only)"`
-	IdempotencyKey string         `json:"idempotency_key,omitempty" jsonschema:"retry key: the same key and payload replays the recorded outcome"`
+	IdempotencyKey *string        `json:"idempotency_key,omitempty" jsonschema:"retry key: the same key and payload replays the recorded outcome"`
 	ResolvedBy     string         `json:"resolved_by,omitempty" jsonschema:"agent (default) or human"`
 	// ExpectedPolicyChecksum, when given, must equal the resource's current
 	// policy checksum (policy_checksum_mismatch otherwise): a tracker can
@@ -70,8 +70,11 @@ func (p *transitionPayload) digest(version int, checksum string) (string, error)
 
 // replay looks for the newest entry with key: same payload digest (in that
 // entry's digest version) is a replay; a different one is a conflict.
-func (p *transitionPayload) replay(r *registry, key string) (*ledger.Entry, error) {
-	prior, ok := r.Log.ByIdempotencyKey(key)
+func (p *transitionPayload) replay(r *registry, key *string) (*ledger.Entry, error) {
+	if key == nil {
+		return nil, nil
+	}
+	prior, ok := r.Log.ByIdempotencyKey(*key)
 	if !ok {
 		return nil, nil
 	}
@@ -80,7 +83,7 @@ func (p *transitionPayload) replay(r *registry, key string) (*ledger.Entry, erro
 		return nil, err
 	}
 	if prior.PayloadDigest == nil || *prior.PayloadDigest != d {
-		return nil, errorf(CodeIdempotencyConflict, "idempotency_key %q was used for a different request (entry %s); use a new key", key, short(prior.EntryDigest))
+		return nil, errorf(CodeIdempotencyConflict, "idempotency_key %q was used for a different request (entry %s); use a new key", *key, short(prior.EntryDigest))
 	}
 	return prior, nil
 }
@@ -224,8 +227,8 @@ func (g *Guard) Transition(ctx context.Context, req TransitionRequest) (*Transit
 		ResolvedBy: resolvedBy, PayloadDigest: &pd, PayloadDigestVersion: ledger.CurrentPayloadDigestVersion,
 		Verdict: normalize(verdict),
 	}
-	if req.IdempotencyKey != "" {
-		key := req.IdempotencyKey
+	if req.IdempotencyKey != nil && *req.IdempotencyKey != "" {
+		key := *req.IdempotencyKey
 		e.IdempotencyKey = &key
 	}
 	if err := g.appendEntry(h, dir, r, e); err != nil {

@@ -18,7 +18,7 @@ type UpgradeRequest struct {
 	NewEdgePredicates map[string]any `json:"new_edge_predicates" jsonschema:"the new edge predicates (existing edges unchanged)"`
 	Rationale         string         `json:"rationale" jsonschema:"why; recorded in the ledger"`
 	NewTerminal       any            `json:"new_terminal,omitempty" jsonschema:"terminal states (must equal the old set)"`
-	NewStakes         map[string]any `json:"new_stakes,omitempty" jsonschema:"stakes (existing edges unchanged)"`
+	NewStakes         any            `json:"new_stakes,omitempty" jsonschema:"stakes (existing edges unchanged)"`
 }
 
 // UpgradeResult is {status: "migrated"|"unchanged", ...}.
