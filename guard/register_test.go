@@ -348,4 +348,6 @@ func TestRegistryLoadFailures(t *testing.T) {
 	os.Remove(regPath)
 	_, err = f.g.Register(ctx, f.featureRequest("a"))
 	wantCode(t, err, CodeTampered, "ledger")
+	_, err = f.transition("a", "review", "draft")
+	wantCode(t, err, CodeTampered, "ledger")
 }

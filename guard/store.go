@@ -500,6 +500,9 @@ func (g *Guard) openExisting(ctx context.Context, id string) (*held, *registry, 
 	}
 	dir := g.dir(id)
 	if _, err := os.Stat(filepath.Join(dir, registryFile)); err != nil {
+		if fi, lerr := os.Stat(filepath.Join(dir, ledgerFile)); lerr == nil && fi.Size() > 0 {
+			return nil, nil, "", errorf(CodeTampered, "resource %q has a ledger but no %s", id, registryFile)
+		}
 		return nil, nil, "", g.notFound(id)
 	}
 	h, err := g.lock(ctx, id, dir)
