@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stratum-go/stratum/internal/procgroup"
+	"github.com/stratum-go/stratum/internal/proc"
 )
 
 // Request is one criterion to judge.
@@ -98,22 +98,6 @@ type CommandJudge struct {
 // ErrOutputTooLarge reports a judge that printed more than MaxOutput.
 var ErrOutputTooLarge = errors.New("judge output too large")
 
-// limitedBuffer keeps at most max bytes and remembers that it overflowed.
-type limitedBuffer struct {
-	buf      bytes.Buffer
-	max      int
-	overflow bool
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.buf.Len(); len(p) > room {
-		b.buf.Write(p[:max(room, 0)])
-		b.overflow = true
-		return len(p), nil // keep draining so the child is not blocked
-	}
-	return b.buf.Write(p)
-}
-
 // Judge runs the command once.
 func (j *CommandJudge) Judge(ctx context.Context, req Request) (Verdict, error) {
 	var in bytes.Buffer
@@ -130,28 +114,35 @@ func (j *CommandJudge) Judge(ctx context.Context, req Request) (Verdict, error) 
 	if limit <= 0 {
 		limit = DefaultMaxOutput
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := procgroup.Command(ctx, "/bin/sh", "-c", j.Command)
-	cmd.Stdin = &in
-	stdout := &limitedBuffer{max: limit}
-	stderr := &limitedBuffer{max: maxStderr}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	runErr := cmd.Run()
-	if ctx.Err() != nil {
-		return Verdict{}, fmt.Errorf("judge command timed out or was cancelled after %s: %w", timeout, ctx.Err())
-	}
-	if runErr != nil {
-		return Verdict{}, fmt.Errorf("judge command failed: %w%s", runErr, stderrTail(stderr))
-	}
-	if stdout.overflow {
+	res, err := proc.Run(ctx, proc.Spec{
+		Argv:        []string{"/bin/sh", "-c", j.Command},
+		Stdin:       in.Bytes(),
+		Timeout:     timeout,
+		StdoutLimit: limit,
+		StderrTail:  maxStderr,
+	})
+	switch {
+	case err != nil:
+		return Verdict{}, fmt.Errorf("judge command: %w", err)
+	case res.TimedOut:
+		return Verdict{}, fmt.Errorf("judge command timed out after %s (process group killed)", timeout)
+	case !res.Success():
+		return Verdict{}, fmt.Errorf("judge command failed: %s%s", exitDescription(res), stderrTail(res.StderrTail))
+	case res.StdoutTruncated:
 		return Verdict{}, fmt.Errorf("%w: more than %d bytes on stdout", ErrOutputTooLarge, limit)
 	}
-	return parseVerdict(stdout.buf.Bytes())
+	return parseVerdict(res.Stdout)
 }
 
-func stderrTail(b *limitedBuffer) string {
-	s := strings.TrimSpace(b.buf.String())
+func exitDescription(res proc.Result) string {
+	if res.Signal != "" {
+		return "killed by signal " + res.Signal
+	}
+	return fmt.Sprintf("exit status %d", res.ExitCode)
+}
+
+func stderrTail(b []byte) string {
+	s := strings.TrimSpace(string(b))
 	if s == "" {
 		return ""
 	}

@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/stratum-go/stratum/internal/procgroup"
+	"github.com/stratum-go/stratum/internal/proc"
 )
 
 // GitTimeout bounds git_commit_exists.
@@ -238,22 +237,23 @@ func fileContains(root, path, text string) Result {
 }
 
 func gitCommitExists(ctx context.Context, root, rev string) Result {
-	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
-	defer cancel()
-	cmd := procgroup.Command(ctx, "git", "rev-parse", "--verify", "--quiet", rev+"^{commit}")
-	cmd.Dir = root
-	err := cmd.Run()
+	res, err := proc.Run(ctx, proc.Spec{
+		Argv:    []string{"git", "rev-parse", "--verify", "--quiet", rev + "^{commit}"},
+		Dir:     root,
+		Timeout: GitTimeout,
+	})
 	short := prefix(rev, 12)
-	var exit *exec.ExitError
 	switch {
-	case ctx.Err() != nil:
+	case err != nil:
+		return unmet("git rev-parse failed: %v", err)
+	case res.TimedOut:
 		return unmet("git rev-parse failed: timed out after %s", GitTimeout)
-	case err == nil:
+	case res.Success():
 		return Result{Met: true, Evidence: fmt.Sprintf("commit %s present", short)}
-	case errors.As(err, &exit):
-		return unmet("commit %s absent", short)
+	case res.Signal != "":
+		return unmet("git rev-parse failed: killed by signal %s", res.Signal)
 	}
-	return unmet("git rev-parse failed: %v", err)
+	return unmet("commit %s absent", short)
 }
 
 func commandExitZero(ctx context.Context, env Env, argv []string) Result {
@@ -267,24 +267,18 @@ func commandExitZero(ctx context.Context, env Env, argv []string) Result {
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := procgroup.Command(ctx, argv[0], argv[1:]...)
-	cmd.Dir = env.WorkspaceRoot
-	err := cmd.Run()
-	var exit *exec.ExitError
+	res, err := proc.Run(ctx, proc.Spec{Argv: argv, Dir: env.WorkspaceRoot, Timeout: timeout})
 	switch {
-	case ctx.Err() != nil:
+	case err != nil:
+		return unmet("command failed: %v", err)
+	case res.TimedOut:
 		return unmet("command failed: %s timed out after %s (process group killed)", argv[0], timeout)
-	case err == nil:
+	case res.Success():
 		return Result{Met: true, Evidence: argv[0] + " exited 0"}
-	case errors.As(err, &exit):
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return unmet("%s killed by signal %s", argv[0], ws.Signal())
-		}
-		return unmet("%s exited %d", argv[0], exit.ExitCode())
+	case res.Signal != "":
+		return unmet("%s killed by signal %s", argv[0], res.Signal)
 	}
-	return unmet("command failed: %v", err)
+	return unmet("%s exited %d", argv[0], res.ExitCode)
 }
 
 // DefaultCommandTimeout applies when STRATUM_GUARD_CMD_TIMEOUT_S is unset
