@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,8 @@ type Verdict struct {
 // Usage is what judging cost.
 type Usage struct {
 	Tokens int64 `json:"tokens"`
+	// USD is the cost in US dollars, 0 when the judge does not say.
+	USD float64 `json:"usd,omitempty"`
 }
 
 // Judge decides one criterion. An error means no decision was made (the
@@ -176,11 +179,13 @@ func parseVerdict(out []byte) (Verdict, error) {
 	if u, ok := raw["usage"]; ok && string(u) != "null" {
 		var usage struct {
 			Tokens float64 `json:"tokens"`
+			USD    float64 `json:"usd"`
 		}
-		if json.Unmarshal(u, &usage) != nil || usage.Tokens < 0 || usage.Tokens != float64(int64(usage.Tokens)) {
-			return Verdict{}, errors.New(`judge output "usage" must be {"tokens": non-negative integer}`)
+		if json.Unmarshal(u, &usage) != nil || usage.Tokens < 0 || usage.Tokens != float64(int64(usage.Tokens)) ||
+			usage.USD < 0 || math.IsInf(usage.USD, 0) {
+			return Verdict{}, errors.New(`judge output "usage" must be {"tokens": non-negative integer, "usd"?: non-negative number}`)
 		}
-		v.Usage.Tokens = int64(usage.Tokens)
+		v.Usage = Usage{Tokens: int64(usage.Tokens), USD: usage.USD}
 	}
 	return v, nil
 }
