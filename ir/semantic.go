@@ -825,7 +825,11 @@ func (fc *flowCheck) carry() {
 		src, declared := sources[u.name]
 		if !declared {
 			if !(visible && !fl.carryOK) {
-				v.d.add(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, fc.carryHint(visible))
+				hint := fc.carryHint(visible)
+				if fl.byID[u.name] != nil {
+					hint = "; to read step " + u.name + "'s output write ${" + u.name + ".output...}"
+				}
+				v.d.add(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, hint)
 			}
 			continue
 		}
