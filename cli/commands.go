@@ -9,7 +9,10 @@ var Version = "0.1.0-dev"
 func commands() []func() command {
 	return []func() command{
 		func() command { return &evalCmd{} },
+		func() command { return &guardCmd{} },
 		func() command { return &mcpCmd{} },
+		func() command { return &migrateCmd{} },
+		func() command { return &speckitCmd{} },
 		func() command { return &validateCmd{} },
 	}
 }

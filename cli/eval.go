@@ -39,10 +39,11 @@ exit 2.
 whose keys are among result, input, item and prev; names it does not bind
 are unknown identifiers. --workspace lets file_exists and file_contains
 look at files, jailed to DIR; without it they fail as they do in a step's
-when and set. An expression that starts with '-' goes after "--":
+when and set. An expression that starts with '-' needs no quoting beyond
+the shell's ("--" before it also works):
 
   stratum eval --bindings out.json 'result.confidence > 0.7 && len(result.label) > 0'
-  echo '{"result": {"n": 3}}' | stratum eval --bindings - -- '-result.n'`
+  echo '{"result": {"n": 3}}' | stratum eval --bindings - '-result.n'`
 }
 
 func (c *evalCmd) SetFlags(fs *flag.FlagSet) {

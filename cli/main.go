@@ -137,25 +137,81 @@ func finish(env *Env, cmd command, err error) int {
 
 // parseInterspersed parses flags that may appear before, between or after
 // positional arguments ("stratum validate a.yaml --json"). A lone "-" is a
-// positional argument (standard input); "--" ends flag parsing.
+// positional argument (standard input); "--" ends flag parsing. An argument
+// that starts with "-" but is not shaped like a flag ("-result.n", "- -3",
+// "-1") is positional too, so that expressions and negative numbers need no
+// "--" in front of them.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
+	for len(args) > 0 {
+		// Parse the leading run of flags (with their values) up to the
+		// first argument that is positional.
+		end := 0
+		for end < len(args) {
+			a := args[end]
+			if a == "--" || !looksLikeFlag(a) {
+				break
+			}
+			end++
+			if needsValue(fs, a) && end < len(args) {
+				end++ // the flag's value, whatever it looks like
+			}
+		}
+		if err := fs.Parse(args[:end]); err != nil {
 			return nil, err
 		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
+		args = args[end:]
+		if len(args) == 0 {
+			break
 		}
-		// flag.Parse stops at the first non-flag or after "--".
-		consumed := len(args) - len(rest)
-		if consumed > 0 && args[consumed-1] == "--" {
-			return append(positional, rest...), nil
+		if args[0] == "--" {
+			return append(positional, args[1:]...), nil
 		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
+		positional = append(positional, args[0])
+		args = args[1:]
 	}
+	return positional, nil
+}
+
+// looksLikeFlag reports whether a is shaped like -name, --name or
+// --name=value with a name of letters, digits and dashes.
+func looksLikeFlag(a string) bool {
+	name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+	if name == a || name == "" {
+		return false
+	}
+	if i := strings.IndexByte(name, '='); i >= 0 {
+		name = name[:i]
+	}
+	if name == "" || !isLetter(name[0]) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !isLetter(c) && !(c >= '0' && c <= '9') && c != '-' && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// needsValue reports whether the flag argument a names a defined non-boolean
+// flag given without "=value", so that the next argument is its value.
+func needsValue(fs *flag.FlagSet, a string) bool {
+	name := strings.TrimLeft(a, "-")
+	if strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return false
+	}
+	return true
 }
 
 func lookup(name string) command {

@@ -30,10 +30,10 @@ type AuditReport struct {
 	RunID  string `json:"runId"`
 	Flow   string `json:"flow"`
 	// RevisionDigest identifies the spec revision the run executes.
-	RevisionDigest string `json:"revisionDigest"`
-	WorkspaceRoot  string `json:"workspaceRoot,omitempty"`
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	RevisionDigest string                 `json:"revisionDigest"`
+	WorkspaceRoot  string                 `json:"workspaceRoot,omitempty"`
+	CreatedAt      time.Time              `json:"createdAt"`
+	UpdatedAt      time.Time              `json:"updatedAt"`
 	Events         []Event                `json:"events"`
 	Steps          map[string]*StepState  `json:"steps"`
 	FlowSpent      Ledger                 `json:"flowSpent"`
@@ -44,16 +44,6 @@ type AuditReport struct {
 	Rounds         int                    `json:"rounds"`
 	Checkpoints    []string               `json:"checkpoints"`
 	Input          Value                  `json:"input"`
-}
-
-// MarshalJSON writes the report with timestamps in RFC 3339.
-func (a *AuditReport) MarshalJSON() ([]byte, error) {
-	type plain AuditReport
-	return json.Marshal(struct {
-		*plain
-		CreatedAt time.Time `json:"createdAt"`
-		UpdatedAt time.Time `json:"updatedAt"`
-	}{(*plain)(a), a.CreatedAt, a.UpdatedAt})
 }
 
 // Audit returns a run's full durable state: every step's state (with

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/judge"
 )
 
 // Carry: the initial value comes from plan; a revise rewrites it from the
@@ -183,14 +186,15 @@ func TestEvaluateTimeoutKillsGroup(t *testing.T) {
 // A judge that holds when the value mentions the word in its statement.
 type wordJudge struct{ calls int }
 
-func (j *wordJudge) Judge(_ context.Context, req JudgeRequest) (JudgeVerdict, error) {
+func (j *wordJudge) Judge(_ context.Context, req judge.Request) (judge.Verdict, error) {
 	j.calls++
-	if req.Statement == "explode" {
-		return JudgeVerdict{}, errors.New("backend down")
+	if req.Criterion == "explode" {
+		return judge.Verdict{}, errors.New("backend down")
 	}
-	s := compactJSON(req.Value)
-	holds := strings.Contains(s, req.Statement)
-	return JudgeVerdict{Holds: holds, Reason: "checked " + s, Model: "judge-1", Usage: Ledger{Tokens: 100, USD: 0.01}}, nil
+	value, _ := req.Context.(*expr.Object).Get("result")
+	s := compactJSON(value)
+	holds := strings.Contains(s, req.Criterion)
+	return judge.Verdict{Holds: holds, Reason: "checked " + s, Model: "judge-1", Usage: judge.Usage{Tokens: 100, USD: 0.01}}, nil
 }
 
 const judgedSpec = `

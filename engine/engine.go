@@ -106,10 +106,7 @@ func (e *Engine) compileSource(src []byte) (*compiled, error) {
 	if len(diags) > 0 {
 		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + diags.Error(), Diagnostics: diags}
 	}
-	doc, err := specDocument(src)
-	if err != nil {
-		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + err.Error(), Err: err}
-	}
+	doc := p.Document()
 	digest, err := digestOf(doc)
 	if err != nil {
 		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + err.Error(), Err: err}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stratum-go/stratum/expr"
 	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/judge"
 )
 
 // ensureResult is the outcome of a step's postconditions.
@@ -78,18 +79,20 @@ func (t *txn) runEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings) ens
 func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 	val, _ := b.Result.Value()
 	in, _ := b.Input.Value()
-	var v JudgeVerdict
+	var v judge.Verdict
 	var reason string
 	if t.e.opts.Judge == nil {
 		reason = "judged predicate requires a configured judge runner"
 	} else {
 		var err error
-		v, err = t.e.opts.Judge.Judge(t.ctx, JudgeRequest{RunID: t.st.ID, StepID: ec.stepID, Statement: en.Statement,
-			Stakes: en.Stakes, Value: val, Input: in})
+		judgeCtx := expr.NewObject(2)
+		judgeCtx.Set("result", val)
+		judgeCtx.Set("input", in)
+		v, err = t.e.opts.Judge.Judge(t.ctx, judge.Request{Criterion: en.Statement, Stakes: en.Stakes, Context: judgeCtx})
 		switch {
 		case err != nil:
 			reason = "judged predicate failed: " + err.Error()
-		case !validLedger(v.Usage):
+		case !validLedger(Ledger{USD: v.Usage.USD, Tokens: float64(v.Usage.Tokens)}):
 			reason = "judge runner returned a malformed outcome"
 		case !v.Holds:
 			reason = fmt.Sprintf("ensure judged %s failed: %s", quote(en.Statement), v.Reason)
@@ -100,7 +103,7 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 		model = "none"
 	}
 	detail := map[string]any{"statement": en.Statement, "holds": reason == "", "reason": v.Reason,
-		"stakes": en.Stakes, "model": model, "usage": map[string]any{"tokens": v.Usage.Tokens, "usd": v.Usage.USD}}
+		"stakes": en.Stakes, "model": model, "usage": map[string]any{"tokens": float64(v.Usage.Tokens), "usd": v.Usage.USD}}
 	if reason != "" && v.Reason == "" {
 		detail["reason"] = reason
 	}
@@ -110,7 +113,7 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 	}
 	t.emit("judged", ec.stepID, detail)
 	res := ensureResult{reason: reason}
-	amt := Ledger{USD: v.Usage.USD, Tokens: v.Usage.Tokens}
+	amt := Ledger{USD: v.Usage.USD, Tokens: float64(v.Usage.Tokens)}
 	if !amt.IsZero() {
 		tele := &Telemetry{Model: v.Model}
 		if tele.Model == "" {

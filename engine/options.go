@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/stratum-go/stratum/judge"
 )
 
 // Options configure an Engine. The zero value gives production defaults:
@@ -19,7 +21,7 @@ type Options struct {
 	NewID func() string
 	// Judge decides judged ensures. Nil makes every judged ensure fail
 	// closed with "judged predicate requires a configured judge runner".
-	Judge Judge
+	Judge judge.Judge
 	// Dispatcher runs the items of engine-dispatched fanouts. Nil makes a
 	// run that reaches such a fanout fail with "engine dispatch is not
 	// configured".
@@ -43,36 +45,6 @@ type WorkspacePolicy struct {
 	// Check, when set, may refuse a root (already absolute and cleaned);
 	// its error is returned to the planner as invalid input.
 	Check func(root string) error
-}
-
-// Judge decides judged ensure predicates. It must fail closed: any error
-// fails the predicate.
-type Judge interface {
-	Judge(ctx context.Context, req JudgeRequest) (JudgeVerdict, error)
-}
-
-// JudgeRequest is one judged predicate to decide.
-type JudgeRequest struct {
-	RunID  string
-	StepID string
-	// Statement is the claim to judge; Stakes is cheap, default or
-	// paranoid.
-	Statement string
-	Stakes    string
-	// Value is the output under test, Input the scope input (expr value
-	// model).
-	Value any
-	Input any
-}
-
-// JudgeVerdict is a judge's answer.
-type JudgeVerdict struct {
-	Holds  bool
-	Reason string
-	// Model names the judging model, for the audit trail.
-	Model string
-	// Usage is what judging cost (usd, tokens); it is debited to the run.
-	Usage Ledger
 }
 
 // Dispatcher runs one stage attempt of one item of an engine-dispatched

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+
+	"github.com/stratum-go/stratum/expr"
 )
 
 // Resume loads a persisted run in this process (any process can resume
@@ -19,7 +21,8 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Response, error) {
 		if err != nil {
 			return err
 		}
-		doc, err := specDocument(found[t.st.SpecSeq])
+		// The snapshot is the JSON that Plan persisted (canonicalOrdered).
+		doc, err := expr.DecodeJSON([]byte(found[t.st.SpecSeq]))
 		if err != nil {
 			return newErr(ErrCorrupt, t.st.ID, "run %s: the persisted spec cannot be read: %v", t.st.ID, err)
 		}

@@ -18,7 +18,9 @@ func Build(src []byte) (*Plan, Diagnostics) {
 	if !v.d.empty() {
 		return nil, v.d.sorted()
 	}
-	return v.compile(), nil
+	p := v.compile()
+	p.root = root
+	return p, nil
 }
 
 // Validate reports the problems of a spec (nil when it is valid).

@@ -97,6 +97,9 @@ func (v *validator) parseFieldTypes(ci *contractInfo) {
 	for i := range ci.c.Fields {
 		src := ci.fieldSrc[i]
 		t, why := parseType(src)
+		if t == nil && isName(src) && v.contractByName[src] != nil {
+			why = "inside a type, a contract name must start with a capital letter; rename contract " + src + " (for example to " + strings.ToUpper(src[:1]) + src[1:] + ")"
+		}
 		if t == nil {
 			v.d.add(ci.fieldNodes[i], CodeContractType, joinPath(ci.path, ci.c.Fields[i].Name), "type %q is invalid: %s", src, why)
 			t = looseType(src)
@@ -822,7 +825,11 @@ func (fc *flowCheck) carry() {
 		src, declared := sources[u.name]
 		if !declared {
 			if !(visible && !fl.carryOK) {
-				v.d.add(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, fc.carryHint(visible))
+				hint := fc.carryHint(visible)
+				if fl.byID[u.name] != nil {
+					hint = "; to read step " + u.name + "'s output write ${" + u.name + ".output...}"
+				}
+				v.d.add(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, hint)
 			}
 			continue
 		}

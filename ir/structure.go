@@ -139,6 +139,47 @@ type leaf struct {
 // stepFields is the step field declaration order (spec/ir.md 10.1).
 var stepFields = [...]string{"id", "after", "when", "do", "set", "agent", "out", "ensure", "attempts", "iterate", "budget", "on_fail", "gate", "fanout", "run", "with", "evaluate"}
 
+// stepFieldIndex returns the position of a step field in stepFields, or -1.
+func stepFieldIndex(key string) int {
+	switch key {
+	case "id":
+		return 0
+	case "after":
+		return 1
+	case "when":
+		return 2
+	case "do":
+		return 3
+	case "set":
+		return 4
+	case "agent":
+		return 5
+	case "out":
+		return 6
+	case "ensure":
+		return 7
+	case "attempts":
+		return 8
+	case "iterate":
+		return 9
+	case "budget":
+		return 10
+	case "on_fail":
+		return 11
+	case "gate":
+		return 12
+	case "fanout":
+		return 13
+	case "run":
+		return 14
+	case "with":
+		return 15
+	case "evaluate":
+		return 16
+	}
+	return -1
+}
+
 const stepFieldList = " id after when do set agent out ensure attempts iterate budget on_fail gate fanout run with evaluate "
 
 var constructs = [...]string{"do", "set", "gate", "fanout", "run", "evaluate"}
@@ -240,8 +281,8 @@ func hasWord(list, w string) bool {
 
 // str checks an optional or required string field.
 func (v *validator) str(m *node, path, key string, required bool, what string) (string, *node, bool) {
-	n := m.get(key)
-	if n == nil && m.keyNode(key) == nil {
+	n := m.get(key) // values are never nil: a null is a nullNode
+	if n == nil {
 		if required {
 			v.missing(m, path, key, what)
 		}
@@ -257,7 +298,7 @@ func (v *validator) str(m *node, path, key string, required bool, what string) (
 // posInt checks a field that must be an integer >= 1.
 func (v *validator) posInt(m *node, path, key string, required bool) (int, bool) {
 	n := m.get(key)
-	if m.keyNode(key) == nil {
+	if n == nil {
 		if required {
 			v.missing(m, path, key, "an integer of at least 1")
 		}
@@ -590,7 +631,17 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	before := v.schemaErrs
 	s := si.s
 	si.present = n
-	has := func(key string) bool { return n.keyNode(key) != nil }
+	// One pass over the keys tells which step fields are present.
+	var mask uint32
+	for _, k := range n.keys() {
+		if i := stepFieldIndex(k.str); i >= 0 {
+			mask |= 1 << i
+		}
+	}
+	has := func(key string) bool {
+		i := stepFieldIndex(key)
+		return i >= 0 && mask&(1<<i) != 0
+	}
 	fp := func(key string) string { return joinPath(path, key) }
 
 	// id

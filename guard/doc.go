@@ -1,0 +1,29 @@
+// Package guard gives external trackers evidence-gated, hash-chained state
+// machines (spec/guard.md sections 1-18; docs/guard.md).
+//
+// A tracker registers a resource's lifecycle — a graph of states, per-edge
+// predicates, terminal states, stakes — and afterwards moves the resource
+// only along declared edges whose predicates hold. Deterministic predicates
+// are checked by the server itself against real files, git objects, command
+// exit codes and the resource's own ledger (guard/internal/evidence);
+// verified/judged predicates go to a judge.Judge, and with none configured
+// the move is refused, never applied. Every attempt, applied or refused, is
+// one line of a hash-chained ledger (guard/internal/ledger), so tampering
+// with history or policy is detected. Policies change only by an additive
+// upgrade, a signed upgrade descriptor or a signed migrate; a signed
+// override moves one declared edge without its predicates. Signatures are
+// SSH signatures verified natively (guard/internal/sshsig) against the trust
+// root guard-signers.allowed, embedded into the binary at build time.
+//
+// The exported API is shaped for the two front ends: each MCP tool and each
+// `stratum guard` action is one method call on *Guard with a request struct
+// whose JSON tags are the wire names, returning a result struct or an
+// *Error whose Code is the wire error_type (Envelope gives the wire form).
+//
+// Storage is one directory per resource under the store root; mutations
+// hold an in-process queue and a flock on the resource, write with fsync,
+// and several processes may share a store.
+//
+// guard imports judge and internal/atomicfile of the module, nothing of
+// engine, ir, mcp or cli.
+package guard

@@ -1,0 +1,97 @@
+package guard
+
+import (
+	"context"
+
+	"github.com/stratum-go/stratum/guard/internal/ledger"
+)
+
+// MigrateRequest replaces a resource's policy on a signed one-shot
+// authorization (stratum_guard_migrate): the emergency path.
+type MigrateRequest struct {
+	ResourceID        string         `json:"resource_id" jsonschema:"the guarded resource"`
+	NewGraph          map[string]any `json:"new_graph" jsonschema:"the new adjacency list"`
+	NewEdgePredicates map[string]any `json:"new_edge_predicates" jsonschema:"the new edge predicates"`
+	Authorization     string         `json:"authorization" jsonschema:"armored SSH signature (ssh-keygen -Y sign -n stratum-guard-migrate) over the payload printed by stratum guard authorize"`
+	Rationale         string         `json:"rationale" jsonschema:"why; recorded in the ledger and part of the signed payload"`
+	NewTerminal       any            `json:"new_terminal,omitempty" jsonschema:"the new terminal states (default [])"`
+	NewStakes         any            `json:"new_stakes,omitempty" jsonschema:"the new stakes (default {})"`
+}
+
+func (r MigrateRequest) policy() PolicyInput {
+	return PolicyInput{Graph: r.NewGraph, EdgePredicates: r.NewEdgePredicates, Terminal: r.NewTerminal, Stakes: r.NewStakes}
+}
+
+// MigrateResult is {status: "migrated", ...}; AuthorizedBy is empty for an
+// upgrade.
+type MigrateResult struct {
+	Status       string `json:"status"`
+	Checksum     string `json:"checksum"`
+	GraphVersion int64  `json:"graph_version"`
+	LedgerRef    string `json:"ledger_ref,omitempty"`
+	Rationale    string `json:"rationale"`
+	AuthorizedBy string `json:"authorized_by,omitempty"`
+}
+
+// Migrate replaces the policy with any valid one. The signature names the
+// resulting checksum and the ledger head, so it cannot be spent on another
+// migration or twice. It never changes the current state and skips the
+// tamper check (it is the repair tool for a tampered registry).
+func (g *Guard) Migrate(ctx context.Context, req MigrateRequest) (*MigrateResult, error) {
+	if err := validateResourceID(req.ResourceID); err != nil {
+		return nil, err
+	}
+	if blank(req.Rationale) {
+		return nil, errorf(CodeOverrideUnavailable, "a migration needs a non-empty rationale")
+	}
+	h, r, dir, err := g.openExisting(ctx, req.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
+	in := req.policy()
+	sum, err := inputChecksum(in)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := migratePayload(req.ResourceID, sum, req.Rationale, r.Log.Head)
+	if err != nil {
+		return nil, errorf(CodeInvalidArgument, "migrate payload: %v", err)
+	}
+	signer, err := g.authorize(NamespaceMigrate, req.Authorization, payload)
+	if err != nil {
+		return nil, err
+	}
+	p, err := validatePolicy(in, validation{initial: r.Initial, workspaceRoot: r.WorkspaceRoot, allowCommands: g.allowCommands()})
+	if err != nil {
+		return nil, err
+	}
+	rationale := "authorized by " + authorizedBy(signer) + ": " + req.Rationale
+	if err := g.commitPolicy(h, dir, r, p, sum, "human", rationale); err != nil {
+		return nil, err
+	}
+	return &MigrateResult{
+		Status: "migrated", Checksum: sum, GraphVersion: r.GraphVersion, LedgerRef: r.Log.Head,
+		Rationale: req.Rationale, AuthorizedBy: authorizedBy(signer),
+	}, nil
+}
+
+// commitPolicy is the shared tail of migrate, upgrade and apply_upgrade:
+// the current state must stay a node, the graph version goes up by one, a
+// graph_version entry is appended (the commit point) and the registry is
+// rewritten.
+func (g *Guard) commitPolicy(h *held, dir string, r *registry, p *policy, sum, resolvedBy, rationale string) error {
+	if !p.isNode(r.CurrentState) {
+		return errorf(CodeInvalidStateName, "the current state %q would not be a node of the new policy", r.CurrentState)
+	}
+	e := &ledger.Entry{
+		FromState: r.CurrentState, ToState: r.CurrentState, Outcome: ledger.OutcomeGraphVersion, Kind: ledger.KindGraphVersion,
+		ResolvedBy: resolvedBy, PayloadDigestVersion: ledger.CurrentPayloadDigestVersion, Rationale: &rationale,
+	}
+	if err := g.appendEntry(h, dir, r, e); err != nil {
+		return err
+	}
+	r.Policy, r.Checksum = p, sum
+	r.GraphVersion++
+	return g.save(h, dir, r)
+}

@@ -1,0 +1,90 @@
+package guard
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDecodeRequest(t *testing.T) {
+	var tr TransitionRequest
+	err := DecodeRequest([]byte(`{"resource_id":"r","from_state":"a","to_state":"b","artifacts":{"x":"y"},"modified_files":null,"idempotency_key":null,"resolved_by":"human"}`), &tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TransitionRequest{ResourceID: "r", FromState: "a", ToState: "b", Artifacts: map[string]any{"x": "y"}, ResolvedBy: "human"}
+	if diff := cmp.Diff(want, tr); diff != "" {
+		t.Fatal(diff)
+	}
+	var rr RegisterRequest
+	if err := DecodeRequest([]byte(`{"resource_id":"r","graph":{"a":"b"},"edge_predicates":{},"initial":"a","terminal":"done","workspace_root":null}`), &rr); err != nil {
+		t.Fatal(err)
+	}
+	if rr.Terminal != "done" || rr.WorkspaceRoot != nil || rr.Graph["a"] != "b" {
+		t.Fatalf("%+v", rr) // shape errors are left to validation (§4.2 order)
+	}
+	cases := []struct {
+		name, in, msg string
+		dst           any
+	}{
+		{"not object", `[1]`, "one JSON object", &HistoryRequest{}},
+		{"string", `"x"`, "one JSON object", &HistoryRequest{}},
+		{"null", `null`, "one JSON object", &HistoryRequest{}},
+		{"two objects", `{} {}`, "after it", &HistoryRequest{}},
+		{"unknown key", `{"resource_id":"r","override_token":"t"}`, `unexpected guard argument "override_token"`, &HistoryRequest{}},
+		{"missing", `{}`, `missing required guard argument "resource_id"`, &HistoryRequest{}},
+		{"empty means {}", ``, `missing required guard argument "resource_id"`, &HistoryRequest{}},
+		{"required null", `{"resource_id":null}`, "must not be null", &HistoryRequest{}},
+		{"wrong type", `{"resource_id":5}`, `"resource_id": expected string`, &HistoryRequest{}},
+		{"artifacts array", `{"resource_id":"r","from_state":"a","to_state":"b","artifacts":[]}`, `"artifacts"`, &TransitionRequest{}},
+		{"artifacts null", `{"resource_id":"r","from_state":"a","to_state":"b","artifacts":null}`, "must not be null", &TransitionRequest{}},
+		{"files not strings", `{"resource_id":"r","from_state":"a","to_state":"b","artifacts":{},"modified_files":[1]}`, `"modified_files"`, &TransitionRequest{}},
+		{"graph not object", `{"resource_id":"r","graph":[],"edge_predicates":{},"initial":"a"}`, `"graph"`, &RegisterRequest{}},
+		{"bad json", `{"resource_id":`, "one JSON object", &HistoryRequest{}},
+	}
+	for _, c := range cases {
+		err := DecodeRequest([]byte(c.in), c.dst)
+		wantCode(t, err, CodeInvalidArgument, c.msg)
+	}
+	if err := DecodeRequest([]byte(`{}`), HistoryRequest{}); err == nil || CodeOf(err) != CodeInternal {
+		t.Fatalf("non-pointer destination: %v", err)
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"resource_id":"r","from_state":"a","to_state":"b","artifacts":{"x":"y"},"modified_files":["a"],"idempotency_key":null}`,
+		`{"resource_id":"r","graph":{"a":["b"]},"edge_predicates":{},"initial":"a","terminal":null}`,
+		``, `[]`, `{"x":1}`, `{"resource_id":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, dst := range []any{&TransitionRequest{}, &RegisterRequest{}, &HistoryRequest{}, &MigrateRequest{}} {
+			if err := DecodeRequest(data, dst); err != nil && CodeOf(err) != CodeInvalidArgument {
+				t.Fatalf("error code %s: %v", CodeOf(err), err)
+			}
+		}
+	})
+}
+
+func FuzzParseDescriptors(f *testing.F) {
+	sum := `"` + strings.Repeat("a", 64) + `"`
+	f.Add([]byte(`{"version":1,"descriptors":[{"id":"x","rationale":"r","from_checksum":` + sum + `,"to_policy":{"graph":{},"edge_predicates":{},"terminal":[],"stakes":{}}}]}`))
+	f.Add([]byte(`{"version":1,"descriptors":[]}`))
+	f.Add([]byte(`{"version":2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ds, err := parseDescriptors(data)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, d := range ds {
+			if !isDescriptorID(d.ID) || seen[d.ID] || !isChecksum(d.FromChecksum) || blank(d.Rationale) || d.ToPolicy.Graph == nil {
+				t.Fatalf("accepted an invalid descriptor %+v", d)
+			}
+			seen[d.ID] = true
+		}
+	})
+}
