@@ -12,6 +12,8 @@ import (
 
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/guard"
+	"github.com/stratum-go/stratum/judge"
 	"github.com/stratum-go/stratum/mcp"
 	"github.com/stratum-go/stratum/store"
 )
@@ -38,7 +40,10 @@ Standard output carries nothing but JSON-RPC; logs go to standard error.
 The server exits when standard input ends or on SIGINT/SIGTERM.
 
 Runs are kept under $STRATUM_STATE_ROOT when set, else $STRATUM_HOME/flows
-(default ~/.stratum/flows). Any number of servers and CLI commands may
+(default ~/.stratum/flows); guarded resources under $STRATUM_GUARDS_DIR,
+else $STRATUM_HOME/guards. $STRATUM_JUDGE_COMMAND names the program that
+decides judged ensures and verified/judged guard predicates (without it
+they fail closed). Any number of servers and CLI commands may
 share that state: every change to a run happens under the run's lock, and
 a run started by one server can be continued by another.
 
@@ -86,9 +91,24 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 			return usagef("--agent: %v", err)
 		}
 	}
-	eng := engine.New(st, engine.Options{Dispatcher: &agentDispatcher{resolver: &agent.Resolver{}, override: c.agent}})
+	j, err := judge.FromEnv(env.getenv)
+	if err != nil {
+		return usagef("judge configuration: %v", err)
+	}
+	if j == nil {
+		log.Info("no judge configured: judged ensures and verified/judged guard predicates fail closed", "set", judge.EnvCommand)
+	}
+	guardRoot, err := guard.RootFromEnv(env.getenv)
+	if err != nil {
+		return err
+	}
+	g, err := guard.New(guard.Options{Root: guardRoot, Getenv: env.getenv, Judge: j})
+	if err != nil {
+		return fmt.Errorf("guard store %s: %w", guardRoot, err)
+	}
+	eng := engine.New(st, engine.Options{Judge: j, Dispatcher: &agentDispatcher{resolver: &agent.Resolver{}, override: c.agent}})
 	defer eng.Close()
-	srv, err := mcp.NewServer(mcp.Deps{Engine: eng, Version: Version, Logger: log})
+	srv, err := mcp.NewServer(mcp.Deps{Engine: eng, Guard: g, Version: Version, Logger: log})
 	if err != nil {
 		return err
 	}

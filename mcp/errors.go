@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/ir"
 )
 
@@ -87,6 +88,14 @@ func errorBody(err error) *ErrorBody {
 		}
 		return b
 	}
+	var ge *guard.Error
+	if errors.As(err, &ge) {
+		return &ErrorBody{Code: string(ge.Code), Message: ge.Error()}
+	}
+	var ce *codedError
+	if errors.As(err, &ce) {
+		return &ErrorBody{Code: ce.code, Message: ce.msg}
+	}
 	var ae *argError
 	if errors.As(err, &ae) {
 		return &ErrorBody{Code: CodeInvalidArguments, Message: ae.Error()}
@@ -109,3 +118,11 @@ func (e *argError) Error() string { return fmt.Sprintf("%s: %s", e.param, e.msg)
 func argErrorf(param, format string, args ...any) error {
 	return &argError{param: param, msg: fmt.Sprintf(format, args...)}
 }
+
+// codedError is a refusal a package reported as a code and a message
+// (speckit's response variant) rather than as a typed Go error.
+type codedError struct {
+	code, msg string
+}
+
+func (e *codedError) Error() string { return e.code + ": " + e.msg }

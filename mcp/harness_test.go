@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -27,6 +28,7 @@ type fixture struct {
 	t      *testing.T
 	root   string
 	eng    *engine.Engine
+	guard  *guard.Guard
 	cs     *sdk.ClientSession
 	strict map[string]*jsonschema.Resolved
 }
@@ -51,9 +53,13 @@ func newFixtureWith(t *testing.T, o fixtureOpts) *fixture {
 	}
 	eng := engine.New(st, o.engine)
 	t.Cleanup(eng.Close)
-	f := &fixture{t: t, root: root, eng: eng}
+	g, err := guard.New(guard.Options{Root: filepath.Join(t.TempDir(), "guards"), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, root: root, eng: eng, guard: g}
 	f.cs = f.connect(o.protocol)
-	f.strict = strictSchemas(t, eng)
+	f.strict = strictSchemas(t, eng, g)
 	return f
 }
 
@@ -62,7 +68,7 @@ func newFixtureWith(t *testing.T, o fixtureOpts) *fixture {
 func (f *fixture) connect(protocol string) *sdk.ClientSession {
 	f.t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{f.t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := NewServer(Deps{Engine: f.eng, Version: "test", Logger: log})
+	srv, err := NewServer(Deps{Engine: f.eng, Guard: f.guard, Version: "test", Logger: log})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -92,9 +98,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // strictSchemas resolves the closed output schema of every tool.
-func strictSchemas(t *testing.T, eng *engine.Engine) map[string]*jsonschema.Resolved {
+func strictSchemas(t *testing.T, eng *engine.Engine, g *guard.Guard) map[string]*jsonschema.Resolved {
 	t.Helper()
 	s := newServer(eng, slog.New(slog.DiscardHandler))
+	s.guard = g
 	out := map[string]*jsonschema.Resolved{}
 	for _, tl := range s.tools() {
 		r, err := tl.strictOutput().Resolve(nil)

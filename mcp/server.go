@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/guard"
 )
 
 // ServerName is the name the server gives in its initialize answer.
@@ -29,6 +30,8 @@ type Deps struct {
 	Engine *engine.Engine
 	// Version is the Stratum version reported to clients.
 	Version string
+	// Guard serves the guard tools; nil leaves them out.
+	Guard *guard.Guard
 	// Logger receives the server's logs (never stdout, which carries the
 	// protocol). Nil discards them.
 	Logger *slog.Logger
@@ -36,8 +39,9 @@ type Deps struct {
 
 // server holds the dependencies the tool handlers close over.
 type server struct {
-	eng *engine.Engine
-	log *slog.Logger
+	eng   *engine.Engine
+	guard *guard.Guard
+	log   *slog.Logger
 	// schemas are the schema overrides of typeSchemas, computed once.
 	schemas map[reflect.Type]*jsonschema.Schema
 }
@@ -61,6 +65,7 @@ func NewServer(d Deps) (*sdk.Server, error) {
 		version = "dev"
 	}
 	s := newServer(d.Engine, log)
+	s.guard = d.Guard
 	srv := sdk.NewServer(&sdk.Implementation{Name: ServerName, Title: "Stratum", Version: version},
 		&sdk.ServerOptions{
 			Instructions: instructions,
@@ -103,7 +108,7 @@ func (h minLevel) WithGroup(name string) slog.Handler {
 
 // tools lists every tool, in the order they are advertised.
 func (s *server) tools() []tool {
-	return []tool{
+	return append([]tool{
 		s.validateTool(),
 		s.planTool(),
 		s.stepDoneTool(),
@@ -115,5 +120,6 @@ func (s *server) tools() []tool {
 		s.revertTool(),
 		s.flowCancelTool(),
 		s.usageReportTool(),
-	}
+		s.compileSpeckitTool(),
+	}, s.guardTools()...)
 }

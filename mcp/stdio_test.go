@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -90,7 +91,11 @@ func startServer(t testing.TB, home string, args ...string) *serverProc {
 	}
 	p := &serverProc{t: t, cmd: cmd, cs: cs, stderr: &stderr}
 	if tt, ok := t.(*testing.T); ok {
-		p.strict = strictSchemas(tt, engine.New(mustStore(t, t.TempDir()), engine.Options{}))
+		g, err := guard.New(guard.Options{Root: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.strict = strictSchemas(tt, engine.New(mustStore(t, t.TempDir()), engine.Options{}), g)
 	}
 	t.Cleanup(func() { p.stop() })
 	return p

@@ -93,6 +93,15 @@ func (p payload) MarshalJSON() ([]byte, error) { return p, nil }
 // schema is resolved at a tool's first call, and answers are checked
 // against the closed output schema by the tests instead.
 func newTool[In, Out any](s *server, m toolMeta, h handler[In, Out]) tool {
+	resolveInput := sync.OnceValues(func() (*jsonschema.Resolved, error) {
+		return mustInfer(reflect.TypeFor[In](), s.schemas).Resolve(nil)
+	})
+	return newToolDecoding(s, m, func(args json.RawMessage) (In, error) { return decodeArgs[In](args, resolveInput) }, h)
+}
+
+// newToolDecoding is newTool with the arguments decoded by decode instead
+// of the input schema (for a package that owns its own strict decoding).
+func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMessage) (In, error), h handler[In, Out]) tool {
 	in := mustInfer(reflect.TypeFor[In](), s.schemas)
 	out := outputSchema[Out](s.schemas, m)
 	no := false
@@ -110,16 +119,13 @@ func newTool[In, Out any](s *server, m toolMeta, h handler[In, Out]) tool {
 			OpenWorldHint:   &no,
 		},
 	}
-	resolveInput := sync.OnceValues(func() (*jsonschema.Resolved, error) {
-		return mustInfer(reflect.TypeFor[In](), s.schemas).Resolve(nil)
-	})
 	log := s.log
 	serve := func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		start := time.Now()
 		args := req.Params.Arguments
 		var v any
 		failed := true
-		if in, err := decodeArgs[In](args, resolveInput); err != nil {
+		if in, err := decode(args); err != nil {
 			v = envelope(errorBody(err))
 		} else {
 			v, failed = invoke(ctx, log, m.name, &call{args: args}, in, h)
