@@ -34,6 +34,7 @@ type fixture struct {
 }
 
 type fixtureOpts struct {
+	noCache     bool   // infer every schema instead of serving schemas.json
 	protocol    string // protocol version to pin; "" negotiates the newest
 	engine      engine.Options
 	lockTimeout time.Duration // the store's run lock timeout; 0: default
@@ -58,17 +59,17 @@ func newFixtureWith(t *testing.T, o fixtureOpts) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, root: root, eng: eng, guard: g}
-	f.cs = f.connect(o.protocol)
+	f.cs = f.connect(o.protocol, !o.noCache)
 	f.strict = strictSchemas(t, eng, g)
 	return f
 }
 
 // connect starts a server session over the fixture's engine and returns a
 // connected client.
-func (f *fixture) connect(protocol string) *sdk.ClientSession {
+func (f *fixture) connect(protocol string, useCache bool) *sdk.ClientSession {
 	f.t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{f.t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := NewServer(Deps{Engine: f.eng, Guard: f.guard, Version: "test", Logger: log})
+	srv, err := buildServer(Deps{Engine: f.eng, Guard: f.guard, Version: "test", Logger: log}, useCache)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -104,7 +105,8 @@ func strictSchemas(t *testing.T, eng *engine.Engine, g *guard.Guard) map[string]
 	s.guard = g
 	out := map[string]*jsonschema.Resolved{}
 	for _, tl := range s.tools() {
-		r, err := tl.strictOutput().Resolve(nil)
+		_, closed := tl.infer()
+		r, err := closed.Resolve(nil)
 		if err != nil {
 			t.Fatalf("%s: resolve strict output schema: %v", tl.def.Name, err)
 		}

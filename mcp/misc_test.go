@@ -158,3 +158,22 @@ func TestCancelledCall(t *testing.T) {
 	}
 	f.call("stratum_validate", map[string]any{"spec": linearSpec}).mustStatus(t, "valid")
 }
+
+// TestExampleMCPConfig: examples/mcp.json is a Claude Code .mcp.json
+// that starts `stratum mcp`.
+func TestExampleMCPConfig(t *testing.T) {
+	var cfg struct {
+		MCPServers map[string]struct {
+			Type    string   `json:"type"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(readExample(t, "mcp.json")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	s, ok := cfg.MCPServers["stratum"]
+	if !ok || s.Command != "stratum" || strings.Join(s.Args, " ") != "mcp" || (s.Type != "" && s.Type != "stdio") {
+		t.Errorf("examples/mcp.json: %+v", cfg)
+	}
+}

@@ -89,6 +89,27 @@ func mustInfer(t reflect.Type, overrides map[reflect.Type]*jsonschema.Schema) *j
 	return s
 }
 
+// advertisedOutput turns a tool's closed output schema (freshly inferred)
+// into the one it advertises: objects left open (openObjects) and the
+// error object summarised. The full error object is the same on every
+// tool; spelling it out in each of them would make a fifth of the
+// tools/list answer, which every server start pays for.
+func advertisedOutput(s *jsonschema.Schema) *jsonschema.Schema {
+	s.Properties["error"] = &jsonschema.Schema{
+		Types: []string{"null", "object"},
+		Description: "why the call was refused (status error): code (e.g. invalid_spec, invalid_input, invalid_arguments, " +
+			"run_not_found, stale_token, not_awaiting, run_terminal, run_cancelled, run_locked, checkpoint_not_found, or a guard code) " +
+			"and message, plus where they apply: errors (every problem: code, path, line, column, message), " +
+			"state (the run's current state, nothing changed), available (checkpoint labels), holderPid, runId, stepId",
+		Properties: map[string]*jsonschema.Schema{
+			"code":    {Type: "string"},
+			"message": {Type: "string"},
+		},
+		Required: []string{"code", "message"},
+	}
+	return openObjects(s)
+}
+
 // openObjects changes s (a freshly inferred schema) so that no object
 // forbids undeclared properties, and returns it. Output schemas are advertised open, so that a field added
 // to an engine response can never turn a valid answer into a protocol

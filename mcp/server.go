@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"reflect"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,17 +43,26 @@ type server struct {
 	eng   *engine.Engine
 	guard *guard.Guard
 	log   *slog.Logger
-	// schemas are the schema overrides of typeSchemas, computed once.
-	schemas map[reflect.Type]*jsonschema.Schema
+	// schemas returns the schema overrides of typeSchemas, computed once
+	// when first needed.
+	schemas func() map[reflect.Type]*jsonschema.Schema
+	// cache is the generated schema cache (schemas.go).
+	cache map[string]cachedTool
 }
 
 func newServer(eng *engine.Engine, log *slog.Logger) *server {
-	return &server{eng: eng, log: log, schemas: typeSchemas()}
+	return &server{eng: eng, log: log, schemas: sync.OnceValue(typeSchemas), cache: loadSchemaCache(log)}
 }
 
 // NewServer returns an MCP server with every Stratum tool registered.
 // Run it with (*sdk.Server).Run on a transport.
 func NewServer(d Deps) (*sdk.Server, error) {
+	return buildServer(d, true)
+}
+
+// buildServer is NewServer; without the schema cache every schema is
+// inferred (the tests compare the two).
+func buildServer(d Deps, useCache bool) (*sdk.Server, error) {
 	if d.Engine == nil {
 		return nil, errors.New("mcp: Deps.Engine is required")
 	}
@@ -66,6 +76,9 @@ func NewServer(d Deps) (*sdk.Server, error) {
 	}
 	s := newServer(d.Engine, log)
 	s.guard = d.Guard
+	if !useCache {
+		s.cache = nil
+	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: ServerName, Title: "Stratum", Version: version},
 		&sdk.ServerOptions{
 			Instructions: instructions,

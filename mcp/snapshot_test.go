@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,9 +18,11 @@ import (
 // TestToolSnapshots pins the agent-facing contract: each tool's name,
 // title, description, input and output schemas and annotations, as a
 // client lists them, against testdata/tools/<name>.json. Run with -update
-// to accept a deliberate change (and review the diff).
+// to accept a deliberate change (and review the diff). The server here
+// infers every schema; TestSchemaCache checks that the cache a real
+// server serves holds exactly the same.
 func TestToolSnapshots(t *testing.T) {
-	f := newFixture(t)
+	f := newFixtureWith(t, fixtureOpts{noCache: true})
 	res, err := f.cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +120,58 @@ func TestToolConventions(t *testing.T) {
 		}
 		if a != nil && a.ReadOnlyHint && a.DestructiveHint != nil && *a.DestructiveHint {
 			t.Errorf("%s: read-only yet destructive", tl.Name)
+		}
+	}
+}
+
+// TestSchemaCache: schemas.json holds exactly the inferred schemas of
+// every tool (-update rewrites it).
+func TestSchemaCache(t *testing.T) {
+	f := newFixture(t)
+	s := newServer(f.eng, slog.New(slog.DiscardHandler))
+	s.guard = f.guard
+	want := map[string]cachedTool{}
+	var names []string
+	for _, tl := range s.tools() {
+		in, out := tl.infer()
+		ib, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ob, err := json.Marshal(advertisedOutput(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[tl.def.Name] = cachedTool{Input: ib, Output: ob}
+		names = append(names, tl.def.Name)
+	}
+	// One tool per line, in the advertised order, so a diff is readable.
+	var buf bytes.Buffer
+	buf.WriteString("{\n")
+	for i, name := range names {
+		line, err := json.Marshal(want[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&buf, "%q: %s", name, line)
+		if i < len(names)-1 {
+			buf.WriteString(",")
+		}
+		buf.WriteString("\n")
+	}
+	buf.WriteString("}\n")
+	if *update {
+		if err := os.WriteFile("schemas.json", buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(buf.Bytes(), schemaCacheJSON) {
+		t.Errorf("schemas.json is stale (-cached +inferred); rerun with -update:\n%s", cmp.Diff(string(schemaCacheJSON), buf.String()))
+	}
+	for _, tl := range s.tools() {
+		if _, ok := s.cachedSchemas(tl.def.Name); !ok {
+			t.Errorf("%s: not served from the cache", tl.def.Name)
 		}
 	}
 }

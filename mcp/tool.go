@@ -30,15 +30,16 @@ type toolMeta struct {
 	readOnly, idempotent, destructive bool
 }
 
-// tool is one registered tool: its advertised definition, its closed
-// output schema (for tests) and the function that adds it to a server.
+// tool is one registered tool: its advertised definition, the inference
+// of its schemas and the function that adds it to a server.
 type tool struct {
 	def *sdk.Tool
-	// strictOutput is the output schema with every object closed: what a
-	// response may contain, field by field. The advertised schema is the
-	// same with objects left open (see openObjects).
-	strictOutput func() *jsonschema.Schema
-	add          func(*sdk.Server)
+	// infer computes the input schema and the closed output schema (every
+	// object refusing undeclared properties: what an answer may contain,
+	// field by field) from the Go types. The advertised output schema is
+	// the same with objects left open (see advertisedOutput).
+	infer func() (in, out *jsonschema.Schema)
+	add   func(*sdk.Server)
 }
 
 // handler is a tool's logic: it returns the success payload or an error
@@ -94,7 +95,7 @@ func (p payload) MarshalJSON() ([]byte, error) { return p, nil }
 // against the closed output schema by the tests instead.
 func newTool[In, Out any](s *server, m toolMeta, h handler[In, Out]) tool {
 	resolveInput := sync.OnceValues(func() (*jsonschema.Resolved, error) {
-		return mustInfer(reflect.TypeFor[In](), s.schemas).Resolve(nil)
+		return mustInfer(reflect.TypeFor[In](), s.schemas()).Resolve(nil)
 	})
 	return newToolDecoding(s, m, func(args json.RawMessage) (In, error) { return decodeArgs[In](args, resolveInput) }, h)
 }
@@ -102,15 +103,25 @@ func newTool[In, Out any](s *server, m toolMeta, h handler[In, Out]) tool {
 // newToolDecoding is newTool with the arguments decoded by decode instead
 // of the input schema (for a package that owns its own strict decoding).
 func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMessage) (In, error), h handler[In, Out]) tool {
-	in := mustInfer(reflect.TypeFor[In](), s.schemas)
-	out := outputSchema[Out](s.schemas, m)
+	infer := func() (in, out *jsonschema.Schema) {
+		return mustInfer(reflect.TypeFor[In](), s.schemas()), outputSchema[Out](s.schemas(), m)
+	}
+	// The advertised schemas come from the generated cache (schemas.go)
+	// when it has them, else from inference.
+	var inSchema, outSchema any
+	if c, ok := s.cachedSchemas(m.name); ok {
+		inSchema, outSchema = c.Input, c.Output
+	} else {
+		in, out := infer()
+		inSchema, outSchema = in, advertisedOutput(out)
+	}
 	no := false
 	def := &sdk.Tool{
 		Name:         m.name,
 		Title:        m.title,
 		Description:  m.description,
-		InputSchema:  in,
-		OutputSchema: openObjects(out),
+		InputSchema:  inSchema,
+		OutputSchema: outSchema,
 		Annotations: &sdk.ToolAnnotations{
 			Title:           m.title,
 			ReadOnlyHint:    m.readOnly,
@@ -146,9 +157,9 @@ func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMes
 		}, nil
 	}
 	return tool{
-		def:          def,
-		strictOutput: func() *jsonschema.Schema { return outputSchema[Out](s.schemas, m) },
-		add:          func(srv *sdk.Server) { srv.AddTool(def, serve) },
+		def:   def,
+		infer: infer,
+		add:   func(srv *sdk.Server) { srv.AddTool(def, serve) },
 	}
 }
 
