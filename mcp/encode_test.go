@@ -42,3 +42,23 @@ func FuzzUnescapeHTML(f *testing.F) {
 		}
 	})
 }
+
+func TestCallRaw(t *testing.T) {
+	c := &call{args: json.RawMessage(`{"a":{"b":{"z":1,"y":[2]},"n":null},"s":"x"}`)}
+	for _, tc := range []struct {
+		path []string
+		want string
+	}{
+		{[]string{"a", "b"}, `{"z":1,"y":[2]}`},
+		{[]string{"a", "b", "y"}, `[2]`},
+		{[]string{"s"}, `"x"`},
+		{[]string{"a", "n"}, ``},
+		{[]string{"a", "missing"}, ``},
+		{[]string{"s", "deeper"}, ``},
+		{[]string{"a", "b", "z"}, `1`},
+	} {
+		if got := string(c.raw(tc.path...)); got != tc.want {
+			t.Errorf("raw(%v) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"reflect"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,16 +54,27 @@ type handler[In, Out any] func(ctx context.Context, c *call, in In) (*Out, error
 // the raw arguments instead, exactly as the client wrote them.
 type call struct {
 	args json.RawMessage
+	// objects memoises the decoded objects on the way to each path
+	// (keyed by the path so far), so several raw reads parse the
+	// arguments once.
+	objects map[string]map[string]json.RawMessage
 }
 
 // raw returns the raw JSON at a path of object keys, or nil when absent
 // or null.
 func (c *call) raw(path ...string) json.RawMessage {
 	cur := c.args
-	for _, k := range path {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(cur, &m); err != nil {
-			return nil
+	for i, k := range path {
+		key := strings.Join(path[:i], "\x00")
+		m, ok := c.objects[key]
+		if !ok {
+			if err := json.Unmarshal(cur, &m); err != nil {
+				return nil
+			}
+			if c.objects == nil {
+				c.objects = map[string]map[string]json.RawMessage{}
+			}
+			c.objects[key] = m
 		}
 		v, ok := m[k]
 		if !ok {
