@@ -59,7 +59,7 @@ func startRaw(t *testing.T) *rawServer {
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("stratum mcp exited with %v\nstderr:\n%s", err, s.stderr.w.String())
+				t.Errorf("stratum mcp exited with %v\nstderr:\n%s", err, s.stderr.String())
 			}
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
@@ -74,7 +74,7 @@ func startRaw(t *testing.T) *rawServer {
 func (s *rawServer) send(frame []byte) {
 	s.t.Helper()
 	if _, err := s.stdin.Write(append(frame, '\n')); err != nil {
-		s.t.Fatalf("write: %v\nstderr:\n%s", err, s.stderr.w.String())
+		s.t.Fatalf("write: %v\nstderr:\n%s", err, s.stderr.String())
 	}
 }
 
@@ -95,7 +95,7 @@ func (s *rawServer) response(id int) map[string]any {
 		select {
 		case line, ok := <-s.lines:
 			if !ok {
-				s.t.Fatalf("the server closed its output\nstderr:\n%s", s.stderr.w.String())
+				s.t.Fatalf("the server closed its output\nstderr:\n%s", s.stderr.String())
 			}
 			var m map[string]any
 			if err := json.Unmarshal(line, &m); err != nil {
@@ -105,7 +105,7 @@ func (s *rawServer) response(id int) map[string]any {
 				return m
 			}
 		case <-timeout: // a liveness bound, far above any answer's cost
-			s.t.Fatalf("no response to request %d\nstderr:\n%s", id, s.stderr.w.String())
+			s.t.Fatalf("no response to request %d\nstderr:\n%s", id, s.stderr.String())
 		}
 	}
 }

@@ -70,7 +70,7 @@ type serverProc struct {
 	t      testing.TB
 	cmd    *exec.Cmd
 	cs     *sdk.ClientSession
-	stderr *bytes.Buffer
+	stderr *syncWriter
 	strict map[string]*jsonschema.Resolved
 }
 
@@ -82,14 +82,14 @@ func startServer(t testing.TB, home string, args ...string) *serverProc {
 	cmd.Env = append(os.Environ(), "STRATUM_HOME="+home)
 	cmd.Env = append(cmd.Env, "STRATUM_STATE_ROOT=") // an empty override means unset
 	cmd.Dir = home
-	var stderr bytes.Buffer
-	cmd.Stderr = &syncWriter{w: &stderr}
+	stderr := &syncWriter{w: &bytes.Buffer{}}
+	cmd.Stderr = stderr
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "0"}, nil).
 		Connect(context.Background(), &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
 	if err != nil {
 		t.Fatalf("start stratum mcp: %v\nstderr:\n%s", err, stderr.String())
 	}
-	p := &serverProc{t: t, cmd: cmd, cs: cs, stderr: &stderr}
+	p := &serverProc{t: t, cmd: cmd, cs: cs, stderr: stderr}
 	if tt, ok := t.(*testing.T); ok {
 		g, err := guard.New(guard.Options{Root: t.TempDir()})
 		if err != nil {
@@ -118,6 +118,12 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }
 
 // call calls a tool over stdio and checks the answer like the in-memory
