@@ -9,5 +9,6 @@ var Version = "0.1.0-dev"
 func commands() []func() command {
 	return []func() command{
 		func() command { return &evalCmd{} },
+		func() command { return &validateCmd{} },
 	}
 }

@@ -1,0 +1,467 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/ir"
+)
+
+// maxAdvanceRounds bounds the outer scheduling loop; every round makes
+// progress (a step changes status), so a spec of n steps settles in far
+// fewer rounds. Reaching it means a scheduling bug, reported as a failure
+// rather than a hang.
+const maxAdvanceRounds = 1 << 20
+
+// running reports whether scheduling may continue.
+func (t *txn) running() bool {
+	return t.st.Status == StatusRunning && !t.st.CancelRequested
+}
+
+// advance schedules until nothing changes (spec/engine.md 2): carry
+// materialisation, a pass over the root scope, a pass over each active
+// subflow and its settlement, repeated while anything changed; then
+// completion or dead-end detection of the root.
+func (t *txn) advance() {
+	for round := 0; t.running(); round++ {
+		if round >= maxAdvanceRounds {
+			t.failRun(&Failure{Reason: "internal error: scheduling did not settle"})
+			return
+		}
+		changed := t.materialiseCarry()
+		if !t.running() {
+			return
+		}
+		root := t.rootScope()
+		changed = t.pass(root) || changed
+		for _, s := range root.flow.Steps {
+			if !t.running() {
+				return
+			}
+			if s.Kind != ir.KindRun {
+				continue
+			}
+			st := root.steps[s.ID]
+			if st == nil || st.Status != StepRunning || st.Sub == nil {
+				continue
+			}
+			child := t.childScope(root, s)
+			changed = t.pass(child) || changed
+			changed = t.settleChild(root, child) || changed
+		}
+		if !changed {
+			break
+		}
+	}
+	t.finishRoot()
+}
+
+// pass sweeps a scope in declaration order until a sweep changes nothing.
+func (t *txn) pass(sc *scope) bool {
+	any := false
+	for t.running() {
+		changed := false
+		for _, s := range sc.flow.Steps {
+			if !t.running() {
+				return true
+			}
+			st := sc.state(s)
+			switch st.Status {
+			case StepPending:
+				if t.activate(sc, s, st) {
+					changed = true
+				}
+			case StepRunning:
+				if s.Kind == ir.KindFanout && t.progressFanout(sc, s, st) {
+					changed = true
+				}
+			}
+		}
+		if !changed {
+			break
+		}
+		any = true
+	}
+	return any
+}
+
+// activate tries to start a pending step; it reports whether the state
+// changed.
+func (t *txn) activate(sc *scope, s *ir.Step, st *StepState) bool {
+	if s.RouteOnly() && st.Routed == nil {
+		return t.skipUnrouted(sc, s, st)
+	}
+	if ready, changed := t.depsReady(sc, s, st); !ready {
+		return changed
+	}
+	if s.HasWhen {
+		ok, why := t.evalWhen(sc, s)
+		if !ok {
+			t.skip(sc, s, st, &SkipInfo{Reason: why})
+			return true
+		}
+	}
+	switch s.Kind {
+	case ir.KindSet:
+		t.runSet(sc, s, st)
+	case ir.KindGate:
+		st.Status = StepWaitingGate
+		st.GateToken = t.token()
+		st.Decision = ""
+		t.emit("gate_waiting", sc.scoped(s.ID), nil)
+	case ir.KindFanout:
+		t.activateFanout(sc, s, st)
+	case ir.KindRun:
+		t.activateRun(sc, s, st)
+	case ir.KindEvaluate:
+		t.runEvaluate(sc, s, st)
+	case ir.KindDo:
+		t.issueDo(sc, s, st)
+	}
+	return true
+}
+
+// skipUnrouted skips a route-only step once every step that could route
+// to it has finished without doing so (DESIGN decision 10: gate targets
+// too, so a gate with distinct approve and kill targets completes).
+func (t *txn) skipUnrouted(sc *scope, s *ir.Step, st *StepState) bool {
+	var decided []string
+	for _, ri := range s.RoutedFrom {
+		r := sc.flow.Steps[ri]
+		rs := sc.steps[r.ID]
+		if rs == nil || !isTerminalStep(rs.Status) {
+			return false
+		}
+		switch {
+		case r.Kind == ir.KindGate && rs.Status == StepSucceeded:
+			decided = append(decided, fmt.Sprintf("gate %q resolved %s", r.ID, rs.Decision))
+		case rs.Status == StepSkipped:
+			decided = append(decided, fmt.Sprintf("%q was skipped", r.ID))
+		default:
+			decided = append(decided, fmt.Sprintf("%q %s", r.ID, rs.Status))
+		}
+	}
+	reason := "on_fail target was never routed"
+	if !onlyOnFailRouters(sc.flow, s) {
+		reason = "route target was never chosen"
+	}
+	t.skip(sc, s, st, &SkipInfo{Reason: reason + " (" + strings.Join(decided, "; ") + ")"})
+	return true
+}
+
+func onlyOnFailRouters(f *ir.Flow, s *ir.Step) bool {
+	for _, ri := range s.RoutedFrom {
+		if f.Steps[ri].OnFail != s.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// depsReady checks a step's dependencies. A dependency is satisfied when
+// it succeeded or was skipped. A failed dependency (whose failure was
+// routed by on_fail) or a killed gate blocks the step, and so does a
+// dependency skipped because it was blocked, unless the step lies on the
+// recovery path (reachable from the route's target): DESIGN decision 4.
+// A blocked step is skipped at once with the reason.
+func (t *txn) depsReady(sc *scope, s *ir.Step, st *StepState) (ready, changed bool) {
+	waiting := false
+	for _, di := range s.Deps {
+		d := sc.flow.Steps[di]
+		ds := sc.steps[d.ID]
+		status := StepPending
+		if ds != nil {
+			status = ds.Status
+		}
+		var origin *SkipInfo
+		switch {
+		case status == StepSucceeded && d.Kind == ir.KindGate && ds.Decision == "kill":
+			origin = &SkipInfo{Source: d.ID, Target: d.Gate.OnKill}
+		case status == StepSucceeded:
+			continue
+		case status == StepSkipped && (ds.Skip == nil || ds.Skip.Source == ""):
+			continue
+		case status == StepSkipped:
+			origin = &SkipInfo{Source: ds.Skip.Source, Target: ds.Skip.Target}
+		case status == StepFailed:
+			origin = &SkipInfo{Source: d.ID, Target: d.OnFail}
+		default:
+			waiting = true
+			continue
+		}
+		if origin.Target != "" {
+			if tgt := sc.flow.Step(origin.Target); tgt != nil && t.c.reaches(sc.flow, tgt, s) {
+				continue // on the recovery path: the blocked dependency orders only
+			}
+		}
+		origin.Reason = blockedReason(sc.flow, origin, d.ID)
+		t.skip(sc, s, st, origin)
+		return false, true
+	}
+	return !waiting, false
+}
+
+func blockedReason(f *ir.Flow, o *SkipInfo, via string) string {
+	var b strings.Builder
+	if src := f.Step(o.Source); src != nil && src.Kind == ir.KindGate {
+		fmt.Fprintf(&b, "gate %q was killed", o.Source)
+	} else {
+		fmt.Fprintf(&b, "step %q failed", o.Source)
+	}
+	if via != o.Source {
+		fmt.Fprintf(&b, " (reached through %q)", via)
+	}
+	if o.Target != "" {
+		fmt.Fprintf(&b, "; the run continues on the recovery path from %q", o.Target)
+	}
+	return "blocked: " + b.String()
+}
+
+// skip marks a step skipped.
+func (t *txn) skip(sc *scope, s *ir.Step, st *StepState, why *SkipInfo) {
+	st.Status = StepSkipped
+	st.Skip = why
+	st.DispatchToken, st.GateToken, st.Task = "", "", ""
+	var detail any
+	if why != nil && why.Reason != "" {
+		detail = map[string]any{"reason": why.Reason}
+	}
+	t.emit("skipped", sc.scoped(s.ID), detail)
+}
+
+// evalWhen evaluates a step's condition: only boolean true activates it.
+func (t *txn) evalWhen(sc *scope, s *ir.Step) (bool, string) {
+	p, err := t.c.program(s.When)
+	if err != nil {
+		return false, fmt.Sprintf("when %s failed: %v", quote(s.When), err)
+	}
+	v, err := p.EvalContext(t.ctx, expr.Bindings{Result: expr.Bind(sc.outputs()), Input: expr.Bind(sc.input)}, nil)
+	if err != nil {
+		return false, fmt.Sprintf("when %s failed: %v", quote(s.When), err)
+	}
+	if b, ok := v.(bool); ok && b {
+		return true, ""
+	}
+	return false, fmt.Sprintf("when %s evaluated to %s", quote(s.When), compactJSON(v))
+}
+
+// issueDo makes a do step ready: render its task, reserve one dispatch,
+// mint a dispatch token.
+func (t *txn) issueDo(sc *scope, s *ir.Step, st *StepState) {
+	attempt := len(st.Attempts) + 1
+	text, err := t.renderDo(sc, s.Do, nil)
+	if err != nil {
+		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, reason: err.Error()})
+		return
+	}
+	if !t.reserveDispatch(sc, s, st, attempt, func(reason string) {
+		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, reason: reason})
+	}) {
+		return
+	}
+	st.Status = StepReady
+	st.DispatchToken = t.token()
+	st.AcceptedDispatchToken = ""
+	st.Task = text
+	t.emit("ready", sc.scoped(s.ID), map[string]any{"attempt": attempt})
+}
+
+// attemptFailure describes one failed attempt.
+type attemptFailure struct {
+	attempt  int
+	reason   string
+	evidence Value // the submitted output, when there was one
+	usage    *Ledger
+	tele     *Telemetry
+	kind     string
+	// forced: no retry regardless of attempts left.
+	forced bool
+	// noRoute: fail the scope without on_fail (subflow budget breaches).
+	noRoute bool
+	// exhaust: a flow budget breach; the run ends budget_exhausted.
+	exhaust bool
+}
+
+// failAttempt records a failed attempt and retries, routes or fails
+// (spec/engine.md 4.4).
+func (t *txn) failAttempt(sc *scope, s *ir.Step, st *StepState, f attemptFailure) {
+	identical := false
+	if f.evidence.Present && len(st.Attempts) > 0 {
+		last := st.Attempts[len(st.Attempts)-1]
+		identical = last.Result.Present && jsonEqual(last.Result.Data, f.evidence.Data)
+	}
+	reason := f.reason
+	if identical {
+		reason += " (no retry: identical evidence)"
+	}
+	fail := &Failure{Attempt: f.attempt, Reason: reason}
+	rec := Attempt{Attempt: f.attempt, At: t.now, Failure: fail, Result: f.evidence, Usage: f.usage, FailureKind: f.kind}
+	f.tele.apply(&rec)
+	st.Attempts = append(st.Attempts, rec)
+	st.Failure = fail
+	st.DispatchToken, st.AcceptedDispatchToken, st.Task = "", "", ""
+	t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": f.attempt, "failure": fail})
+	limit := s.Attempts
+	if limit == 0 {
+		limit = ir.DefaultAttempts
+	}
+	if !f.forced && !f.exhaust && !f.noRoute && !identical && f.attempt < limit {
+		st.Status = StepPending
+		return
+	}
+	st.Status = StepFailed
+	if f.exhaust {
+		t.exhaustRun(fail)
+		return
+	}
+	if f.noRoute {
+		t.scopeFailed(sc, fail)
+		return
+	}
+	t.stepFailed(sc, s, fail)
+}
+
+// stepFailed handles an exhausted step: route by on_fail, else fail the
+// scope.
+func (t *txn) stepFailed(sc *scope, s *ir.Step, fail *Failure) {
+	if s.OnFail != "" {
+		target := sc.flow.Step(s.OnFail)
+		ts := sc.state(target)
+		ts.Routed = fail
+		t.emit("routed", sc.scoped(s.ID), map[string]any{"target": sc.scoped(target.ID), "failure": fail})
+		return
+	}
+	t.scopeFailed(sc, fail)
+}
+
+// scopeFailed fails a scope: the run (root) or the parent run step
+// (child, forced, so the parent's on_fail applies).
+func (t *txn) scopeFailed(sc *scope, fail *Failure) {
+	if sc.root() {
+		t.failRun(fail)
+		return
+	}
+	root := t.rootScope()
+	ps := sc.parent
+	if ps.Status != StepRunning {
+		return
+	}
+	t.failAttempt(root, sc.parentStep, ps, attemptFailure{
+		attempt: len(ps.Attempts) + 1, reason: fmt.Sprintf("subflow %q: %s", sc.parentStep.Run, fail.Reason), forced: true})
+}
+
+// failRun terminates the run as failed.
+func (t *txn) failRun(fail *Failure) {
+	if t.st.Status != StatusRunning {
+		return
+	}
+	t.st.Status = StatusFailed
+	t.st.Failure = fail
+	t.emit("failed", "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
+}
+
+// exhaustRun terminates the run as budget_exhausted.
+func (t *txn) exhaustRun(fail *Failure) {
+	if t.st.Status != StatusRunning {
+		return
+	}
+	t.st.Status = StatusBudgetExhausted
+	t.st.Failure = fail
+	t.emit("budget_exhausted", "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
+}
+
+// active reports a step that is doing something (not pending, not
+// terminal).
+func active(status string) bool {
+	return status == StepReady || status == StepRunning || status == StepWaitingGate
+}
+
+// finishRoot completes the run when every root step is terminal, and
+// fails it precisely when nothing can ever run again.
+func (t *txn) finishRoot() {
+	if !t.running() {
+		return
+	}
+	root := t.rootScope()
+	allTerminal := true
+	for _, s := range root.flow.Steps {
+		st := root.state(s)
+		if active(st.Status) {
+			return
+		}
+		if !isTerminalStep(st.Status) {
+			allTerminal = false
+		}
+	}
+	if !allTerminal {
+		t.failRun(&Failure{Reason: deadEndReason(root)})
+		return
+	}
+	out, err := t.flowOutput(root)
+	if err != nil {
+		t.failRun(&Failure{Reason: err.Error()})
+		return
+	}
+	t.st.Status = StatusCompleted
+	t.st.Output = Some(out)
+	t.emit("completed", "", map[string]any{"output": Some(out)})
+}
+
+// deadEndReason says precisely why nothing can run in a scope.
+func deadEndReason(sc *scope) string {
+	var parts []string
+	for _, s := range sc.flow.Steps {
+		st := sc.steps[s.ID]
+		if st != nil && st.Status != StepPending {
+			continue
+		}
+		var waits []string
+		if s.RouteOnly() && (st == nil || st.Routed == nil) {
+			waits = append(waits, "a route that was never taken")
+		}
+		for _, di := range s.Deps {
+			d := sc.flow.Steps[di]
+			ds := sc.steps[d.ID]
+			status := StepPending
+			if ds != nil {
+				status = ds.Status
+			}
+			if status != StepSucceeded && status != StepSkipped {
+				waits = append(waits, fmt.Sprintf("%q (%s)", d.ID, status))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%q waits on %s", sc.scoped(s.ID), strings.Join(waits, ", ")))
+	}
+	return "no runnable steps remain: " + strings.Join(parts, "; ")
+}
+
+// flowOutput resolves and validates a scope's flow output.
+func (t *txn) flowOutput(sc *scope) (any, error) {
+	out := sc.flow.Output
+	v, err := t.resolver(sc, nil)(out.From)
+	if err != nil {
+		return nil, fmt.Errorf("flow output %s is unavailable: %v", out.From.Text, err)
+	}
+	if errs := out.Contract.Validate(v, "output"); len(errs) > 0 {
+		return nil, fmt.Errorf("flow %s", contractMessage(out.ContractName, errs))
+	}
+	return v, nil
+}
+
+// outputCheck validates the flow output early when s produces it
+// (spec/engine.md 4.1 step 8).
+func (t *txn) outputCheck(sc *scope, s *ir.Step, output any) error {
+	from := sc.flow.Output.From
+	if from == nil || from.Name != s.ID {
+		return nil
+	}
+	v, ok := from.Lookup(output)
+	if !ok {
+		return fmt.Errorf("flow output %s is unavailable in this output", from.Text)
+	}
+	if errs := sc.flow.Output.Contract.Validate(v, "output"); len(errs) > 0 {
+		return fmt.Errorf("flow %s", contractMessage(sc.flow.Output.ContractName, errs))
+	}
+	return nil
+}

@@ -1,0 +1,290 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/stratum-go/stratum/ir"
+)
+
+// Event is one audit event of a run.
+type Event struct {
+	// Seq is the event's position in the run's log (1-based); a poll
+	// cursor is the Seq of the last event seen.
+	Seq    int64           `json:"seq"`
+	At     time.Time       `json:"at"`
+	Type   string          `json:"type"`
+	StepID string          `json:"stepId,omitempty"`
+	Detail json.RawMessage `json:"detail,omitempty"`
+	// Hash chains the event to its predecessor (tamper evidence).
+	Hash string `json:"hash"`
+}
+
+// AuditReport is the full durable state of a run.
+type AuditReport struct {
+	Status string `json:"status"`
+	RunID  string `json:"runId"`
+	Flow   string `json:"flow"`
+	// RevisionDigest identifies the spec revision the run executes.
+	RevisionDigest string `json:"revisionDigest"`
+	WorkspaceRoot  string `json:"workspaceRoot,omitempty"`
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Events         []Event                `json:"events"`
+	Steps          map[string]*StepState  `json:"steps"`
+	FlowSpent      Ledger                 `json:"flowSpent"`
+	Ledger         LedgerView             `json:"ledger"`
+	Output         Value                  `json:"output,omitzero"`
+	Failure        *Failure               `json:"failure,omitempty"`
+	Carry          map[string]*CarryEntry `json:"carry,omitempty"`
+	Rounds         int                    `json:"rounds"`
+	Checkpoints    []string               `json:"checkpoints"`
+	Input          Value                  `json:"input"`
+}
+
+// MarshalJSON writes the report with timestamps in RFC 3339.
+func (a *AuditReport) MarshalJSON() ([]byte, error) {
+	type plain AuditReport
+	return json.Marshal(struct {
+		*plain
+		CreatedAt time.Time `json:"createdAt"`
+		UpdatedAt time.Time `json:"updatedAt"`
+	}{(*plain)(a), a.CreatedAt, a.UpdatedAt})
+}
+
+// Audit returns a run's full durable state: every step's state (with
+// tokens, attempts, spend, fanout items, subflow state — the pristine
+// pending steps filled in), every event, spend, output and carry. It reads
+// without the run lock (the store guarantees a whole acknowledged state).
+func (e *Engine) Audit(ctx context.Context, runID string) (*AuditReport, error) {
+	st, c, head, err := e.load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := e.events(ctx, runID, 0, head.Seq)
+	if err != nil {
+		return nil, err
+	}
+	t := newTxn(ctx, e, st, c)
+	fillSteps(c.plan, t.rootScope().flow, st.Steps)
+	labels := make([]string, len(st.Checkpoints))
+	for i, cp := range st.Checkpoints {
+		labels[i] = cp.Label
+	}
+	return &AuditReport{Status: st.Status, RunID: st.ID, Flow: st.FlowName, RevisionDigest: st.RevisionDigest,
+		WorkspaceRoot: st.WorkspaceRoot, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Events: evs, Steps: st.Steps,
+		FlowSpent: st.FlowSpent, Ledger: t.ledgerView(), Output: st.Output, Failure: st.Failure, Carry: st.Carry,
+		Rounds: st.Rounds, Checkpoints: labels, Input: st.Input}, nil
+}
+
+// fillSteps adds the pristine pending steps left out of the persisted
+// document, recursively into active subflows.
+func fillSteps(p *ir.Plan, f *ir.Flow, m map[string]*StepState) {
+	for _, s := range f.Steps {
+		st, ok := m[s.ID]
+		if !ok {
+			st = newStepState()
+			m[s.ID] = st
+		}
+		if st.Attempts == nil {
+			st.Attempts = []Attempt{}
+		}
+		if st.Sub != nil && s.Kind == ir.KindRun {
+			if st.Sub.Steps == nil {
+				st.Sub.Steps = map[string]*StepState{}
+			}
+			fillSteps(p, p.Flow(s.Run), st.Sub.Steps)
+		}
+	}
+}
+
+// events reads events after seq `after` up to head.
+func (e *Engine) events(ctx context.Context, runID string, after, head int64) ([]Event, error) {
+	if after >= head {
+		return []Event{}, nil
+	}
+	raw, err := e.store.Events(ctx, runID, after, int(head-after))
+	if err != nil {
+		return nil, mapStoreErr(runID, err)
+	}
+	out := make([]Event, 0, len(raw))
+	for _, ev := range raw {
+		var d struct {
+			StepID string          `json:"stepId"`
+			Detail json.RawMessage `json:"detail"`
+		}
+		if len(ev.Data) > 0 {
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, fmt.Errorf("run %s: event %d: %w: %v", runID, ev.Seq, ErrCorrupt, err)
+			}
+		}
+		out = append(out, Event{Seq: ev.Seq, At: ev.At, Type: ev.Type, StepID: d.StepID, Detail: d.Detail, Hash: ev.Hash})
+	}
+	return out, nil
+}
+
+// PollReport is a restart-safe progress view with an event cursor.
+type PollReport struct {
+	Status string  `json:"status"`
+	RunID  string  `json:"runId"`
+	Events []Event `json:"events"`
+	// NextCursor is the cursor for the next poll (the head's seq).
+	NextCursor int64      `json:"nextCursor"`
+	Ledger     LedgerView `json:"ledger"`
+	Output     Value      `json:"output,omitzero"`
+	Failure    *Failure   `json:"failure,omitempty"`
+	// Response is the run's actionable state (ready entries, waiting).
+	Response *Response `json:"-"`
+}
+
+// Poll returns the events after cursor (the seq of the last event seen; 0
+// for all) and the run's status, without taking the run lock.
+func (e *Engine) Poll(ctx context.Context, runID string, cursor int64) (*PollReport, error) {
+	st, c, head, err := e.load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if cursor < 0 || cursor > head.Seq {
+		return nil, &Error{Kind: ErrInvalidCursor, RunID: runID,
+			Message: fmt.Sprintf("invalid event cursor %d: the run has %d events; use 0..%d", cursor, head.Seq, head.Seq)}
+	}
+	evs, err := e.events(ctx, runID, cursor, head.Seq)
+	if err != nil {
+		return nil, err
+	}
+	t := newTxn(ctx, e, st, c)
+	return &PollReport{Status: st.Status, RunID: st.ID, Events: evs, NextCursor: head.Seq, Ledger: t.ledgerView(),
+		Output: st.Output, Failure: st.Failure, Response: t.response()}, nil
+}
+
+// Status returns a run's current actionable state without changing it.
+func (e *Engine) Status(ctx context.Context, runID string) (*Response, error) {
+	st, c, _, err := e.load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return newTxn(ctx, e, st, c).response(), nil
+}
+
+// RunSummary describes one run in a listing.
+type RunSummary struct {
+	RunID     string    `json:"runId"`
+	Flow      string    `json:"flow"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Waiting lists the gates and engine work a running run waits on.
+	Waiting []Waiting `json:"waiting,omitempty"`
+	// Error is set when the run could not be read (it is still listed).
+	Error string `json:"error,omitempty"`
+}
+
+// ListRuns lists every run of the store, newest first. A run that cannot
+// be read is listed with its error rather than hiding the others.
+func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
+	infos, err := e.store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunSummary, 0, len(infos))
+	for _, info := range infos {
+		st, c, _, err := e.load(ctx, info.ID)
+		if err != nil {
+			if errors.Is(err, ErrRunNotFound) {
+				continue
+			}
+			out = append(out, RunSummary{RunID: info.ID, UpdatedAt: info.UpdatedAt, Error: err.Error()})
+			continue
+		}
+		rs := RunSummary{RunID: st.ID, Flow: st.FlowName, Status: st.Status, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt}
+		if st.Status == StatusRunning && st.CancelRequested {
+			rs.Status = StatusCancelled
+		}
+		if st.Status == StatusRunning {
+			rs.Waiting = newTxn(ctx, e, st, c).waiting()
+		}
+		out = append(out, rs)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out, nil
+}
+
+// WaitingGate is a gate awaiting a decision.
+type WaitingGate struct {
+	RunID  string `json:"runId"`
+	Flow   string `json:"flow"`
+	StepID string `json:"stepId"`
+	// GateToken is the token a decision on this round must present.
+	GateToken string `json:"gateToken"`
+	// Targets are the routes of each decision ("" is null).
+	OnApprove string `json:"onApprove"`
+	OnRevise  string `json:"onRevise"`
+	OnKill    string `json:"onKill"`
+	// Round is how many revisions the gate's flow has had so far.
+	Round     int `json:"round"`
+	MaxRounds int `json:"maxRounds"`
+}
+
+// ListGates lists the gates awaiting a decision: of one run, or of every
+// running run when runID is empty.
+func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, error) {
+	ids := []string{runID}
+	if runID == "" {
+		infos, err := e.store.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ids = ids[:0]
+		for _, info := range infos {
+			ids = append(ids, info.ID)
+		}
+	}
+	var out []WaitingGate
+	for _, id := range ids {
+		st, c, _, err := e.load(ctx, id)
+		if err != nil {
+			if runID == "" {
+				continue
+			}
+			return nil, err
+		}
+		if st.Status != StatusRunning || st.CancelRequested {
+			continue
+		}
+		t := newTxn(ctx, e, st, c)
+		root := t.rootScope()
+		add := func(sc *scope, rounds int) {
+			for _, s := range sc.flow.Steps {
+				ss := sc.steps[s.ID]
+				if s.Kind != ir.KindGate || ss == nil || ss.Status != StepWaitingGate {
+					continue
+				}
+				scoped := func(x string) string {
+					if x == "" {
+						return ""
+					}
+					return sc.scoped(x)
+				}
+				out = append(out, WaitingGate{RunID: st.ID, Flow: sc.flow.Name, StepID: sc.scoped(s.ID), GateToken: ss.GateToken,
+					OnApprove: scoped(s.Gate.OnApprove), OnRevise: scoped(s.Gate.OnRevise), OnKill: scoped(s.Gate.OnKill),
+					Round: rounds, MaxRounds: sc.flow.MaxRounds})
+			}
+		}
+		add(root, st.Rounds)
+		for _, s := range root.flow.Steps {
+			if s.Kind == ir.KindRun {
+				if child := t.childScope(root, s); child != nil && root.steps[s.ID].Status == StepRunning {
+					add(child, child.parent.Sub.Rounds)
+				}
+			}
+		}
+	}
+	if out == nil {
+		out = []WaitingGate{}
+	}
+	return out, nil
+}

@@ -1,0 +1,240 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/stratum-go/stratum/ir"
+)
+
+// MaxCheckpoints bounds the checkpoints of one run: each holds a copy of
+// the run's step states inside the state document, so an unbounded list
+// would make every step cost more. Reusing a label replaces it in place.
+const MaxCheckpoints = 32
+
+// CommitResult is the answer to Commit (spec/mcp.md 2.6).
+type CommitResult struct {
+	Status string `json:"status"` // "committed"
+	RunID  string `json:"flow_id"`
+	Label  string `json:"label"`
+	// StepNumber is the 1-based position of CurrentStepID among the root
+	// steps, or len(steps)+1 when every root step is terminal.
+	StepNumber    int      `json:"step_number"`
+	CurrentStepID *string  `json:"current_step_id"`
+	Checkpoints   []string `json:"checkpoints"`
+}
+
+// checkpointGuards refuses commit and revert on cancelled runs and while
+// a fanout is in flight.
+func (t *txn) checkpointGuards(verb string) error {
+	if t.st.Status == StatusCancelled || t.st.CancelRequested {
+		return newErr(ErrRunCancelled, t.st.ID, "Flow '%s' is cancelled; %s is not permitted", t.st.ID, verb)
+	}
+	if t.st.Status != StatusRunning {
+		return nil
+	}
+	root := t.rootScope()
+	for _, s := range root.flow.Steps {
+		st := root.steps[s.ID]
+		if s.Kind != ir.KindFanout || st == nil {
+			continue
+		}
+		if st.Status == StepRunning {
+			return newErr(ErrFanoutInFlight, t.st.ID, "flow %s has an in-flight fanout (%q); %s must wait for it to settle", t.st.ID, s.ID, verb)
+		}
+		if consumerFanout(s) && s.Fanout.Isolation == "worktree" && st.Status == StepSucceeded {
+			for _, di := range s.Dependents {
+				g := root.flow.Steps[di]
+				if g.Kind == ir.KindGate && !g.HasWhen && !g.RouteOnly() {
+					if gs := root.steps[g.ID]; gs == nil || gs.Status != StepSucceeded {
+						return newErr(ErrFanoutInFlight, t.st.ID,
+							"flow %s has an active consumer fanout lifecycle (%q); %s must wait for its successor gate %q to resolve", t.st.ID, s.ID, verb, g.ID)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// deepCopy copies a JSON-serialisable value through its encoding.
+func deepCopy[T any](v T) (T, error) {
+	var out T
+	b, err := json.Marshal(v)
+	if err != nil {
+		return out, err
+	}
+	err = json.Unmarshal(b, &out)
+	return out, err
+}
+
+// Commit saves a named, state-only checkpoint of the run (spec/engine.md
+// 6): status, output, failure, spend, rounds, every step state and carry.
+// Workspace files are never touched. Reusing a label replaces its
+// snapshot in place.
+func (e *Engine) Commit(ctx context.Context, runID, label string) (*CommitResult, error) {
+	label = strings.TrimSpace(label)
+	if label == "" {
+		return nil, newErr(ErrInvalidLabel, runID, "label must be a non-empty string")
+	}
+	t, err := e.mutate(ctx, runID, func(t *txn) error {
+		if err := t.checkpointGuards("commit"); err != nil {
+			return err
+		}
+		steps, err := deepCopy(compactSteps(t.st.Steps))
+		if err != nil {
+			return err
+		}
+		carry, err := deepCopy(t.st.Carry)
+		if err != nil {
+			return err
+		}
+		snap := snapshot{Status: t.st.Status, Output: t.st.Output, Failure: t.st.Failure, FlowSpent: t.st.FlowSpent,
+			Rounds: t.st.Rounds, Steps: steps, Carry: carry, CancelRequested: t.st.CancelRequested,
+			EventSeq: t.headSeq + int64(len(t.events))}
+		replaced := false
+		for _, cp := range t.st.Checkpoints {
+			if cp.Label == label {
+				cp.Snapshot = snap
+				replaced = true
+			}
+		}
+		if !replaced {
+			if len(t.st.Checkpoints) >= MaxCheckpoints {
+				return newErr(ErrInvalidLabel, t.st.ID, "flow %s already has %d checkpoints (the limit); reuse a label to replace one", t.st.ID, MaxCheckpoints)
+			}
+			t.st.Checkpoints = append(t.st.Checkpoints, &checkpoint{Label: label, Snapshot: snap})
+		}
+		t.emit("checkpoint_committed", "", map[string]any{"label": label, "replaced": replaced})
+		res := &CommitResult{Status: "committed", RunID: t.st.ID, Label: label, Checkpoints: t.labels()}
+		root := t.rootScope()
+		res.StepNumber = len(root.flow.Steps) + 1
+		for i, s := range root.flow.Steps {
+			if !isTerminalStep(root.state(s).Status) {
+				id := s.ID
+				res.StepNumber, res.CurrentStepID = i+1, &id
+				break
+			}
+		}
+		t.extra = res
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t.extra.(*CommitResult), nil
+}
+
+func (t *txn) labels() []string {
+	out := make([]string, len(t.st.Checkpoints))
+	for i, cp := range t.st.Checkpoints {
+		out[i] = cp.Label
+	}
+	return out
+}
+
+// Revert restores a checkpoint and re-advances the run (spec/engine.md 6):
+// step states, status, output, rounds and carry return to the snapshot;
+// spend never goes down; every restored issuance (ready step, waiting gate,
+// live fanout item) gets a new token so reports made against the reverted
+// future are refused. Events are never removed: the append-only log
+// records the revert (checkpoint_reverted with the event seq of the
+// commit). The caller owns rolling back workspace files.
+func (e *Engine) Revert(ctx context.Context, runID, label string) (*Response, error) {
+	label = strings.TrimSpace(label)
+	if label == "" {
+		return nil, newErr(ErrInvalidLabel, runID, "label must be a non-empty string")
+	}
+	t, err := e.mutate(ctx, runID, func(t *txn) error {
+		if err := t.checkpointGuards("revert"); err != nil {
+			return err
+		}
+		var cp *checkpoint
+		for _, c := range t.st.Checkpoints {
+			if c.Label == label {
+				cp = c
+			}
+		}
+		if cp == nil {
+			err := newErr(ErrCheckpointNotFound, t.st.ID, "No checkpoint '%s' on flow '%s'", label, t.st.ID)
+			err.Available = t.labels()
+			return err
+		}
+		snap, err := deepCopy(cp.Snapshot)
+		if err != nil {
+			return err
+		}
+		live := t.st.FlowSpent
+		t.st.Status, t.st.Output, t.st.Failure = snap.Status, snap.Output, snap.Failure
+		t.st.Rounds, t.st.Carry, t.st.CancelRequested = snap.Rounds, snap.Carry, snap.CancelRequested
+		t.st.Steps = snap.Steps
+		if t.st.Steps == nil {
+			t.st.Steps = map[string]*StepState{}
+		}
+		t.st.FlowSpent = live.max(t.st.ReceiptTotal)
+		var restored []string
+		root := t.rootScope()
+		for _, s := range root.flow.Steps {
+			if _, ok := t.st.Steps[s.ID]; ok {
+				restored = append(restored, s.ID)
+			}
+		}
+		if restored == nil {
+			restored = []string{}
+		}
+		t.emit("checkpoint_reverted", "", map[string]any{"label": label, "receiptsAtRevert": t.st.ReceiptCounter,
+			"stepsRestored": restored, "eventsAtCommit": snap.EventSeq})
+		t.engineReceipt()
+		t.rotate(root)
+		if t.st.Status == StatusRunning {
+			t.advance()
+			t.engineWork = true
+		}
+		t.result = t.response()
+		t.result.RevertedTo = label
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t.result, nil
+}
+
+// rotate re-issues every restored issuance of a scope (and its
+// subflows): new dispatch tokens for ready steps, new gate tokens for
+// waiting gates, new generations (and tokens) for live fanout items.
+func (t *txn) rotate(sc *scope) {
+	for _, s := range sc.flow.Steps {
+		st := sc.steps[s.ID]
+		if st == nil {
+			continue
+		}
+		st.AcceptedDispatchToken = ""
+		switch st.Status {
+		case StepReady:
+			st.DispatchToken = t.token()
+		case StepWaitingGate:
+			st.GateToken = t.token()
+		}
+		if st.Fanout != nil {
+			for _, it := range st.Fanout.Items {
+				it.AcceptedDispatchToken = ""
+				if isTerminalStep(it.Status) {
+					continue
+				}
+				t.st.GenerationCounter++
+				it.Generation = t.st.GenerationCounter
+				it.Epoch = st.Epoch
+				if it.Status == StepReady || it.Status == StepRunning || it.DispatchToken != "" {
+					it.DispatchToken = t.token()
+				}
+			}
+		}
+		if s.Kind == ir.KindRun && st.Sub != nil {
+			if child := t.childScope(sc, s); child != nil {
+				t.rotate(child)
+			}
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/ir"
+)
+
+// compiled is an ir.Plan plus what the engine derives from it once and
+// shares between runs of the same spec revision: reachability sets,
+// compiled expressions and contract descriptors. It is safe for concurrent
+// use.
+type compiled struct {
+	plan   *ir.Plan
+	digest string
+	// specJSON is the ordered JSON snapshot persisted with each run.
+	specJSON []byte
+
+	mu        sync.Mutex
+	reach     map[*ir.Step][]bool // forward closure over dependency + routing edges
+	progs     map[string]progOrErr
+	contracts map[string]*Contract
+}
+
+type progOrErr struct {
+	p   *expr.Program
+	err error
+}
+
+func newCompiled(p *ir.Plan, digest string, specJSON []byte) *compiled {
+	return &compiled{plan: p, digest: digest, specJSON: specJSON,
+		reach: map[*ir.Step][]bool{}, progs: map[string]progOrErr{}, contracts: map[string]*Contract{}}
+}
+
+// program compiles an expression once per plan.
+func (c *compiled) program(src string) (*expr.Program, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pe, ok := c.progs[src]; ok {
+		return pe.p, pe.err
+	}
+	p, err := expr.Compile(src)
+	c.progs[src] = progOrErr{p, err}
+	return p, err
+}
+
+// successors are a step's forward edges: dependents plus routes (on_fail,
+// gate approve/kill). Revise edges go backwards and are not included.
+func successors(f *ir.Flow, s *ir.Step) []int {
+	out := slices.Clone(s.Dependents)
+	add := func(id string) {
+		if id == "" {
+			return
+		}
+		if t := f.Step(id); t != nil {
+			out = append(out, t.Index)
+		}
+	}
+	add(s.OnFail)
+	if s.Gate != nil {
+		add(s.Gate.OnApprove)
+		add(s.Gate.OnKill)
+	}
+	return out
+}
+
+// reaches reports whether to is reachable from from (or is from) over the
+// flow's forward edges.
+func (c *compiled) reaches(f *ir.Flow, from, to *ir.Step) bool {
+	if from == to {
+		return true
+	}
+	c.mu.Lock()
+	set, ok := c.reach[from]
+	if !ok {
+		set = make([]bool, len(f.Steps))
+		stack := []int{from.Index}
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, j := range successors(f, f.Steps[i]) {
+				if !set[j] {
+					set[j] = true
+					stack = append(stack, j)
+				}
+			}
+		}
+		c.reach[from] = set
+	}
+	c.mu.Unlock()
+	return set[to.Index]
+}
+
+// Contract is the output contract of a step as agents see it: the root
+// contract's name and the raw field maps of it and every contract it
+// references, names sorted (JSON objects with sorted keys).
+type Contract struct {
+	Root      string                       `json:"root"`
+	Contracts map[string]map[string]string `json:"contracts"`
+	// Digest is the SHA-256 of the canonical JSON of {root, contracts}.
+	Digest string `json:"-"`
+}
+
+// contract returns the descriptor of a named contract (nil for "").
+func (c *compiled) contract(name string) *Contract {
+	if name == "" {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.contracts[name]; ok {
+		return d
+	}
+	d := &Contract{Root: name, Contracts: map[string]map[string]string{}}
+	var walkType func(t *ir.Type)
+	var walk func(ct *ir.Contract)
+	walkType = func(t *ir.Type) {
+		for t != nil {
+			if t.Kind == ir.TypeContract && t.Contract != nil {
+				walk(t.Contract)
+			}
+			t = t.Elem
+		}
+	}
+	walk = func(ct *ir.Contract) {
+		if _, seen := d.Contracts[ct.Name]; seen {
+			return
+		}
+		fields := map[string]string{}
+		d.Contracts[ct.Name] = fields
+		for _, f := range ct.Fields {
+			fields[f.Name] = f.Type.Source
+			walkType(f.Type)
+		}
+	}
+	if ct := c.plan.Contract(name); ct != nil {
+		walk(ct)
+	}
+	names := make([]string, 0, len(d.Contracts))
+	for n := range d.Contracts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	cs := expr.NewObject(len(names))
+	for _, n := range names {
+		fo := expr.NewObject(len(d.Contracts[n]))
+		for k, v := range d.Contracts[n] {
+			fo.Set(k, v)
+		}
+		cs.Set(n, fo)
+	}
+	d.Digest, _ = digestOf(objectOf("root", name, "contracts", cs))
+	c.contracts[name] = d
+	return d
+}

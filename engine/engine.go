@@ -1,0 +1,315 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/store"
+)
+
+// Engine runs flows over a Store. It is safe for concurrent use by many
+// goroutines, and several Engines (in several processes) may share one
+// store: every change happens inside the store's per-run locked Update, so
+// concurrent calls on one run are serialised and each sees the previous
+// one's result.
+type Engine struct {
+	store store.Store
+	now   func() time.Time
+	newID func() string
+	opts  Options
+
+	mu    sync.Mutex
+	plans map[string]*compiled // by revision digest
+	cache map[string]*cachedRun
+
+	// fanouts tracks engine-dispatched fanouts being driven by this
+	// process, by "runID\x00stepID".
+	fanoutMu sync.Mutex
+	fanouts  map[string]bool
+	wg       sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+}
+
+// cachedRun is the decoded state of a run as last written by this process,
+// valid while the stored document is byte-identical to doc.
+type cachedRun struct {
+	doc []byte
+	st  *runState
+}
+
+// maxPlans bounds the compiled-plan cache.
+const maxPlans = 64
+
+// maxCachedRuns bounds the decoded-state cache.
+const maxCachedRuns = 256
+
+// New returns an Engine over st.
+func New(st store.Store, opts Options) *Engine {
+	e := &Engine{store: st, opts: opts, plans: map[string]*compiled{}, cache: map[string]*cachedRun{}, fanouts: map[string]bool{}}
+	e.now = opts.Now
+	if e.now == nil {
+		e.now = time.Now
+	}
+	e.newID = opts.NewID
+	if e.newID == nil {
+		e.newID = randomUUID
+	}
+	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
+	return e
+}
+
+// Close stops background work (engine-dispatched fanouts started by this
+// Engine) and waits for it to finish. Work in progress is abandoned at its
+// next boundary; everything acknowledged stays durable.
+func (e *Engine) Close() {
+	e.bgCancel()
+	e.wg.Wait()
+}
+
+// Wait blocks until background work started by this Engine has finished
+// or ctx ends.
+func (e *Engine) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// randomUUID returns a random (version 4) UUID from crypto/rand.
+func randomUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics on an unusable source)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// compile builds (or fetches) the compiled plan for a spec source.
+func (e *Engine) compileSource(src []byte) (*compiled, error) {
+	p, diags := ir.Build(src)
+	if len(diags) > 0 {
+		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + diags.Error(), Diagnostics: diags}
+	}
+	doc, err := specDocument(src)
+	if err != nil {
+		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + err.Error(), Err: err}
+	}
+	digest, err := digestOf(doc)
+	if err != nil {
+		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + err.Error(), Err: err}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.plans[digest]; ok {
+		return c, nil
+	}
+	specJSON, err := canonicalOrdered(doc)
+	if err != nil {
+		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + err.Error(), Err: err}
+	}
+	c := newCompiled(p, digest, specJSON)
+	e.storePlan(c)
+	return c, nil
+}
+
+func (e *Engine) storePlan(c *compiled) {
+	if len(e.plans) >= maxPlans {
+		for k := range e.plans {
+			delete(e.plans, k)
+			break
+		}
+	}
+	e.plans[c.digest] = c
+}
+
+// planFor returns the compiled plan of a persisted run, rebuilding it
+// from the persisted spec snapshot when this process has not seen it.
+func (e *Engine) planFor(st *runState) (*compiled, error) {
+	e.mu.Lock()
+	c, ok := e.plans[st.RevisionDigest]
+	e.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	p, diags := ir.Build(st.Spec)
+	if len(diags) > 0 {
+		return nil, fmt.Errorf("%w: run %s: persisted run contains an invalid spec: %v", ErrCorrupt, st.ID, diags)
+	}
+	c = newCompiled(p, st.RevisionDigest, st.Spec)
+	e.mu.Lock()
+	if old, ok := e.plans[st.RevisionDigest]; ok {
+		c = old
+	} else {
+		e.storePlan(c)
+	}
+	e.mu.Unlock()
+	return c, nil
+}
+
+// canonicalOrdered is the ordered compact JSON of a value.
+func canonicalOrdered(v any) ([]byte, error) {
+	var buf []byte
+	b, err := Value{Data: v, Present: true}.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	buf = append(buf, b...)
+	return buf, nil
+}
+
+// decode returns the decoded state of a snapshot, from the cache when the
+// document is the one this process last wrote. The returned state is
+// owned by the caller (the cache entry is removed until the caller stores
+// a new one), so a failed transition can never leave a mutated cached
+// state behind.
+func (e *Engine) decode(snap *store.Snapshot) (*runState, error) {
+	e.mu.Lock()
+	c, ok := e.cache[snap.RunID]
+	if ok {
+		delete(e.cache, snap.RunID)
+	}
+	e.mu.Unlock()
+	if ok && string(c.doc) == string(snap.State) {
+		return c.st, nil
+	}
+	st, err := decodeState(snap.State)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", snap.RunID, err)
+	}
+	return st, nil
+}
+
+func (e *Engine) remember(id string, doc []byte, st *runState) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.cache) >= maxCachedRuns {
+		for k := range e.cache {
+			delete(e.cache, k)
+			break
+		}
+	}
+	e.cache[id] = &cachedRun{doc: doc, st: st}
+}
+
+// load reads a run without the lock (a consistent acknowledged snapshot).
+// The returned state must not be mutated or cached.
+func (e *Engine) load(ctx context.Context, runID string) (*runState, *compiled, store.Head, error) {
+	if err := store.ValidateRunID(runID); err != nil {
+		return nil, nil, store.Head{}, newErr(ErrRunNotFound, runID, "run %q not found: %v", runID, err)
+	}
+	snap, err := e.store.Load(ctx, runID)
+	if err != nil {
+		return nil, nil, store.Head{}, mapStoreErr(runID, err)
+	}
+	st, err := decodeState(snap.State)
+	if err != nil {
+		return nil, nil, store.Head{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	c, err := e.planFor(st)
+	if err != nil {
+		return nil, nil, store.Head{}, err
+	}
+	return st, c, snap.Head, nil
+}
+
+// mapStoreErr turns store errors into engine errors.
+func mapStoreErr(runID string, err error) error {
+	var ee *Error
+	if errors.As(err, &ee) {
+		return err
+	}
+	switch {
+	case errors.Is(err, store.ErrRunNotFound), errors.Is(err, store.ErrInvalidRunID):
+		return &Error{Kind: ErrRunNotFound, RunID: runID, Message: fmt.Sprintf("run %q not found", runID), Err: err}
+	case errors.Is(err, store.ErrLocked):
+		e := &Error{Kind: ErrRunLocked, RunID: runID, Message: fmt.Sprintf("run %s is locked by another process; retry shortly", runID), Err: err}
+		var le *store.LockedError
+		if errors.As(err, &le) {
+			e.HolderPID = le.PID
+		}
+		return e
+	case errors.Is(err, store.ErrCorrupt):
+		return &Error{Kind: ErrCorrupt, RunID: runID, Message: fmt.Sprintf("run %s is corrupt: %v", runID, err), Err: err}
+	}
+	return err
+}
+
+// mutate runs fn as one atomic, durable transition of a run: under the
+// store's run lock it loads the state, lets fn change it and record
+// events, then writes both. When fn fails nothing is written. The result
+// is whatever fn returned, available only once the change is durable.
+func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error) (*txn, error) {
+	if err := store.ValidateRunID(runID); err != nil {
+		return nil, newErr(ErrRunNotFound, runID, "run %q not found: %v", runID, err)
+	}
+	var t *txn
+	var doc []byte
+	_, err := e.store.Update(ctx, runID, func(cur *store.Snapshot) (*store.Change, error) {
+		st, err := e.decode(cur)
+		if err != nil {
+			return nil, err
+		}
+		c, err := e.planFor(st)
+		if err != nil {
+			return nil, err
+		}
+		t = newTxn(ctx, e, st, c)
+		t.headSeq = cur.Head.Seq
+		if err := fn(t); err != nil {
+			return nil, err
+		}
+		if len(t.events) == 0 && !t.dirty {
+			doc = cur.State
+			return nil, nil
+		}
+		st.UpdatedAt = t.now
+		doc, err = encodeState(st)
+		if err != nil {
+			return nil, err
+		}
+		return &store.Change{State: doc, Events: t.events}, nil
+	})
+	if err != nil {
+		return nil, mapStoreErr(runID, err)
+	}
+	e.remember(runID, doc, t.st)
+	if t.engineWork {
+		e.kickFanouts(runID)
+	}
+	return t, nil
+}
+
+// workspaceRoot resolves a plan's workspace root.
+func (e *Engine) workspaceRoot(root string) (string, error) {
+	if root == "" {
+		root = e.opts.Workspace.Default
+	}
+	if root == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("workspace root: %w", err)
+		}
+		root = wd
+	}
+	abs, err := absClean(root)
+	if err != nil {
+		return "", err
+	}
+	if e.opts.Workspace.Check != nil {
+		if err := e.opts.Workspace.Check(abs); err != nil {
+			return "", err
+		}
+	}
+	return abs, nil
+}

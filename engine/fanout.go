@@ -1,0 +1,388 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/ir"
+)
+
+// Failure kinds of fanout item attempts.
+const (
+	kindConnector = "connector"
+	kindUsage     = "usage"
+	kindContract  = "contract"
+	kindEnsure    = "ensure"
+	kindBudget    = "budget"
+)
+
+func consumerFanout(s *ir.Step) bool { return s.Fanout.Dispatch == "consumer" }
+
+// activateFanout enumerates a fanout's items (spec/engine.md 5.4).
+func (t *txn) activateFanout(sc *scope, s *ir.Step, st *StepState) {
+	attempt := len(st.Attempts) + 1
+	over, err := s.Fanout.Over.Render(t.resolver(sc, nil))
+	if err != nil {
+		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, reason: "fanout over: " + err.Error()})
+		return
+	}
+	arr, ok := over.([]any)
+	if !ok {
+		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, reason: fmt.Sprintf("fanout over must resolve to an array (%s is %s)", s.Fanout.Over.Text, typeName(over))})
+		return
+	}
+	if !consumerFanout(s) && t.e.opts.Dispatcher == nil {
+		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, forced: true, reason: t.e.missingDispatcher(sc.flow)})
+		return
+	}
+	items := make([]*ItemState, len(arr))
+	for i := range arr {
+		t.st.GenerationCounter++
+		items[i] = &ItemState{Index: i, Status: StepPending, Generation: t.st.GenerationCounter, Epoch: st.Epoch, Attempts: []Attempt{}}
+	}
+	st.Status = StepRunning
+	st.Fanout = &FanoutState{Over: Some(arr), Items: items}
+	if !consumerFanout(s) {
+		for i := range items {
+			t.emit("fanout_item_ready", sc.scoped(s.ID), map[string]any{"itemIndex": i})
+		}
+		t.engineWork = true
+	}
+}
+
+// progressFanout promotes consumer items and settles a fanout whose items
+// are all terminal. It reports whether anything changed.
+func (t *txn) progressFanout(sc *scope, s *ir.Step, st *StepState) bool {
+	if st.Fanout == nil {
+		return false
+	}
+	changed := false
+	if consumerFanout(s) {
+		for _, it := range st.Fanout.Items {
+			if !t.running() {
+				return true
+			}
+			if it.Status != StepPending {
+				continue
+			}
+			if countActive(st.Fanout.Items) >= s.Fanout.Concurrency {
+				break
+			}
+			t.promoteItem(sc, s, st, it)
+			changed = true
+		}
+	}
+	if !t.running() {
+		return true
+	}
+	for _, it := range st.Fanout.Items {
+		if !isTerminalStep(it.Status) {
+			return changed
+		}
+	}
+	t.settleFanout(sc, s, st)
+	return true
+}
+
+func countActive(items []*ItemState) int {
+	n := 0
+	for _, it := range items {
+		if it.Status == StepReady || it.Status == StepRunning {
+			n++
+		}
+	}
+	return n
+}
+
+func stageLimit(s *ir.Step, stage *ir.Stage) int {
+	switch {
+	case stage.Attempts > 0:
+		return stage.Attempts
+	case s.Attempts > 0:
+		return s.Attempts
+	}
+	return ir.DefaultAttempts
+}
+
+// itemCtx is the ${item}/${prev} binding of an item's current stage.
+func itemCtx(st *StepState, it *ItemState) *stageCtx {
+	arr, _ := st.Fanout.Over.Data.([]any)
+	var item any
+	if it.Index < len(arr) {
+		item = arr[it.Index]
+	}
+	return &stageCtx{item: item, prev: it.Prev.Data, hasPrev: it.Prev.Present}
+}
+
+func (sx *stageCtx) bindings(result, input any) expr.Bindings {
+	b := expr.Bindings{Result: expr.Bind(result), Input: expr.Bind(input), Item: expr.Bind(sx.item), Prev: expr.BindAbsent()}
+	if sx.hasPrev {
+		b.Prev = expr.Bind(sx.prev)
+	}
+	return b
+}
+
+// stageWhen evaluates a stage condition; only boolean true runs the stage.
+func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx) bool {
+	if !stage.HasWhen {
+		return true
+	}
+	p, err := t.c.program(stage.When)
+	if err != nil {
+		return false
+	}
+	v, err := p.EvalContext(t.ctx, sx.bindings(sc.outputs(), sc.input), &expr.EvalOptions{WorkspaceRoot: t.st.WorkspaceRoot})
+	b, ok := v.(bool)
+	return err == nil && ok && b
+}
+
+// nextStage walks an item past stages whose `when` is not true. It
+// reports false when the item ended skipped.
+func (t *txn) nextStage(sc *scope, s *ir.Step, st *StepState, it *ItemState) bool {
+	for {
+		stage := s.Fanout.Stages[it.Stage]
+		if t.stageWhen(sc, stage, itemCtx(st, it)) {
+			return true
+		}
+		t.emit("fanout_item_skipped", sc.scoped(s.ID), map[string]any{"itemIndex": it.Index, "stage": it.Stage})
+		if it.Stage == len(s.Fanout.Stages)-1 {
+			it.Status = StepSkipped
+			it.DispatchToken, it.Task = "", ""
+			return false
+		}
+		it.Stage++
+		it.StageAttempts = 0
+	}
+}
+
+// promoteItem makes a consumer item ready for its current stage.
+func (t *txn) promoteItem(sc *scope, s *ir.Step, st *StepState, it *ItemState) {
+	for t.running() && it.Status == StepPending {
+		if !t.nextStage(sc, s, st, it) {
+			return
+		}
+		stage := s.Fanout.Stages[it.Stage]
+		attempt := len(it.Attempts) + 1
+		text, err := t.renderDo(sc, stage.Do, itemCtx(st, it))
+		if err != nil {
+			t.itemAttemptFailed(sc, s, st, it, attempt, kindConnector, err.Error(), Value{}, nil, nil)
+			continue
+		}
+		switch t.reserve(sc, s, st, Ledger{Dispatches: 1}, true) {
+		case levelFlow:
+			t.itemAttemptFailed(sc, s, st, it, attempt, kindBudget, "flow budget exhausted", Value{}, nil, nil)
+			t.exhaustRun(&Failure{Attempt: attempt, Reason: "flow budget exhausted"})
+			return
+		case levelSubflow, levelTask:
+			t.itemAttemptFailed(sc, s, st, it, attempt, kindBudget, "task budget exhausted", Value{}, nil, nil)
+			continue
+		}
+		it.Status = StepReady
+		it.DispatchToken = t.token()
+		it.AcceptedDispatchToken = ""
+		it.Task = text
+		t.emit("fanout_ledger_debit", sc.scoped(s.ID), map[string]any{"itemIndex": it.Index, "amount": Ledger{Dispatches: 1}})
+		t.emit("fanout_item_ready", sc.scoped(s.ID), map[string]any{"itemIndex": it.Index})
+	}
+}
+
+// itemAttemptFailed records a failed item attempt; with stage attempts
+// left the item goes back to pending, else it fails.
+func (t *txn) itemAttemptFailed(sc *scope, s *ir.Step, st *StepState, it *ItemState, attempt int, kind, reason string, ev Value, usage *Ledger, tele *Telemetry) {
+	stage := it.Stage
+	f := &Failure{Attempt: attempt, Reason: reason}
+	rec := Attempt{Attempt: attempt, At: t.now, Stage: &stage, Failure: f, FailureKind: kind, Result: ev, Usage: usage}
+	tele.apply(&rec)
+	it.Attempts = append(it.Attempts, rec)
+	it.Failure = f
+	it.DispatchToken, it.AcceptedDispatchToken, it.Task = "", "", ""
+	it.InFlight = false
+	it.StageAttempts++
+	t.emit("fanout_attempt_result", sc.scoped(s.ID), map[string]any{"itemIndex": it.Index, "stage": stage, "attempt": attempt,
+		"success": false, "failure": map[string]any{"kind": kind, "reason": reason}})
+	if it.StageAttempts < stageLimit(s, s.Fanout.Stages[stage]) {
+		it.Status = StepPending
+		return
+	}
+	it.Status = StepFailed
+}
+
+// itemResult is one reported item attempt.
+type itemResult struct {
+	output    any
+	failure   string
+	usage     any
+	telemetry any
+	token     string
+}
+
+// settleItem is the shared attempt settlement of spec/engine.md 5.4.1 for
+// consumer and engine items.
+func (t *txn) settleItem(sc *scope, s *ir.Step, st *StepState, it *ItemState, r itemResult) {
+	attempt := len(it.Attempts) + 1
+	id := sc.scoped(s.ID)
+	tele, terr := parseTelemetry(r.telemetry)
+	usage, dispatches, uerr := parseUsage(r.usage)
+	if terr != nil || uerr != nil {
+		t.itemAttemptFailed(sc, s, st, it, attempt, kindUsage, "invalid connector telemetry or usage", Value{}, nil, nil)
+		return
+	}
+	var usageRec *Ledger
+	breach := levelNone
+	if !usage.IsZero() {
+		u := usage
+		usageRec = &u
+		t.receipt("fanout", "", id, usage, tele, map[string]any{"item": map[string]any{"itemIndex": it.Index, "stage": it.Stage, "generation": it.Generation}})
+		t.emit("fanout_ledger_debit", id, map[string]any{"itemIndex": it.Index, "amount": usage})
+		breach = t.settle(sc, s, st, usage, true)
+	}
+	stage := s.Fanout.Stages[it.Stage]
+	output, oerr := toModel(r.output)
+	ev := Value{}
+	if oerr == nil && r.failure == "" {
+		ev = Some(output)
+	}
+	switch {
+	case breach == levelFlow:
+		t.itemAttemptFailed(sc, s, st, it, attempt, kindBudget, "flow budget exhausted", ev, usageRec, tele)
+		t.exhaustRun(&Failure{Attempt: attempt, Reason: "flow budget exhausted"})
+		return
+	case breach != levelNone:
+		t.itemAttemptFailed(sc, s, st, it, attempt, kindBudget, "task budget exhausted", ev, usageRec, tele)
+		return
+	case dispatches:
+		t.itemAttemptFailed(sc, s, st, it, attempt, kindUsage, "dispatches are engine-accounted; do not report them in usage (other keys were recorded)", ev, usageRec, tele)
+		return
+	case r.failure != "":
+		t.itemAttemptFailed(sc, s, st, it, attempt, kindConnector, r.failure, ev, usageRec, tele)
+		return
+	case oerr != nil:
+		t.itemAttemptFailed(sc, s, st, it, attempt, kindContract, "output is not a JSON value: "+oerr.Error(), ev, usageRec, tele)
+		return
+	}
+	if stage.OutContract != nil {
+		if errs := stage.OutContract.Validate(output, "result"); len(errs) > 0 {
+			t.itemAttemptFailed(sc, s, st, it, attempt, kindContract, contractMessage(stage.Out, errs), ev, usageRec, tele)
+			return
+		}
+	}
+	sx := itemCtx(st, it)
+	idx, stg := it.Index, it.Stage
+	er := t.runEnsures(ensureCtx{sc: sc, step: s, st: st, stepID: id, task: true, itemIndex: &idx, stage: &stg},
+		stage.Ensure, sx.bindings(output, sc.input))
+	if er.reason != "" {
+		kind := kindEnsure
+		if er.breach != levelNone {
+			kind = kindBudget
+		}
+		t.itemAttemptFailed(sc, s, st, it, attempt, kind, er.reason, ev, usageRec, tele)
+		if er.breach == levelFlow {
+			t.exhaustRun(&Failure{Attempt: attempt, Reason: er.reason})
+		}
+		return
+	}
+	rec := Attempt{Attempt: attempt, At: t.now, Stage: &stg, Result: ev, Usage: usageRec}
+	tele.apply(&rec)
+	it.Attempts = append(it.Attempts, rec)
+	it.InFlight = false
+	it.Failure = nil
+	t.emit("fanout_attempt_result", id, map[string]any{"itemIndex": it.Index, "stage": stg, "attempt": attempt, "success": true})
+	if it.Stage < len(s.Fanout.Stages)-1 {
+		it.Prev = ev
+		it.Stage++
+		it.StageAttempts = 0
+		it.Status = StepPending
+		it.DispatchToken, it.Task = "", ""
+		return
+	}
+	it.Status = StepSucceeded
+	it.Output = ev
+	it.AcceptedDispatchToken = r.token
+	it.DispatchToken, it.Task = "", ""
+}
+
+// itemDone handles step_done for a consumer fanout item.
+func (t *txn) itemDone(loc located, req StepDoneRequest) error {
+	s, it := loc.step, loc.item
+	id := req.StepID
+	if !consumerFanout(s) {
+		return t.refuse(ErrNotAwaiting, id, "step is not awaiting a client result: %q is an item of an engine-dispatched fanout", id)
+	}
+	st := loc.sc.state(s)
+	if req.DispatchToken == "" {
+		return t.refuse(ErrStaleToken, id, "step result is stale: dispatchToken is required for a consumer fanout item (%q)", id)
+	}
+	if err := t.checkToken(id, it.Status, it.DispatchToken, it.AcceptedDispatchToken, req.DispatchToken); err != nil {
+		return err
+	}
+	t.settleItem(loc.sc, s, st, it, itemResult{output: req.Result.Output, failure: req.Result.Failure,
+		usage: req.Result.Usage, telemetry: req.Result.Telemetry, token: req.DispatchToken})
+	t.advance()
+	t.result = t.response()
+	return nil
+}
+
+// requireText is a fanout's require as written.
+func requireText(r ir.Require) string {
+	switch {
+	case r.All:
+		return "all"
+	case r.Any:
+		return "any"
+	}
+	return itoa(r.Count)
+}
+
+// settleFanout completes a fanout whose items are all terminal
+// (spec/engine.md 5.4.2). Consumer fanouts are never merged by the
+// engine; engine-dispatched worktree merges belong to the dispatcher.
+func (t *txn) settleFanout(sc *scope, s *ir.Step, st *StepState) {
+	items := st.Fanout.Items
+	required := s.Fanout.Require.Count
+	switch {
+	case s.Fanout.Require.All:
+		required = len(items)
+	case s.Fanout.Require.Any:
+		required = 1
+	}
+	succeeded := 0
+	out := make([]any, len(items))
+	for i, it := range items {
+		if it.Status == StepSucceeded {
+			succeeded++
+			out[i] = it.Output.Data
+		}
+	}
+	attempt := len(st.Attempts) + 1
+	if succeeded < required {
+		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, forced: true,
+			reason: fmt.Sprintf("fanout require %s not met (%d/%d succeeded)", requireText(s.Fanout.Require), succeeded, len(items))})
+		return
+	}
+	if err := t.outputCheck(sc, s, out); err != nil {
+		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, forced: true, evidence: Some(out), reason: err.Error()})
+		return
+	}
+	st.Status = StepSucceeded
+	st.Output = Some(out)
+	st.Attempts = append(st.Attempts, Attempt{Attempt: attempt, At: t.now, Result: st.Output})
+	t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": attempt, "result": st.Output})
+}
+
+// itemEntry is the ready entry of a consumer item.
+func (t *txn) itemEntry(s *ir.Step, st *StepState, it *ItemState) ReadyEntry {
+	stage := s.Fanout.Stages[it.Stage]
+	pre := s.Fanout.PreMerge
+	if pre == nil {
+		pre = []string{}
+	}
+	return ReadyEntry{
+		ID: s.ID + "/" + itoa(it.Index), Do: it.Task, Agent: agentOf(stage.Agent),
+		Attempt: len(it.Attempts) + 1, Epoch: st.Epoch, DispatchToken: it.DispatchToken,
+		PreviousFailure: it.Failure, Contract: t.c.contract(stage.Out),
+		Item: &ItemDescriptor{Flow: t.st.FlowName, Step: s.ID, Stage: it.Stage, IsFinalStage: it.Stage == len(s.Fanout.Stages)-1,
+			ItemIndex: it.Index, Item: itemCtx(st, it).item, Generation: it.Generation,
+			Policy:         ItemPolicy{Isolation: s.Fanout.Isolation, Merge: s.Fanout.Merge, PreMerge: pre},
+			RevisionDigest: t.st.RevisionDigest},
+	}
+}

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratum-go/stratum/ir"
+)
+
+// Gate decisions.
+const (
+	DecisionApprove = "approve"
+	DecisionRevise  = "revise"
+	DecisionKill    = "kill"
+)
+
+// GateRequest resolves a waiting gate.
+type GateRequest struct {
+	RunID string
+	// StepID is the gate's id (scoped "<runStep>/<gate>" for a subflow
+	// gate).
+	StepID string
+	// Decision is approve, revise or kill.
+	Decision string
+	// GateToken is the token of the gate round the decision was made on
+	// (from Audit or ListGates).
+	GateToken string
+}
+
+// ResolveGate applies a gate decision (spec/engine.md 5.2 with DESIGN
+// decisions 8 and 10). approve completes the gate and routes to on_approve
+// when it names one; the gate's other successors then proceed. kill with a
+// null route fails the run (or the subflow's run step); with a target it
+// routes there and the gate's other successors are skipped. revise resets
+// the on_revise target's closure and runs it again, within max_rounds.
+func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, error) {
+	if req.Decision != DecisionApprove && req.Decision != DecisionRevise && req.Decision != DecisionKill {
+		return nil, &Error{Kind: ErrInvalidDecision, RunID: req.RunID, StepID: req.StepID,
+			Message: fmt.Sprintf("invalid gate decision %q: use approve, revise or kill", req.Decision)}
+	}
+	t, err := e.mutate(ctx, req.RunID, func(t *txn) error {
+		if t.st.Status == StatusCancelled || t.st.CancelRequested {
+			return t.refuse(ErrRunCancelled, req.StepID, "run %s is cancelled; gate %s cannot be resolved", t.st.ID, req.StepID)
+		}
+		if isTerminalRun(t.st.Status) {
+			return t.refuse(ErrRunTerminal, req.StepID, "run %s is %s; gate %s is not awaiting a decision", t.st.ID, t.st.Status, req.StepID)
+		}
+		loc, ok := t.locate(req.StepID)
+		if !ok || loc.item != nil || loc.step.Kind != ir.KindGate {
+			return t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: run %s has no gate %q", t.st.ID, req.StepID)
+		}
+		st := loc.sc.state(loc.step)
+		if st.Status != StepWaitingGate {
+			if req.GateToken != "" && (st.Status != StepPending || st.Epoch > 0) {
+				return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: gate %q is %s; this token was issued for an earlier round", req.StepID, st.Status)
+			}
+			return t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: %q is %s", req.StepID, st.Status)
+		}
+		switch {
+		case req.GateToken == "":
+			return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: missing gate token (read it from the audit: steps[%q].gateToken)", req.StepID)
+		case req.GateToken != st.GateToken:
+			return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: issued for a superseded gate round of %q", req.StepID)
+		}
+		if err := t.decide(loc.sc, loc.step, st, req.Decision); err != nil {
+			return err
+		}
+		t.advance()
+		t.result = t.response()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t.result, nil
+}
+
+// decide applies an accepted decision.
+func (t *txn) decide(sc *scope, g *ir.Step, st *StepState, decision string) error {
+	id := sc.scoped(g.ID)
+	var target string
+	switch decision {
+	case DecisionApprove:
+		target = g.Gate.OnApprove
+	case DecisionKill:
+		target = g.Gate.OnKill
+	case DecisionRevise:
+		target = g.Gate.OnRevise
+	}
+	resolved := func() {
+		var tgt any
+		if target != "" {
+			tgt = sc.scoped(target)
+		}
+		t.emit("gate_resolved", id, map[string]any{"decision": decision, "target": tgt})
+	}
+	switch decision {
+	case DecisionApprove, DecisionKill:
+		token := st.GateToken
+		_ = token
+		st.GateToken = ""
+		st.Status = StepSucceeded
+		st.Decision = decision
+		resolved()
+		if target != "" {
+			ts := sc.state(sc.flow.Step(target))
+			ts.Routed = &Failure{Attempt: 0, Reason: "gate " + decision}
+			return nil
+		}
+		if decision == DecisionKill {
+			t.scopeFailed(sc, &Failure{Attempt: 0, Reason: fmt.Sprintf("gate %s killed flow", id)})
+		}
+		return nil
+	}
+	return t.revise(sc, g, st, target, resolved)
+}
+
+// revise applies a revise decision: rounds checked before anything
+// changes, carry on_revise values resolved against the un-reset state,
+// then the reset closure of the target.
+func (t *txn) revise(sc *scope, g *ir.Step, st *StepState, target string, resolved func()) error {
+	id := sc.scoped(g.ID)
+	rounds := &t.st.Rounds
+	if !sc.root() {
+		rounds = &sc.parent.Sub.Rounds
+	}
+	total := *rounds + 1
+	gateRounds := st.Iterations
+	exhausted := ""
+	switch {
+	case target == "":
+		exhausted = "the gate has no on_revise target"
+	case sc.flow.MaxRounds == 0:
+		exhausted = fmt.Sprintf("flow %q declares no max_rounds", sc.flow.Name)
+	case total > sc.flow.MaxRounds:
+		exhausted = fmt.Sprintf("flow %q allows %d rounds", sc.flow.Name, sc.flow.MaxRounds)
+	case g.Gate.MaxRounds > 0 && gateRounds+1 > g.Gate.MaxRounds:
+		exhausted = fmt.Sprintf("gate %q allows %d rounds", id, g.Gate.MaxRounds)
+	}
+	if exhausted != "" {
+		st.GateToken = ""
+		st.Status = StepSucceeded
+		st.Decision = DecisionRevise
+		resolved()
+		t.scopeFailed(sc, &Failure{Attempt: 0, Reason: "gate revision rounds exhausted: " + exhausted})
+		return nil
+	}
+	var writes []carryWrite
+	if sc.root() {
+		var err error
+		writes, err = t.reviseCarry(g)
+		if err != nil {
+			return t.refuse(ErrCarryReviseUnresolved, id, "carry_revise_unresolved: %v (the gate token is still valid)", err)
+		}
+	}
+	token := st.GateToken
+	st.GateToken = ""
+	resolved()
+	*rounds = total
+	for _, w := range writes {
+		t.writeCarry(w, g.ID, token, total)
+	}
+	t.resetClosure(sc, sc.flow.Step(target), g.Gate.ReviseReset)
+	st.Iterations = gateRounds + 1
+	return nil
+}
+
+// resetClosure resets every step of a revise closure (spec/engine.md 5.2).
+func (t *txn) resetClosure(sc *scope, target *ir.Step, closure []int) {
+	var reset []map[string]any
+	var dropped []string
+	for _, i := range closure {
+		s := sc.flow.Steps[i]
+		st := sc.state(s)
+		reset = append(reset, map[string]any{"stepId": sc.scoped(s.ID), "fromEpoch": st.Epoch, "toEpoch": st.Epoch + 1})
+		if st.Sub != nil {
+			dropped = append(dropped, sc.scoped(s.ID))
+		}
+	}
+	if dropped == nil {
+		dropped = []string{}
+	}
+	t.emit("step_reset", sc.scoped(target.ID), map[string]any{"reason": "revise", "reset": reset, "subflowsDropped": dropped})
+	t.engineReceipt()
+	for _, i := range closure {
+		s := sc.flow.Steps[i]
+		st := sc.state(s)
+		iterations := 0
+		if s.Kind == ir.KindGate {
+			iterations = st.Iterations
+		}
+		fanoutEpoch := st.FanoutEpoch
+		if st.Fanout != nil {
+			fanoutEpoch++
+		}
+		*st = StepState{Status: StepPending, Attempts: []Attempt{}, Epoch: st.Epoch + 1, Iterations: iterations, FanoutEpoch: fanoutEpoch}
+	}
+}

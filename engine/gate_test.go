@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func (h *harness) gateToken(runID, id string) string {
+	h.t.Helper()
+	st := h.stepState(runID, id)
+	if st.Status != StepWaitingGate || st.GateToken == "" {
+		h.t.Fatalf("gate %s is not waiting: %s", id, dump(st))
+	}
+	return st.GateToken
+}
+
+func (h *harness) resolve(runID, id, decision string) *Response {
+	h.t.Helper()
+	r, err := h.e.ResolveGate(h.ctx, GateRequest{RunID: runID, StepID: id, Decision: decision, GateToken: h.gateToken(runID, id)})
+	if err != nil {
+		h.t.Fatalf("resolve %s %s: %v", id, decision, err)
+	}
+	return r
+}
+
+const goodWork = `{"result":"done","quality_score":0.9}`
+
+func TestFullGateApprove(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(string(example(t, "full-gate.stratum.yaml")), map[string]any{"text": "t"})
+	r = h.ok(r, "work", goodWork)
+	wantStatus(t, r, StatusRunning)
+	if !slices.Equal(r.Waiting, []Waiting{{StepID: "review", Kind: "gate"}}) {
+		t.Fatalf("waiting %s", dump(r.Waiting))
+	}
+	if strings.Contains(dump(r), h.gateToken(r.RunID, "review")) {
+		t.Fatal("a running response must never carry the gate token")
+	}
+	r = h.resolve(r.RunID, "review", DecisionApprove)
+	wantStatus(t, r, StatusCompleted)
+	if jsonOf(t, r.Output) != goodWork {
+		t.Fatalf("output %s", jsonOf(t, r.Output))
+	}
+	types := h.eventTypes(r.RunID)
+	if !slices.Contains(types, "gate_waiting(review)") || !slices.Contains(types, "gate_resolved(review)") {
+		t.Fatalf("events %v", types)
+	}
+}
+
+func TestFullGateReviseRoundsAndStaleToken(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(string(example(t, "full-gate.stratum.yaml")), map[string]any{"text": "t"})
+	r = h.ok(r, "work", goodWork)
+	old := h.gateToken(r.RunID, "review")
+	r = h.resolve(r.RunID, "review", DecisionRevise)
+	en := entry(t, r, "work")
+	if en.Epoch != 1 || en.Attempt != 1 {
+		t.Fatalf("revised work entry %s", dump(en))
+	}
+	// The old gate token is stale once the round is over, and a stale
+	// decision changes nothing.
+	_, err := h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionApprove, GateToken: old})
+	e := wantCode(t, err, ErrStaleToken)
+	if e.State == nil || e.State.Status != StatusReady || e.Code() != CodeStaleToken {
+		t.Fatalf("refusal %s", dump(e.State))
+	}
+	r = h.ok(r, "work", goodWork)
+	tok2 := h.gateToken(r.RunID, "review")
+	if tok2 == old {
+		t.Fatal("a new round needs a new gate token")
+	}
+	r = h.resolve(r.RunID, "review", DecisionRevise) // round 2 (gate max_rounds 2)
+	r = h.ok(r, "work", goodWork)
+	a := h.audit(r.RunID)
+	if a.Rounds != 2 || a.Steps["review"].Iterations != 2 {
+		t.Fatalf("rounds %d, gate iterations %d", a.Rounds, a.Steps["review"].Iterations)
+	}
+	r = h.resolve(r.RunID, "review", DecisionRevise) // round 3: the gate allows 2
+	wantFailure(t, r, StatusFailed, "gate revision rounds exhausted")
+	types := h.eventTypes(r.RunID)
+	n := 0
+	for _, ty := range types {
+		if ty == "step_reset(work)" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("step_reset events %d in %v", n, types)
+	}
+}
+
+func TestFullGateKill(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(string(example(t, "full-gate.stratum.yaml")), map[string]any{"text": "t"})
+	r = h.ok(r, "work", goodWork)
+	r = h.resolve(r.RunID, "review", DecisionKill)
+	wantFailure(t, r, StatusFailed, "gate review killed flow")
+}
+
+func TestGateDecisionRefusals(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(string(example(t, "full-gate.stratum.yaml")), map[string]any{"text": "t"})
+	_, err := h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: "reject", GateToken: "x"})
+	wantCode(t, err, ErrInvalidDecision)
+	_, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionApprove, GateToken: "x"})
+	wantCode(t, err, ErrNotAwaiting)
+	r = h.ok(r, "work", goodWork)
+	_, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionApprove})
+	e := wantCode(t, err, ErrStaleToken)
+	if !strings.Contains(e.Message, "missing gate token") {
+		t.Fatalf("message %q", e.Message)
+	}
+	_, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "work", Decision: DecisionApprove, GateToken: "x"})
+	wantCode(t, err, ErrNotAwaiting)
+	_, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: "00000000-0000-4000-8000-999999999999", StepID: "review", Decision: DecisionApprove, GateToken: "x"})
+	wantCode(t, err, ErrRunNotFound)
+}
+
+// A gate with distinct approve and kill targets completes on either
+// path; the gate's other successors continue after approve and are
+// skipped after kill (DESIGN decision 10).
+const gateRoutes = `
+version: 1
+contracts:
+  R: {v: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${finish.output}", contract: R}
+    steps:
+      - id: build
+        do: build
+        out: R
+      - id: review
+        after: [build]
+        gate: {on_approve: ship, on_revise: null, on_kill: cleanup}
+      - id: ship
+        do: ship
+        out: R
+      - id: notify
+        after: [review]
+        do: notify
+        out: R
+      - id: announce
+        after: [notify]
+        do: announce
+        out: R
+      - id: cleanup
+        do: cleanup
+        out: R
+      - id: finish
+        after: [ship, cleanup, announce]
+        do: finish
+        out: R
+`
+
+func TestGateRoutesDecision10(t *testing.T) {
+	t.Run("approve", func(t *testing.T) {
+		h := newHarness(t, Options{})
+		r := h.plan(gateRoutes, map[string]any{})
+		r = h.ok(r, "build", `{"v":"b"}`)
+		r = h.resolve(r.RunID, "review", DecisionApprove)
+		if ids := readyIDs(r); !slices.Equal(ids, []string{"ship", "notify"}) {
+			t.Fatalf("ready %v", ids)
+		}
+		r = h.drive(r, script{"ship": {`{"v":"s"}`}, "notify": {`{"v":"n"}`}, "announce": {`{"v":"a"}`}, "finish": {`{"v":"f"}`}})
+		wantStatus(t, r, StatusCompleted)
+		if st := h.stepState(r.RunID, "cleanup"); st.Status != StepSkipped || !strings.Contains(st.Skip.Reason, "route target was never chosen") {
+			t.Fatalf("cleanup %s", dump(st))
+		}
+	})
+	t.Run("kill", func(t *testing.T) {
+		h := newHarness(t, Options{})
+		r := h.plan(gateRoutes, map[string]any{})
+		r = h.ok(r, "build", `{"v":"b"}`)
+		r = h.resolve(r.RunID, "review", DecisionKill)
+		if ids := readyIDs(r); !slices.Equal(ids, []string{"cleanup"}) {
+			t.Fatalf("ready %v: the gate's successors must never run on a kill", ids)
+		}
+		r = h.ok(r, "cleanup", `{"v":"c"}`)
+		r = h.ok(r, "finish", `{"v":"f"}`)
+		wantStatus(t, r, StatusCompleted)
+		for _, id := range []string{"ship", "notify", "announce"} {
+			if st := h.stepState(r.RunID, id); st.Status != StepSkipped {
+				t.Fatalf("%s %s", id, dump(st))
+			}
+		}
+		if st := h.stepState(r.RunID, "notify"); !strings.Contains(st.Skip.Reason, `gate "review" was killed`) {
+			t.Fatalf("notify %s", dump(st))
+		}
+	})
+}
+
+// Gates in a subflow count rounds against the child flow's max_rounds.
+const childGate = `
+version: 1
+contracts:
+  R: {v: string}
+flows:
+  entry: main
+  sub:
+    input: {x: string}
+    output: {from: "${draft.output}", contract: R}
+    max_rounds: 1
+    steps:
+      - id: draft
+        do: "draft ${input.x}"
+        out: R
+      - id: check
+        after: [draft]
+        gate: {on_approve: null, on_revise: draft, on_kill: null}
+  main:
+    input: {x: string}
+    output: {from: "${wrap.output}", contract: R}
+    steps:
+      - id: wrap
+        run: sub
+        with: {x: "${input.x}"}
+`
+
+func TestSubflowGate(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(childGate, map[string]any{"x": "X"})
+	r = h.ok(r, "wrap/draft", `{"v":"d1"}`)
+	wantStatus(t, r, StatusRunning)
+	if !slices.Equal(r.Waiting, []Waiting{{StepID: "wrap/check", Kind: "gate"}}) {
+		t.Fatalf("waiting %s", dump(r.Waiting))
+	}
+	gates, err := h.e.ListGates(h.ctx, "")
+	if err != nil || len(gates) != 1 || gates[0].StepID != "wrap/check" || gates[0].GateToken == "" {
+		t.Fatalf("gates %s %v", dump(gates), err)
+	}
+	r = h.resolve(r.RunID, "wrap/check", DecisionRevise)
+	en := entry(t, r, "wrap/draft")
+	if en.Epoch != 1 {
+		t.Fatalf("entry %s", dump(en))
+	}
+	r = h.ok(r, "wrap/draft", `{"v":"d2"}`)
+	r = h.resolve(r.RunID, "wrap/check", DecisionRevise)
+	wantFailure(t, r, StatusFailed, "gate revision rounds exhausted")
+	if !strings.Contains(r.Failure.Reason, `subflow "sub"`) {
+		t.Fatalf("failure %s", dump(r.Failure))
+	}
+}

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// Options configure an Engine. The zero value gives production defaults:
+// the system clock, crypto/rand ids, no judge (judged ensures fail closed),
+// no dispatcher (engine-dispatched fanouts fail the run clearly), the
+// default evaluate runner (/bin/sh -c in the workspace) and the process's
+// working directory as the default workspace root.
+type Options struct {
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+	// NewID returns a fresh unique id for runs, dispatch tokens and gate
+	// tokens. Nil means random 128-bit UUIDs (version 4) from crypto/rand.
+	// Tests inject a deterministic source; production must not.
+	NewID func() string
+	// Judge decides judged ensures. Nil makes every judged ensure fail
+	// closed with "judged predicate requires a configured judge runner".
+	Judge Judge
+	// Dispatcher runs the items of engine-dispatched fanouts. Nil makes a
+	// run that reaches such a fanout fail with "engine dispatch is not
+	// configured".
+	Dispatcher Dispatcher
+	// Evaluator runs the command of an evaluate step. Nil means the
+	// default runner (/bin/sh -c COMMAND in the workspace root, the JSON
+	// input on stdin, stdout parsed as JSON, the process group killed on
+	// timeout).
+	Evaluator Evaluator
+	// Workspace decides the workspace root of a new run.
+	Workspace WorkspacePolicy
+}
+
+// WorkspacePolicy decides the workspace root of new runs: the jail of file
+// predicates and the working directory of evaluate commands and engine
+// dispatch.
+type WorkspacePolicy struct {
+	// Default is used when a plan names no workspace root. Empty means the
+	// process's working directory.
+	Default string
+	// Check, when set, may refuse a root (already absolute and cleaned);
+	// its error is returned to the planner as invalid input.
+	Check func(root string) error
+}
+
+// Judge decides judged ensure predicates. It must fail closed: any error
+// fails the predicate.
+type Judge interface {
+	Judge(ctx context.Context, req JudgeRequest) (JudgeVerdict, error)
+}
+
+// JudgeRequest is one judged predicate to decide.
+type JudgeRequest struct {
+	RunID  string
+	StepID string
+	// Statement is the claim to judge; Stakes is cheap, default or
+	// paranoid.
+	Statement string
+	Stakes    string
+	// Value is the output under test, Input the scope input (expr value
+	// model).
+	Value any
+	Input any
+}
+
+// JudgeVerdict is a judge's answer.
+type JudgeVerdict struct {
+	Holds  bool
+	Reason string
+	// Model names the judging model, for the audit trail.
+	Model string
+	// Usage is what judging cost (usd, tokens); it is debited to the run.
+	Usage Ledger
+}
+
+// Dispatcher runs one stage attempt of one item of an engine-dispatched
+// fanout (the later `stratum run` driver implements it with agent
+// connectors). It is called outside the run lock, possibly concurrently
+// (up to the fanout's concurrency per fanout).
+type Dispatcher interface {
+	Dispatch(ctx context.Context, req DispatchRequest) (DispatchResult, error)
+}
+
+// DispatchRequest describes one agent task of an engine fanout.
+type DispatchRequest struct {
+	RunID     string
+	StepID    string // the fanout step (scoped id)
+	ItemIndex int
+	Stage     int
+	Agent     string
+	// Prompt is the rendered stage task.
+	Prompt string
+	// Item is the fanout element, Prev the previous stage's output (nil
+	// in the first stage).
+	Item any
+	Prev any
+	// Attempt counts this item's attempts across stages (1-based).
+	Attempt         int
+	PreviousFailure *Failure
+	// Contract is the stage's output contract, nil when it declares none.
+	Contract *Contract
+	// Workdir is where the agent works: the workspace root. Isolation is
+	// the fanout's declared isolation ("none" or "worktree"); creating a
+	// worktree under Workdir is the dispatcher's job in this version.
+	Workdir   string
+	Isolation string
+}
+
+// DispatchResult is what an agent produced. A non-empty Failure wins over
+// Output. An error from Dispatch is recorded as a connector failure.
+type DispatchResult struct {
+	Output    any
+	Failure   string
+	Usage     Ledger
+	Telemetry *Telemetry
+}
+
+// Evaluator runs the command of an evaluate step.
+type Evaluator interface {
+	Evaluate(ctx context.Context, req EvaluateRequest) (EvaluateOutcome, error)
+}
+
+// EvaluateRequest is one evaluate command to run.
+type EvaluateRequest struct {
+	Command string
+	// Input is the rendered `in` value (nil when absent); the default
+	// runner writes its JSON to the command's stdin.
+	Input   any
+	Timeout time.Duration
+	Dir     string
+}
+
+// EvaluateOutcome is the command's result: OK with the parsed JSON Result,
+// or a failure Kind ("exit", "timeout", "parse") with a Reason.
+type EvaluateOutcome struct {
+	OK     bool
+	Result any
+	Kind   string
+	Reason string
+}

@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/store"
+)
+
+// PlanRequest starts a run.
+type PlanRequest struct {
+	// Spec is the v1 spec as YAML or JSON text.
+	Spec []byte
+	// Input is the entry flow's input: expr model values, Go maps and
+	// slices, or raw JSON (json.RawMessage).
+	Input any
+	// WorkspaceRoot is the jail of file predicates and the working
+	// directory of engine-run commands; empty means the policy's default.
+	WorkspaceRoot string
+}
+
+// Plan validates the spec and the entry input, creates and persists the
+// run and performs its first advance. Nothing is persisted when the spec
+// or the input is invalid (ErrInvalidSpec, ErrInvalidInput). The response
+// carries the run's revisionDigest.
+func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
+	c, err := e.compileSource(req.Spec)
+	if err != nil {
+		return nil, err
+	}
+	flow := c.plan.EntryFlow()
+	input, err := toModel(req.Input)
+	if err != nil {
+		return nil, &Error{Kind: ErrInvalidInput, Message: "entry input validation failed: input is not a JSON value: " + err.Error(),
+			Details: []Detail{{Code: "INPUT_CONTRACT_INVALID", Path: "input", Message: err.Error()}}}
+	}
+	if errs := flow.Input.Validate(input, "input"); len(errs) > 0 {
+		ds := make([]Detail, len(errs))
+		msgs := make([]string, len(errs))
+		for i, ve := range errs {
+			ds[i] = Detail{Code: "INPUT_CONTRACT_INVALID", Path: ve.Path, Message: ve.Message}
+			msgs[i] = ve.Path + ": " + ve.Message
+		}
+		return nil, &Error{Kind: ErrInvalidInput, Message: "entry input validation failed: " + strings.Join(msgs, "; "), Details: ds}
+	}
+	ws, err := e.workspaceRoot(req.WorkspaceRoot)
+	if err != nil {
+		return nil, &Error{Kind: ErrInvalidInput, Message: "workspace root refused: " + err.Error(), Err: err,
+			Details: []Detail{{Code: "INPUT_CONTRACT_INVALID", Path: "workspaceRoot", Message: err.Error()}}}
+	}
+	now := e.now().UTC()
+	st := &runState{
+		Format: stateFormat, ID: e.newID(), FlowName: flow.Name, RevisionDigest: c.digest, WorkspaceRoot: ws,
+		CreatedAt: now, UpdatedAt: now, Status: StatusRunning, Steps: map[string]*StepState{},
+		Input: Some(input), Spec: c.specJSON,
+	}
+	if err := store.ValidateRunID(st.ID); err != nil {
+		return nil, fmt.Errorf("engine id source produced an unusable run id: %w", err)
+	}
+	t := newTxn(ctx, e, st, c)
+	t.now = now
+	t.emit("planned", "", map[string]any{"flow": flow.Name, "revisionDigest": c.digest})
+	if msg := e.missingDispatcher(flow); msg != "" {
+		t.failRun(&Failure{Reason: msg})
+	} else {
+		t.advance()
+	}
+	resp := t.response()
+	resp.RevisionDigest = c.digest
+	doc, err := encodeState(st)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.store.Create(ctx, st.ID, doc, t.events); err != nil {
+		if errors.Is(err, store.ErrRunExists) {
+			return nil, fmt.Errorf("engine id source produced a run id already in use (%s): %w", st.ID, err)
+		}
+		return nil, mapStoreErr(st.ID, err)
+	}
+	e.remember(st.ID, doc, st)
+	if t.engineWork {
+		e.kickFanouts(st.ID)
+	}
+	return resp, nil
+}
+
+// missingDispatcher names the engine-dispatched fanouts of a flow when no
+// dispatcher is configured.
+func (e *Engine) missingDispatcher(f *ir.Flow) string {
+	if e.opts.Dispatcher != nil {
+		return ""
+	}
+	var ids []string
+	for _, s := range f.Steps {
+		if s.Kind == ir.KindFanout && s.Fanout.Dispatch != "consumer" {
+			ids = append(ids, quote(s.ID))
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("engine dispatch is not configured: fanout %s uses dispatch: engine, which needs an agent dispatcher (the `stratum run` driver); use dispatch: consumer to run the items yourself",
+		strings.Join(ids, ", "))
+}

@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"context"
+)
+
+// Resume loads a persisted run in this process (any process can resume
+// any run) and returns its current actionable state with its
+// revisionDigest. It checks that the persisted spec still hashes to the
+// run's digest, records a `resumed` event, advances a running run (ready
+// steps keep their tokens and their reserved dispatch) and restarts the
+// engine-dispatched fanouts it finds running. A cancelled run is refused.
+func (e *Engine) Resume(ctx context.Context, runID string) (*Response, error) {
+	t, err := e.mutate(ctx, runID, func(t *txn) error {
+		if t.st.Status == StatusCancelled || t.st.CancelRequested {
+			return t.refuse(ErrRunCancelled, "", "run %s is cancelled; resume is not permitted", t.st.ID)
+		}
+		doc, err := specDocument(t.st.Spec)
+		if err != nil {
+			return newErr(ErrCorrupt, t.st.ID, "run %s: the persisted spec cannot be read: %v", t.st.ID, err)
+		}
+		digest, err := digestOf(doc)
+		if err != nil || digest != t.st.RevisionDigest {
+			return newErr(ErrDigestMismatch, t.st.ID, "run %s: persisted revision digest does not match the effective specification", t.st.ID)
+		}
+		t.emit("resumed", "", nil)
+		if t.st.Status == StatusRunning {
+			t.advance()
+			t.engineWork = true
+		}
+		t.result = t.response()
+		t.result.RevisionDigest = t.st.RevisionDigest
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t.result, nil
+}

@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Run statuses.
+const (
+	StatusReady           = "ready" // response only: steps await results
+	StatusRunning         = "running"
+	StatusCompleted       = "completed"
+	StatusFailed          = "failed"
+	StatusBudgetExhausted = "budget_exhausted"
+	StatusCancelled       = "cancelled"
+)
+
+// Step statuses.
+const (
+	StepPending     = "pending"
+	StepReady       = "ready"
+	StepRunning     = "running"
+	StepWaitingGate = "waiting_gate"
+	StepSucceeded   = "succeeded"
+	StepFailed      = "failed"
+	StepSkipped     = "skipped"
+)
+
+// stateFormat names the layout of the engine's state document.
+const stateFormat = "stratum.engine.run.v1"
+
+// runState is the engine's persisted current state of one run: the store's
+// opaque state document. It holds no event history (that is the store's
+// event log), so its size depends on the spec and the run's steps, not on
+// how long the run has been going.
+type runState struct {
+	Format         string    `json:"format"`
+	ID             string    `json:"id"`
+	FlowName       string    `json:"flowName"`
+	RevisionDigest string    `json:"revisionDigest"`
+	WorkspaceRoot  string    `json:"workspaceRoot,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+
+	Status    string   `json:"status"`
+	Output    Value    `json:"output,omitzero"`
+	Failure   *Failure `json:"failure,omitempty"`
+	FlowSpent Ledger   `json:"flowSpent"`
+	// ReceiptTotal is the sum of every receipt ever recorded: the floor
+	// flowSpent returns to on a revert (spend never goes down).
+	ReceiptTotal    Ledger                 `json:"receiptTotal"`
+	Rounds          int                    `json:"rounds,omitempty"`
+	Steps           map[string]*StepState  `json:"steps"`
+	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
+	CancelRequested bool                   `json:"cancelRequested,omitempty"`
+
+	Checkpoints       []*checkpoint `json:"checkpoints,omitempty"`
+	GenerationCounter int64         `json:"generationCounter"`
+	ReceiptCounter    int64         `json:"receiptCounter"`
+	// ExternalReceipts maps the dispatchId of each usage_report receipt to
+	// its seq, for idempotence.
+	ExternalReceipts map[string]int64 `json:"externalReceipts,omitempty"`
+
+	Input Value           `json:"input"`
+	Spec  json.RawMessage `json:"spec"`
+}
+
+// Failure is why an attempt, a step or a run failed.
+type Failure struct {
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+}
+
+// Ledger is an amount of resources: spend, a budget or a usage report.
+// Zero keys are omitted.
+type Ledger struct {
+	USD        float64 `json:"usd,omitempty"`
+	Tokens     float64 `json:"tokens,omitempty"`
+	Dispatches float64 `json:"dispatches,omitempty"`
+	MS         float64 `json:"ms,omitempty"`
+}
+
+// IsZero reports an all-zero ledger.
+func (l Ledger) IsZero() bool { return l == Ledger{} }
+
+func (l Ledger) add(o Ledger) Ledger {
+	return Ledger{USD: l.USD + o.USD, Tokens: l.Tokens + o.Tokens, Dispatches: l.Dispatches + o.Dispatches, MS: l.MS + o.MS}
+}
+
+func (l Ledger) max(o Ledger) Ledger {
+	return Ledger{USD: max(l.USD, o.USD), Tokens: max(l.Tokens, o.Tokens), Dispatches: max(l.Dispatches, o.Dispatches), MS: max(l.MS, o.MS)}
+}
+
+// StepState is the state of one step of a scope (or of the run's root
+// flow). Audit returns the tree of them.
+type StepState struct {
+	Status   string    `json:"status"`
+	Attempts []Attempt `json:"attempts"`
+	// Epoch counts the revise resets that cleared this step.
+	Epoch int `json:"epoch,omitempty"`
+	// DispatchToken is the outstanding issuance of a ready do step.
+	DispatchToken         string `json:"dispatchToken,omitempty"`
+	AcceptedDispatchToken string `json:"acceptedDispatchToken,omitempty"`
+	// Task is the rendered task text while the step is ready.
+	Task string `json:"task,omitempty"`
+	// GateToken is the current round of a waiting gate.
+	GateToken string `json:"gateToken,omitempty"`
+	// Decision is a resolved gate's last decision (approve or kill).
+	Decision string   `json:"decision,omitempty"`
+	Output   Value    `json:"output,omitzero"`
+	Failure  *Failure `json:"failure,omitempty"`
+	// Routed is the failure context (or gate decision) that activated a
+	// route-only step.
+	Routed *Failure `json:"routed,omitempty"`
+	// Skip says why a skipped step was skipped.
+	Skip *SkipInfo `json:"skip,omitempty"`
+	// Iterations counts iterate cycles (do) or the gate's own revisions.
+	Iterations  int          `json:"iterations,omitempty"`
+	Fanout      *FanoutState `json:"fanout,omitempty"`
+	FanoutEpoch int          `json:"fanoutEpoch,omitempty"`
+	Sub         *SubState    `json:"sub,omitempty"`
+	// Spent is the task ledger (for a run step: the subflow ledger).
+	Spent Ledger `json:"spent"`
+}
+
+// SkipInfo explains a skip.
+type SkipInfo struct {
+	Reason string `json:"reason"`
+	// Source and Target are set when the step was skipped because it
+	// depends on a failed step (Source) routed by on_fail, or on a killed
+	// gate routed by on_kill, to Target: steps reachable from Target are
+	// the recovery path and may still run.
+	Source string `json:"source,omitempty"`
+	Target string `json:"target,omitempty"`
+}
+
+// Attempt is one attempt of a step or fanout item.
+type Attempt struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	// Stage is the fanout stage of an item attempt.
+	Stage       *int     `json:"stage,omitempty"`
+	Result      Value    `json:"result,omitzero"`
+	Failure     *Failure `json:"failure,omitempty"`
+	FailureKind string   `json:"failureKind,omitempty"`
+	Usage       *Ledger  `json:"usage,omitempty"`
+	DurationMs  *float64 `json:"durationMs,omitempty"`
+	Model       string   `json:"model,omitempty"`
+	Effort      string   `json:"effort,omitempty"`
+}
+
+// SubState is the child scope of an active run step.
+type SubState struct {
+	Input  Value                 `json:"input"`
+	Steps  map[string]*StepState `json:"steps"`
+	Rounds int                   `json:"rounds,omitempty"`
+}
+
+// FanoutState holds a fanout's items.
+type FanoutState struct {
+	// Over is the resolved array the items are drawn from.
+	Over  Value        `json:"over"`
+	Items []*ItemState `json:"items"`
+}
+
+// ItemState is one fanout item.
+type ItemState struct {
+	Index                 int       `json:"index"`
+	Status                string    `json:"status"`
+	Generation            int64     `json:"generation"`
+	Stage                 int       `json:"stage"`
+	Epoch                 int       `json:"epoch,omitempty"`
+	DispatchToken         string    `json:"dispatchToken,omitempty"`
+	AcceptedDispatchToken string    `json:"acceptedDispatchToken,omitempty"`
+	Task                  string    `json:"task,omitempty"`
+	Attempts              []Attempt `json:"attempts"`
+	// StageAttempts counts the attempts of the current stage.
+	StageAttempts int `json:"stageAttempts,omitempty"`
+	// Prev is the previous stage's output.
+	Prev    Value    `json:"prev,omitzero"`
+	Output  Value    `json:"output,omitzero"`
+	Failure *Failure `json:"failure,omitempty"`
+	// InFlight is set while an engine dispatcher holds the item.
+	InFlight bool `json:"inFlight,omitempty"`
+}
+
+// CarryEntry is the current value of a loop-carried variable.
+type CarryEntry struct {
+	Value      Value      `json:"value"`
+	Provenance Provenance `json:"provenance"`
+}
+
+// Provenance says where a carry value came from.
+type Provenance struct {
+	Kind        string    `json:"kind"` // initial or revise
+	SourceStep  string    `json:"sourceStep,omitempty"`
+	SourceEpoch *int      `json:"sourceEpoch,omitempty"`
+	Gate        string    `json:"gate,omitempty"`
+	GateToken   string    `json:"gateToken,omitempty"`
+	Round       int       `json:"round,omitempty"`
+	At          time.Time `json:"at"`
+}
+
+// checkpoint is a named snapshot of the mutable part of a run.
+type checkpoint struct {
+	Label    string   `json:"label"`
+	Snapshot snapshot `json:"snapshot"`
+}
+
+type snapshot struct {
+	Status          string                 `json:"status"`
+	Output          Value                  `json:"output,omitzero"`
+	Failure         *Failure               `json:"failure,omitempty"`
+	FlowSpent       Ledger                 `json:"flowSpent"`
+	Rounds          int                    `json:"rounds,omitempty"`
+	Steps           map[string]*StepState  `json:"steps"`
+	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
+	CancelRequested bool                   `json:"cancelRequested,omitempty"`
+	// EventSeq is the head of the event log when the checkpoint was
+	// committed; events after it were rolled back by a revert (they stay
+	// in the append-only log).
+	EventSeq int64 `json:"eventSeq"`
+}
+
+func isTerminalStep(s string) bool {
+	return s == StepSucceeded || s == StepFailed || s == StepSkipped
+}
+
+func isTerminalRun(s string) bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusBudgetExhausted || s == StatusCancelled
+}
+
+// pristine reports a pending step that has never been touched: such steps
+// are left out of the persisted document (absent means pristine pending).
+func (s *StepState) pristine() bool {
+	return s.Status == StepPending && len(s.Attempts) == 0 && s.Epoch == 0 && s.DispatchToken == "" &&
+		s.AcceptedDispatchToken == "" && s.Task == "" && s.GateToken == "" && s.Decision == "" && !s.Output.Present &&
+		s.Failure == nil && s.Routed == nil && s.Skip == nil && s.Iterations == 0 && s.Fanout == nil &&
+		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero()
+}
+
+func newStepState() *StepState { return &StepState{Status: StepPending, Attempts: []Attempt{}} }
+
+// encodeState writes the state document. Pristine pending steps are left
+// out to keep the document small.
+func encodeState(st *runState) ([]byte, error) {
+	full := st.Steps
+	st.Steps = compactSteps(full)
+	defer func() { st.Steps = full }()
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encode run state: %w", err)
+	}
+	return b, nil
+}
+
+func compactSteps(m map[string]*StepState) map[string]*StepState {
+	out := make(map[string]*StepState, len(m))
+	for id, s := range m {
+		if s.pristine() {
+			continue
+		}
+		if s.Sub != nil {
+			c := *s
+			sub := *s.Sub
+			sub.Steps = compactSteps(s.Sub.Steps)
+			c.Sub = &sub
+			s = &c
+		}
+		out[id] = s
+	}
+	return out
+}
+
+// decodeState reads a state document.
+func decodeState(b []byte) (*runState, error) {
+	var st runState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("%w: state document: %v", ErrCorrupt, err)
+	}
+	if st.Format != stateFormat {
+		return nil, fmt.Errorf("%w: state document format %q, want %q", ErrCorrupt, st.Format, stateFormat)
+	}
+	if st.Steps == nil {
+		st.Steps = map[string]*StepState{}
+	}
+	return &st, nil
+}

@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/ir"
+)
+
+// StepDoneRequest reports the result of a ready step or consumer fanout
+// item.
+type StepDoneRequest struct {
+	RunID string
+	// StepID is a root step id, "<runStep>/<child>" for a subflow task, or
+	// "<fanoutStep>/<index>" for a consumer fanout item.
+	StepID string
+	// DispatchToken is the token of the ready entry being answered.
+	DispatchToken string
+	Result        StepResult
+}
+
+// StepResult is what the agent produced.
+type StepResult struct {
+	// Output is the step's output (expr model values, Go values or raw
+	// JSON). Nil is JSON null.
+	Output any
+	// Failure, when non-empty, reports that the agent could not do the
+	// task; it wins over Output.
+	Failure string
+	// Usage is the reported cost: a JSON object with keys among usd,
+	// tokens, ms (finite, non-negative). Dispatches are engine-accounted.
+	Usage any
+	// Telemetry is {durationMs, model, effort?}.
+	Telemetry any
+}
+
+// StepDone reports a step result (spec/engine.md 3-4). The dispatch token
+// fences the report: a missing, superseded or already-accepted token is
+// refused with ErrStaleToken and the current state, and changes nothing.
+// An accepted report is durable when StepDone returns; the response is the
+// run's next actionable state (a retry is a ready entry for the same id
+// with previousFailure).
+func (e *Engine) StepDone(ctx context.Context, req StepDoneRequest) (*Response, error) {
+	t, err := e.mutate(ctx, req.RunID, func(t *txn) error {
+		if err := t.guardActive(); err != nil {
+			return err
+		}
+		loc, ok := t.locate(req.StepID)
+		if !ok {
+			return t.refuse(ErrNotAwaiting, req.StepID, "step is not awaiting a client result: run %s has no step %q", t.st.ID, req.StepID)
+		}
+		if loc.item != nil {
+			return t.itemDone(loc, req)
+		}
+		return t.stepDone(loc.sc, loc.step, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t.result, nil
+}
+
+// guardActive refuses changes to cancelled and terminal runs, with the
+// current state.
+func (t *txn) guardActive() error {
+	if t.st.Status == StatusCancelled || t.st.CancelRequested {
+		return t.refuse(ErrRunCancelled, "", "run %s is cancelled; outstanding issuances cannot be resolved", t.st.ID)
+	}
+	if isTerminalRun(t.st.Status) {
+		return t.refuse(ErrRunTerminal, "", "run %s is %s; nothing is awaiting a result or a decision", t.st.ID, t.st.Status)
+	}
+	return nil
+}
+
+// refuse builds a refusal carrying the current state.
+func (t *txn) refuse(kind error, stepID, format string, args ...any) *Error {
+	return &Error{Kind: kind, RunID: t.st.ID, StepID: stepID, Message: fmt.Sprintf(format, args...), State: t.response()}
+}
+
+// checkToken fences a report against a step's (or item's) issuance.
+func (t *txn) checkToken(stepID, status, current, accepted, token string) error {
+	switch {
+	case token == "":
+		return t.refuse(ErrStaleToken, stepID, "step result is stale: missing dispatch token for %q", stepID)
+	case status == StepReady && token == current:
+		return nil
+	case token == accepted:
+		return t.refuse(ErrStaleToken, stepID, "step result is stale: the result for this dispatch of %q was already accepted", stepID)
+	case status == StepReady || current != "" || accepted != "" || status != StepPending:
+		return t.refuse(ErrStaleToken, stepID, "step result is stale: dispatched for a superseded issuance of %q", stepID)
+	}
+	return t.refuse(ErrNotAwaiting, stepID, "step is not awaiting a client result: %q is %s", stepID, status)
+}
+
+// stepDone runs the step_done pipeline of a do step (spec/engine.md 4.1).
+func (t *txn) stepDone(sc *scope, s *ir.Step, req StepDoneRequest) error {
+	id := sc.scoped(s.ID)
+	if s.Kind != ir.KindDo {
+		return t.refuse(ErrNotAwaiting, id, "step is not awaiting a client result: %q is a %s step, not a do step", id, s.Kind)
+	}
+	st := sc.state(s)
+	if err := t.checkToken(id, st.Status, st.DispatchToken, st.AcceptedDispatchToken, req.DispatchToken); err != nil {
+		return err
+	}
+	t.applyResult(sc, s, st, req)
+	t.advance()
+	t.result = t.response()
+	return nil
+}
+
+// applyResult settles one accepted report of a ready do step.
+func (t *txn) applyResult(sc *scope, s *ir.Step, st *StepState, req StepDoneRequest) {
+	attempt := len(st.Attempts) + 1
+	res := req.Result
+	fail := func(f attemptFailure) {
+		f.attempt = attempt
+		t.failAttempt(sc, s, st, f)
+	}
+	tele, err := parseTelemetry(res.Telemetry)
+	if err != nil {
+		fail(attemptFailure{reason: "invalid connector telemetry (nothing recorded)"})
+		return
+	}
+	usage, dispatches, err := parseUsage(res.Usage)
+	if err != nil {
+		fail(attemptFailure{reason: "invalid usage ledger entry (nothing recorded)", tele: tele})
+		return
+	}
+	var usageRec *Ledger
+	if !usage.IsZero() {
+		u := usage
+		usageRec = &u
+		id := sc.scoped(s.ID)
+		t.receipt("step_done", "", id, usage, tele, map[string]any{"epoch": st.Epoch, "attempt": attempt})
+		switch t.settle(sc, s, st, usage, true) {
+		case levelFlow:
+			fail(attemptFailure{reason: "flow budget exhausted", usage: usageRec, tele: tele, exhaust: true})
+			return
+		case levelSubflow:
+			fail(attemptFailure{reason: "subflow budget exhausted", usage: usageRec, tele: tele, forced: true, noRoute: true})
+			return
+		case levelTask:
+			fail(attemptFailure{reason: "task budget exhausted", usage: usageRec, tele: tele})
+			return
+		}
+	}
+	if dispatches {
+		fail(attemptFailure{reason: "dispatches are engine-accounted; do not report them in usage (other keys were recorded)", usage: usageRec, tele: tele})
+		return
+	}
+	if res.Failure != "" {
+		fail(attemptFailure{reason: res.Failure, usage: usageRec, tele: tele})
+		return
+	}
+	output, err := toModel(res.Output)
+	if err != nil {
+		fail(attemptFailure{reason: "output is not a JSON value: " + err.Error(), usage: usageRec, tele: tele})
+		return
+	}
+	ev := Some(output)
+	if s.OutContract != nil {
+		if errs := s.OutContract.Validate(output, "result"); len(errs) > 0 {
+			fail(attemptFailure{reason: contractMessage(s.Out, errs), evidence: ev, usage: usageRec, tele: tele, kind: "contract"})
+			return
+		}
+	}
+	b := expr.Bindings{Result: expr.Bind(output), Input: expr.Bind(sc.input)}
+	er := t.runEnsures(ensureCtx{sc: sc, step: s, st: st, stepID: sc.scoped(s.ID), task: true}, s.Ensure, b)
+	if er.reason != "" {
+		switch er.breach {
+		case levelFlow:
+			fail(attemptFailure{reason: er.reason, evidence: ev, usage: usageRec, tele: tele, exhaust: true})
+		case levelSubflow:
+			fail(attemptFailure{reason: er.reason, evidence: ev, usage: usageRec, tele: tele, forced: true, noRoute: true})
+		default:
+			fail(attemptFailure{reason: er.reason, evidence: ev, usage: usageRec, tele: tele, kind: "ensure"})
+		}
+		return
+	}
+	if it := s.Iterate; it != nil {
+		if ok, why := t.predicate(it.Until, b); !ok {
+			st.Iterations++
+			reason := fmt.Sprintf("iterate until %s failed: %s", quote(it.Until), why)
+			identical := len(st.Attempts) > 0 && st.Attempts[len(st.Attempts)-1].Result.Present &&
+				jsonEqual(st.Attempts[len(st.Attempts)-1].Result.Data, output)
+			if st.Iterations >= it.Max || identical {
+				if !identical {
+					reason += fmt.Sprintf(" (iterate max %d reached)", it.Max)
+				}
+				fail(attemptFailure{reason: reason, evidence: ev, usage: usageRec, tele: tele, forced: true, kind: "iterate"})
+				return
+			}
+			f := &Failure{Attempt: attempt, Reason: reason}
+			rec := Attempt{Attempt: attempt, At: t.now, Failure: f, Result: ev, Usage: usageRec, FailureKind: "iterate"}
+			tele.apply(&rec)
+			st.Attempts = append(st.Attempts, rec)
+			st.Failure = f
+			st.DispatchToken, st.AcceptedDispatchToken, st.Task = "", "", ""
+			st.Status = StepPending
+			t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": attempt, "failure": f,
+				"iterate": map[string]any{"iteration": st.Iterations, "max": it.Max}})
+			return
+		}
+	}
+	if err := t.outputCheck(sc, s, output); err != nil {
+		fail(attemptFailure{reason: err.Error(), evidence: ev, usage: usageRec, tele: tele, kind: "contract"})
+		return
+	}
+	rec := Attempt{Attempt: attempt, At: t.now, Result: ev, Usage: usageRec}
+	tele.apply(&rec)
+	st.Attempts = append(st.Attempts, rec)
+	st.Output = ev
+	st.Status = StepSucceeded
+	st.Failure = nil
+	st.AcceptedDispatchToken = req.DispatchToken
+	st.DispatchToken, st.Task = "", ""
+	t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": attempt, "result": ev})
+}

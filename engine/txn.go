@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/store"
+)
+
+// txn is one transition of one run: the state being changed, the events it
+// records, and what must happen after it is durable.
+type txn struct {
+	ctx    context.Context
+	e      *Engine
+	st     *runState
+	c      *compiled
+	now    time.Time
+	events []store.NewEvent
+	// headSeq is the event log head the transition started from.
+	headSeq int64
+	// dirty marks a state change that records no event.
+	dirty bool
+	// engineWork: an engine-dispatched fanout needs driving after commit.
+	engineWork bool
+	// result is the response the transition produced.
+	result *Response
+	// extra carries operation-specific results (commit, usage report...).
+	extra any
+}
+
+func newTxn(ctx context.Context, e *Engine, st *runState, c *compiled) *txn {
+	t := &txn{ctx: ctx, e: e, st: st, c: c, now: e.now().UTC()}
+	return t
+}
+
+// emit records an audit event. stepID is scoped ("wrap/digest",
+// "fan/2" are never used: item events carry the fanout step id).
+func (t *txn) emit(typ, stepID string, detail any) {
+	data := map[string]any{}
+	if stepID != "" {
+		data["stepId"] = stepID
+	}
+	if detail != nil {
+		data["detail"] = detail
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		// Details are built by the engine from model values; a failure
+		// here is a programming error, recorded rather than lost.
+		raw, _ = json.Marshal(map[string]any{"stepId": stepID, "detail": map[string]any{"encodeError": err.Error()}})
+	}
+	t.events = append(t.events, store.NewEvent{Type: typ, At: t.now, Data: raw})
+}
+
+func (t *txn) token() string { return t.e.newID() }
+
+// scope is the root flow of a run or the child flow of an active run step.
+type scope struct {
+	flow   *ir.Flow
+	steps  map[string]*StepState
+	input  any
+	prefix string // "" (root) or "<runStep>/"
+	// parent is the run step's state and step (child scopes only).
+	parent     *StepState
+	parentStep *ir.Step
+}
+
+func (sc *scope) root() bool { return sc.parent == nil }
+
+// state returns a step's state, creating its pristine pending state.
+func (sc *scope) state(s *ir.Step) *StepState {
+	st, ok := sc.steps[s.ID]
+	if !ok {
+		st = newStepState()
+		sc.steps[s.ID] = st
+	}
+	return st
+}
+
+// scoped is a step's id as the run's callers see it.
+func (sc *scope) scoped(id string) string { return sc.prefix + id }
+
+func (t *txn) rootScope() *scope {
+	return &scope{flow: t.c.plan.Flow(t.st.FlowName), steps: t.st.Steps, input: t.st.Input.Data}
+}
+
+// childScope is the scope of an active run step (nil when it has none).
+func (t *txn) childScope(root *scope, s *ir.Step) *scope {
+	st := root.state(s)
+	if st.Sub == nil {
+		return nil
+	}
+	if st.Sub.Steps == nil {
+		st.Sub.Steps = map[string]*StepState{}
+	}
+	return &scope{flow: t.c.plan.Flow(s.Run), steps: st.Sub.Steps, input: st.Sub.Input.Data,
+		prefix: s.ID + "/", parent: st, parentStep: s}
+}
+
+// outputs is the `result` binding of when/set: the outputs of the scope's
+// steps that have one, in declaration order.
+func (sc *scope) outputs() *expr.Object {
+	o := expr.NewObject(len(sc.flow.Steps))
+	for _, s := range sc.flow.Steps {
+		if st, ok := sc.steps[s.ID]; ok && st.Status == StepSucceeded && st.Output.Present {
+			o.Set(s.ID, st.Output.Data)
+		}
+	}
+	return o
+}
+
+// locate resolves a caller's step id: a root step, "<runStep>/<child>", or
+// "<fanoutStep>/<index>".
+type located struct {
+	sc    *scope
+	step  *ir.Step
+	item  *ItemState // consumer fanout item
+	index int
+}
+
+func (t *txn) locate(id string) (located, bool) {
+	root := t.rootScope()
+	head, rest, nested := strings.Cut(id, "/")
+	s := root.flow.Step(head)
+	if s == nil {
+		return located{}, false
+	}
+	if !nested {
+		return located{sc: root, step: s}, true
+	}
+	switch s.Kind {
+	case ir.KindRun:
+		child := t.childScope(root, s)
+		if child == nil {
+			return located{}, false
+		}
+		cs := child.flow.Step(rest)
+		if cs == nil {
+			return located{}, false
+		}
+		return located{sc: child, step: cs}, true
+	case ir.KindFanout:
+		st := root.state(s)
+		if st.Fanout == nil {
+			return located{}, false
+		}
+		for _, it := range st.Fanout.Items {
+			if itoa(it.Index) == rest {
+				return located{sc: root, step: s, item: it, index: it.Index}, true
+			}
+		}
+	}
+	return located{}, false
+}
+
+func absClean(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Clean(abs), nil
+}

@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/stratum-go/stratum/expr"
+)
+
+// Value is an optional JSON value of the expr value model (nil, bool,
+// float64, string, []any, *expr.Object). Present tells JSON null (Present,
+// Data nil) from absence. It marshals in the value's own key order and is
+// omitted by `omitzero` when absent.
+type Value struct {
+	Data    any
+	Present bool
+}
+
+// Some returns a present Value.
+func Some(v any) Value { return Value{Data: v, Present: true} }
+
+// IsZero reports absence (for omitzero).
+func (v Value) IsZero() bool { return !v.Present }
+
+// MarshalJSON writes the value in its key order.
+func (v Value) MarshalJSON() ([]byte, error) { return expr.EncodeJSON(v.Data) }
+
+// UnmarshalJSON reads a value into the expr model, keeping key order.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	d, err := expr.DecodeJSON(b)
+	if err != nil {
+		return err
+	}
+	*v = Value{Data: d, Present: true}
+	return nil
+}
+
+// toModel converts a caller's value (already in the expr model, built from
+// Go maps/slices/numbers, or raw JSON) into the expr model.
+func toModel(v any) (any, error) {
+	switch x := v.(type) {
+	case json.RawMessage:
+		return expr.DecodeJSON(x)
+	case []byte:
+		return expr.DecodeJSON(x)
+	case nil, bool, float64, string:
+		if f, ok := x.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			return nil, fmt.Errorf("non-finite number %v", f)
+		}
+		return x, nil
+	}
+	if isModel(v, 0) {
+		return v, nil
+	}
+	return expr.FromGo(v)
+}
+
+// isModel reports whether v is entirely made of expr model values.
+func isModel(v any, depth int) bool {
+	if depth > expr.MaxJSONDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, string:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case []any:
+		for _, e := range x {
+			if !isModel(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case *expr.Object:
+		for _, k := range x.Keys() {
+			e, _ := x.Get(k)
+			if !isModel(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// jsonEqual is deep JSON equality: object key order irrelevant, array
+// order relevant, numbers by value.
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case float64:
+		y, ok := b.(float64)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case *expr.Object:
+		y, ok := b.(*expr.Object)
+		if !ok || x.Len() != y.Len() {
+			return false
+		}
+		for _, k := range x.Keys() {
+			xv, _ := x.Get(k)
+			yv, ok := y.Get(k)
+			if !ok || !jsonEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// canonicalJSON writes v with object keys sorted at every level, no
+// whitespace (the form the revision digest hashes).
+func canonicalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := appendCanonical(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func appendCanonical(buf *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case *expr.Object:
+		keys := slices.Clone(x.Keys())
+		slices.Sort(keys)
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			kb, _ := expr.EncodeJSON(k)
+			buf.Write(kb)
+			buf.WriteByte(':')
+			e, _ := x.Get(k)
+			if err := appendCanonical(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+		return nil
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendCanonical(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+		return nil
+	}
+	b, err := expr.EncodeJSON(v)
+	if err != nil {
+		return err
+	}
+	buf.Write(b)
+	return nil
+}
+
+// digestOf is the lowercase hex SHA-256 of v's canonical JSON.
+func digestOf(v any) (string, error) {
+	b, err := canonicalJSON(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// compactJSON is the compact JSON text of v (for messages).
+func compactJSON(v any) string {
+	b, err := expr.EncodeJSON(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	return string(b)
+}
+
+// quote is a string as a JSON string literal (for messages).
+func quote(s string) string { return strconv.Quote(s) }
+
+// objectOf builds an ordered object from key/value pairs.
+func objectOf(kv ...any) *expr.Object {
+	o := expr.NewObject(len(kv) / 2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		o.Set(kv[i].(string), kv[i+1])
+	}
+	return o
+}

@@ -1,0 +1,101 @@
+package ir
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// linearSpec generates n do steps, each reading the previous step's output
+// and carrying an expr ensure.
+func linearSpec(n int) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\ncontracts:\n  R:\n    v: string\n    n: number\nflows:\n  entry: main\n  main:\n    input:\n      q: string\n    output:\n      from: \"${s")
+	fmt.Fprintf(&b, "%d", n-1)
+	b.WriteString(".output}\"\n      contract: R\n    steps:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "      - id: s%d\n", i)
+		if i == 0 {
+			b.WriteString("        do: \"Start from ${input.q}\"\n")
+		} else {
+			fmt.Fprintf(&b, "        do: \"Continue from ${s%d.output.v}\"\n", i-1)
+		}
+		b.WriteString("        out: R\n        ensure:\n          - expr: \"result.n > 0\"\n")
+	}
+	return []byte(b.String())
+}
+
+// fanInSpec generates width independent steps and one step referencing
+// all of them.
+func fanInSpec(width int) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\ncontracts:\n  R:\n    v: string\nflows:\n  entry: main\n  main:\n    input:\n      q: string\n    output:\n      from: \"${join.output}\"\n      contract: R\n    steps:\n")
+	for i := range width {
+		fmt.Fprintf(&b, "      - id: w%d\n        do: \"Part %d of ${input.q}\"\n        out: R\n", i, i)
+	}
+	b.WriteString("      - id: join\n        do: \"Join")
+	for i := range width {
+		fmt.Fprintf(&b, " ${w%d.output.v}", i)
+	}
+	b.WriteString("\"\n        out: R\n")
+	return []byte(b.String())
+}
+
+func TestGeneratedSpecsAreValid(t *testing.T) {
+	p, ds := Build(linearSpec(1000))
+	if len(ds) > 0 {
+		t.Fatal(formatDiags(ds))
+	}
+	if f := p.EntryFlow(); len(f.Order) != 1000 || f.Steps[999].Deps[0] != 998 {
+		t.Fatal("linear plan")
+	}
+	p, ds = Build(fanInSpec(200))
+	if len(ds) > 0 {
+		t.Fatal(formatDiags(ds))
+	}
+	if f := p.EntryFlow(); len(f.Step("join").Deps) != 200 || f.Order[200] != 200 {
+		t.Fatal("fan-in plan")
+	}
+}
+
+// benchBuild measures Build on src. Besides wall time it reports the
+// process CPU time per operation (cpu-ns/op), which stays meaningful on a
+// machine shared with other work.
+func benchBuild(b *testing.B, src []byte) {
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	start := cpuTime()
+	for b.Loop() {
+		if _, ds := Build(src); len(ds) > 0 {
+			b.Fatal(ds)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+func BenchmarkBuildMinimal(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join("..", "examples", "minimal.stratum.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchBuild(b, src)
+}
+
+func BenchmarkBuildLinear1000(b *testing.B) { benchBuild(b, linearSpec(1000)) }
+
+func BenchmarkBuildLinear4000(b *testing.B) { benchBuild(b, linearSpec(4000)) }
+
+func BenchmarkBuildFanIn200(b *testing.B) { benchBuild(b, fanInSpec(200)) }
+
+func BenchmarkBuildFanIn800(b *testing.B) { benchBuild(b, fanInSpec(800)) }

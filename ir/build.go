@@ -1,0 +1,86 @@
+package ir
+
+import "sort"
+
+// Build loads, validates and compiles a spec. It returns the Plan when the
+// spec is valid, else nil and every problem found, sorted by position.
+// Build never panics on bad input; the input is bounded (MaxSpecBytes,
+// MaxNesting, MaxNodes). YAML is read with the 1.2 core schema (so yes/no
+// are strings and 017 is 17); JSON text is YAML and is accepted as well.
+func Build(src []byte) (*Plan, Diagnostics) {
+	v := &validator{}
+	root := load(src, &v.d)
+	if root == nil {
+		return nil, v.d.sorted()
+	}
+	v.build(root)
+	v.semantic()
+	if !v.d.empty() {
+		return nil, v.d.sorted()
+	}
+	return v.compile(), nil
+}
+
+// Validate reports the problems of a spec (nil when it is valid).
+func Validate(src []byte) Diagnostics {
+	_, ds := Build(src)
+	return ds
+}
+
+// compile turns a validated spec into a Plan. It runs only when the
+// validation found no problem, so every lookup below succeeds.
+func (v *validator) compile() *Plan {
+	p := &Plan{
+		Version:   1,
+		Entry:     v.entry,
+		contracts: make(map[string]*Contract, len(v.contracts)),
+		flows:     make(map[string]*Flow, len(v.flows)),
+	}
+	for _, ci := range v.contracts {
+		p.Contracts = append(p.Contracts, ci.c)
+		p.contracts[ci.name] = ci.c
+	}
+	for _, fl := range v.flows {
+		f := fl.f
+		f.Input = fl.input.c
+		f.Output.ContractName = fl.outputContrct
+		f.Output.Contract = v.contractByName[fl.outputContrct].c
+		g := v.flowGraph(fl)
+		f.byID = make(map[string]int, len(fl.steps))
+		for _, si := range fl.steps {
+			s := si.s
+			f.byID[s.ID] = s.Index
+			s.Deps = sortedInts(g.dpred[s.Index])
+			s.Dependents = sortedInts(g.dsucc[s.Index])
+			s.RoutedFrom = sortedInts(g.rpred[s.Index])
+			if s.Kind == KindGate && s.Gate.OnRevise != "" {
+				t := fl.byID[s.Gate.OnRevise].s.Index
+				set := g.reachSet(t, true)
+				for i, in := range set {
+					if in {
+						s.Gate.ReviseReset = append(s.Gate.ReviseReset, i)
+					}
+				}
+			}
+		}
+		f.Order = g.topoOrder()
+		p.Flows = append(p.Flows, f)
+		p.flows[fl.name] = f
+	}
+	return p
+}
+
+// flowGraph returns the graph built while checking the flow.
+func (v *validator) flowGraph(fl *flowInfo) *graph { return fl.g }
+
+func sortedInts(xs []int32) []int {
+	if len(xs) == 0 {
+		return nil
+	}
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(x)
+	}
+	sort.Ints(out)
+	return out
+}

@@ -1,0 +1,97 @@
+package ir
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// conformanceCase is one corpus file: line 1 "# expect: valid" or
+// "# expect: invalid CODE", line 3 optionally "# path: P".
+type conformanceCase struct {
+	name    string
+	src     []byte
+	valid   bool
+	code    string
+	path    string
+	hasPath bool
+}
+
+func loadConformance(t testing.TB) []conformanceCase {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "conformance", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no conformance files")
+	}
+	var out []conformanceCase
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := conformanceCase{name: filepath.Base(f), src: src}
+		sc := bufio.NewScanner(bytes.NewReader(src))
+		var lines []string
+		for i := 0; i < 3 && sc.Scan(); i++ {
+			lines = append(lines, sc.Text())
+		}
+		expect, ok := strings.CutPrefix(lines[0], "# expect: ")
+		if !ok {
+			t.Fatalf("%s: line 1 is not an expectation: %q", f, lines[0])
+		}
+		if expect == "valid" {
+			c.valid = true
+		} else if code, ok := strings.CutPrefix(expect, "invalid "); ok {
+			c.code = strings.TrimSpace(code)
+		} else {
+			t.Fatalf("%s: bad expectation %q", f, expect)
+		}
+		if len(lines) > 2 {
+			if p, ok := strings.CutPrefix(lines[2], "# path:"); ok {
+				c.path, c.hasPath = strings.TrimPrefix(p, " "), true
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func TestConformance(t *testing.T) {
+	for _, c := range loadConformance(t) {
+		t.Run(c.name, func(t *testing.T) {
+			plan, ds := Build(c.src)
+			if c.valid {
+				if len(ds) > 0 {
+					t.Fatalf("want valid, got:\n%s", formatDiags(ds))
+				}
+				if plan == nil {
+					t.Fatal("valid spec gave no plan")
+				}
+				return
+			}
+			if plan != nil {
+				t.Fatalf("want %s, got a plan", c.code)
+			}
+			for _, d := range ds {
+				if d.Code == c.code && (!c.hasPath || d.Path == c.path) {
+					return
+				}
+			}
+			t.Fatalf("want %s at %q, got:\n%s", c.code, c.path, formatDiags(ds))
+		})
+	}
+}
+
+func formatDiags(ds Diagnostics) string {
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString("  " + d.String() + "\n")
+	}
+	return b.String()
+}

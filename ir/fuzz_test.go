@@ -1,0 +1,55 @@
+package ir
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzValidate checks that any input gets either a plan or diagnostics,
+// never a panic or a hang. It is seeded with the conformance corpus, the
+// golden specs and the examples.
+func FuzzValidate(f *testing.F) {
+	for _, pattern := range []string{"testdata/conformance/*.yaml", "testdata/golden/*.yaml", "../examples/*.yaml"} {
+		files, _ := filepath.Glob(pattern)
+		for _, file := range files {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(src)
+		}
+	}
+	f.Add([]byte("a: &a [*a]"))
+	f.Add([]byte("{"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		plan, ds := Build(src)
+		if (plan == nil) == (len(ds) == 0) {
+			t.Fatalf("plan %v with %d diagnostics", plan != nil, len(ds))
+		}
+		for _, d := range ds {
+			if d.Code == "" || d.Message == "" || d.Line < 1 || d.Column < 1 {
+				t.Fatalf("malformed diagnostic %+v", d)
+			}
+		}
+		if plan == nil {
+			return
+		}
+		for _, fl := range plan.Flows {
+			if len(fl.Order) != len(fl.Steps) {
+				t.Fatalf("flow %s: order covers %d of %d steps", fl.Name, len(fl.Order), len(fl.Steps))
+			}
+			pos := make([]int, len(fl.Steps))
+			for i, s := range fl.Order {
+				pos[s] = i
+			}
+			for _, s := range fl.Steps {
+				for _, d := range s.Deps {
+					if pos[d] >= pos[s.Index] {
+						t.Fatalf("flow %s: %s ordered before its dependency", fl.Name, s.ID)
+					}
+				}
+			}
+		}
+	})
+}

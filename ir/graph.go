@@ -1,0 +1,233 @@
+package ir
+
+// graph holds one flow's step graph during validation and compilation:
+// dependency edges D (after and step references) and the full graph A (D
+// plus on_fail and gate approve/kill routes).
+type graph struct {
+	n      int
+	dsucc  [][]int32
+	dpred  [][]int32
+	asucc  [][]int32
+	rpred  [][]int32 // routing predecessors
+	edges  map[uint64]struct{}
+	mark   []uint32
+	stamp  uint32
+	queue  []int32
+	closed bool
+}
+
+func newGraph(n int) *graph {
+	return &graph{
+		n:     n,
+		dsucc: make([][]int32, n),
+		dpred: make([][]int32, n),
+		asucc: make([][]int32, n),
+		rpred: make([][]int32, n),
+		edges: make(map[uint64]struct{}),
+		mark:  make([]uint32, n),
+	}
+}
+
+func edgeKey(from, to int, dep bool) uint64 {
+	k := uint64(uint32(from))<<32 | uint64(uint32(to))<<1
+	if dep {
+		k |= 1
+	}
+	return k
+}
+
+// add inserts an edge (duplicates are ignored).
+func (g *graph) add(from, to int, dep bool) {
+	k := edgeKey(from, to, dep)
+	if _, ok := g.edges[k]; ok {
+		return
+	}
+	g.edges[k] = struct{}{}
+	if dep {
+		g.dsucc[from] = append(g.dsucc[from], int32(to))
+		g.dpred[to] = append(g.dpred[to], int32(from))
+	} else {
+		g.rpred[to] = append(g.rpred[to], int32(from))
+	}
+	// A needs the successor once even when both a route and a dependency
+	// join the same pair.
+	if _, other := g.edges[edgeKey(from, to, !dep)]; !other {
+		g.asucc[from] = append(g.asucc[from], int32(to))
+	}
+}
+
+func (g *graph) nextStamp() uint32 {
+	g.stamp++
+	if g.stamp == 0 {
+		clear(g.mark)
+		g.stamp = 1
+	}
+	return g.stamp
+}
+
+// reach marks every step reachable from start (start included) over A
+// (all) or D, and returns the stamp identifying the marks.
+func (g *graph) reach(start int, all bool) uint32 {
+	s := g.nextStamp()
+	g.queue = append(g.queue[:0], int32(start))
+	g.mark[start] = s
+	for len(g.queue) > 0 {
+		x := g.queue[len(g.queue)-1]
+		g.queue = g.queue[:len(g.queue)-1]
+		succ := g.dsucc[x]
+		if all {
+			succ = g.asucc[x]
+		}
+		for _, y := range succ {
+			if g.mark[y] != s {
+				g.mark[y] = s
+				g.queue = append(g.queue, y)
+			}
+		}
+	}
+	return s
+}
+
+// reaches reports whether to is reachable from from over A or D.
+func (g *graph) reaches(from, to int, all bool) bool {
+	return g.mark[to] == g.reach(from, all)
+}
+
+// reachSet returns the steps reachable from start over A or D (start
+// included) as a boolean slice.
+func (g *graph) reachSet(start int, all bool) []bool {
+	s := g.reach(start, all)
+	out := make([]bool, g.n)
+	for i, m := range g.mark {
+		out[i] = m == s
+	}
+	return out
+}
+
+// ancestorsD returns the steps from which target is reachable over D
+// (target included).
+func (g *graph) ancestorsD(target int) []bool {
+	out := make([]bool, g.n)
+	out[target] = true
+	stack := []int32{int32(target)}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, y := range g.dpred[x] {
+			if !out[y] {
+				out[y] = true
+				stack = append(stack, y)
+			}
+		}
+	}
+	return out
+}
+
+// edgeCand is an edge proposed by the spec, with where it came from.
+type edgeCand struct {
+	from, to int
+	dep      bool
+	path     string
+	n        *node
+	what     string // "after", "on_fail", "reference", "on_approve", "on_kill"
+}
+
+// acyclic reports whether the candidate edges form a DAG over n steps,
+// in time linear in the edges (Kahn's algorithm).
+func acyclic(n int, cands []edgeCand) bool {
+	indeg := make([]int32, n)
+	succ := make([][]int32, n)
+	for _, c := range cands {
+		succ[c.from] = append(succ[c.from], int32(c.to))
+		indeg[c.to]++
+	}
+	stack := make([]int32, 0, n)
+	for i := range n {
+		if indeg[i] == 0 {
+			stack = append(stack, int32(i))
+		}
+	}
+	seen := 0
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		seen++
+		for _, y := range succ[x] {
+			indeg[y]--
+			if indeg[y] == 0 {
+				stack = append(stack, y)
+			}
+		}
+	}
+	return seen == n
+}
+
+// topoOrder returns a topological order of A in which, among steps that are
+// free at the same time, the one declared first comes first.
+func (g *graph) topoOrder() []int {
+	indeg := make([]int32, g.n)
+	for x := range g.n {
+		for _, y := range g.asucc[x] {
+			indeg[y]++
+		}
+	}
+	h := make(minHeap, 0, g.n)
+	for i := range g.n {
+		if indeg[i] == 0 {
+			h.push(int32(i))
+		}
+	}
+	out := make([]int, 0, g.n)
+	for len(h) > 0 {
+		x := h.pop()
+		out = append(out, int(x))
+		for _, y := range g.asucc[x] {
+			indeg[y]--
+			if indeg[y] == 0 {
+				h.push(y)
+			}
+		}
+	}
+	return out
+}
+
+type minHeap []int32
+
+func (h *minHeap) push(x int32) {
+	*h = append(*h, x)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if s[p] <= s[i] {
+			break
+		}
+		s[p], s[i] = s[i], s[p]
+		i = p
+	}
+}
+
+func (h *minHeap) pop() int32 {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(s) && s[l] < s[m] {
+			m = l
+		}
+		if r < len(s) && s[r] < s[m] {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}

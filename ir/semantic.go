@@ -1,0 +1,971 @@
+package ir
+
+import (
+	"sort"
+	"strings"
+)
+
+// This file is the semantic phase (spec/ir.md sections 4.2-8, checking
+// order 10.2). Unlike the reference, which stops at the first semantic
+// error, it reports every problem; values already found broken are marked
+// (poisoned, loose types, outPoisoned) so that one mistake is reported
+// once, not again through everything that depends on it.
+
+func (v *validator) semantic() {
+	v.checkContracts()
+	if v.entryNode != nil && !v.entryOK {
+		v.d.add(v.entryNode, CodeUnknownEntry, "flows.entry", "entry names %q, which is not a flow of this spec; use one of: %s", v.entry, v.flowNames())
+	}
+	v.checkRuns()
+	for _, fl := range v.flows {
+		v.checkFlow(fl)
+	}
+	v.checkSubflowRecursion()
+	v.checkSubflowBodies()
+}
+
+func (v *validator) flowNames() string {
+	var names []string
+	for _, fl := range v.flows {
+		names = append(names, fl.name)
+	}
+	if len(names) == 0 {
+		return "(no flows are declared)"
+	}
+	return strings.Join(names, ", ")
+}
+
+// ---- contracts and types ----
+
+// looseType stands for a type that failed to parse or resolve: paths
+// through it are accepted so that the one error is not repeated.
+func looseType(src string) *Type { return &Type{Kind: TypeObject, Source: src, loose: true} }
+
+func (v *validator) checkContracts() {
+	for _, ci := range v.contracts {
+		v.parseFieldTypes(ci)
+	}
+	for _, ci := range v.contracts {
+		v.resolveFieldTypes(ci)
+	}
+	// Recursion: depth-first over contracts in declaration order.
+	state := make(map[*contractInfo]uint8, len(v.contracts))
+	var visit func(ci *contractInfo)
+	visit = func(ci *contractInfo) {
+		state[ci] = 1
+		if ci.c != nil {
+			for i, f := range ci.c.Fields {
+				for _, ref := range contractRefs(f.Type) {
+					target := v.contractByName[ref]
+					if target == nil || target.c == nil {
+						continue
+					}
+					switch state[target] {
+					case 1:
+						v.d.add(ci.fieldNodes[i], CodeContractRecur, joinPath(ci.path, f.Name),
+							"field %s.%s refers back to contract %s, which is being defined: contracts cannot be recursive; flatten the shape or use object/array", ci.name, f.Name, ref)
+					case 0:
+						visit(target)
+					}
+				}
+			}
+		}
+		state[ci] = 2
+	}
+	for _, ci := range v.contracts {
+		if state[ci] == 0 {
+			visit(ci)
+		}
+	}
+}
+
+// contractRefs lists the contract names a type refers to.
+func contractRefs(t *Type) []string {
+	for t != nil && t.Kind == TypeList {
+		t = t.Elem
+	}
+	if t != nil && t.Kind == TypeContract && !t.loose {
+		return []string{t.Name}
+	}
+	return nil
+}
+
+func (v *validator) parseFieldTypes(ci *contractInfo) {
+	if ci == nil || ci.c == nil {
+		return
+	}
+	for i := range ci.c.Fields {
+		src := ci.fieldSrc[i]
+		t, why := parseType(src)
+		if t == nil {
+			v.d.add(ci.fieldNodes[i], CodeContractType, joinPath(ci.path, ci.c.Fields[i].Name), "type %q is invalid: %s", src, why)
+			t = looseType(src)
+		}
+		ci.c.Fields[i].Type = t
+	}
+}
+
+func (v *validator) resolveFieldTypes(ci *contractInfo) {
+	if ci == nil || ci.c == nil {
+		return
+	}
+	for i := range ci.c.Fields {
+		t := ci.c.Fields[i].Type
+		for t.Kind == TypeList {
+			t = t.Elem
+		}
+		if t.Kind != TypeContract || t.loose {
+			continue
+		}
+		target := v.contractByName[t.Name]
+		switch {
+		case target == nil:
+			v.d.add(ci.fieldNodes[i], CodeContractRef, joinPath(ci.path, ci.c.Fields[i].Name), "type %q names contract %s, which is not declared; declare it under contracts or use one of: %s", ci.fieldSrc[i], t.Name, v.contractNames())
+			t.loose = true
+		case target.c == nil:
+			t.loose = true // the target's own problem is reported at the target
+		default:
+			t.Contract = target.c
+		}
+	}
+}
+
+func (v *validator) contractNames() string {
+	var names []string
+	for _, ci := range v.contracts {
+		names = append(names, ci.name)
+	}
+	if len(names) == 0 {
+		return "(none declared)"
+	}
+	return strings.Join(names, ", ")
+}
+
+// lookupContract finds a contract by name for out/output.contract.
+func (v *validator) lookupContract(name string) (*contractInfo, bool) {
+	ci, ok := v.contractByName[name]
+	return ci, ok
+}
+
+// pathProblem checks that path exists below contract ci (spec/ir.md 7.6).
+// It returns "" when it does, else what is wrong.
+func pathProblem(ci *contractInfo, path []PathSeg) string {
+	if ci == nil || ci.poisoned || ci.c == nil || len(path) == 0 {
+		return ""
+	}
+	return contractPathProblem(ci.c, path, "")
+}
+
+func contractPathProblem(c *Contract, path []PathSeg, at string) string {
+	seg := path[0]
+	where := "contract " + c.Name
+	if c.Name == "" {
+		where = "the flow input"
+	}
+	if seg.IsIndex {
+		return where + " is an object, so " + at + "[" + itoa(seg.Index) + "] cannot index it; name a field: " + fieldList(c)
+	}
+	f, ok := c.Field(seg.Field)
+	if !ok {
+		return where + " has no field " + seg.Field + " (declared: " + fieldList(c) + ")"
+	}
+	return typePathProblem(f.Type, path[1:], at+"."+seg.Field)
+}
+
+func typePathProblem(t *Type, path []PathSeg, at string) string {
+	for i := 0; i < len(path); i++ {
+		seg := path[i]
+		if t.loose {
+			return ""
+		}
+		switch t.Kind {
+		case TypeContract:
+			if t.Contract == nil {
+				return ""
+			}
+			return contractPathProblem(t.Contract, path[i:], at)
+		case TypeList:
+			if !seg.IsIndex {
+				return at + " is an array (" + t.Source + "); index it first, as " + at + "[0]." + seg.Field
+			}
+			at += "[" + itoa(seg.Index) + "]"
+			t = t.Elem
+		case TypeObject:
+			if seg.IsIndex {
+				return at + " is an object, not an array"
+			}
+			return ""
+		case TypeArray:
+			if !seg.IsIndex {
+				return at + " is an array; index it first, as " + at + "[0]"
+			}
+			return ""
+		default:
+			return at + " is " + describeType(t) + " and has no fields or elements"
+		}
+	}
+	return ""
+}
+
+// ---- subflow calls ----
+
+func (v *validator) checkRuns() {
+	for _, fl := range v.flows {
+		for _, si := range fl.steps {
+			if !si.kindKnown || si.s.Kind != KindRun {
+				continue
+			}
+			callee := v.flowByName[si.s.Run]
+			if callee == nil {
+				v.d.add(si.present["run"], CodeSubflowUnknown, joinPath(si.path, "run"), "run names %q, which is not a flow of this spec; use one of: %s", si.s.Run, v.flowNames())
+				si.outPoisoned = true
+				continue
+			}
+			if callee.input == nil || si.s.With == nil {
+				continue
+			}
+			want := make(map[string]bool, len(callee.input.c.Fields))
+			for _, f := range callee.input.c.Fields {
+				want[f.Name] = true
+			}
+			var extra, missing []string
+			have := make(map[string]bool, len(si.s.With.Keys))
+			for _, k := range si.s.With.Keys {
+				have[k] = true
+				if !want[k] {
+					extra = append(extra, k)
+				}
+			}
+			for _, f := range callee.input.c.Fields {
+				if !have[f.Name] {
+					missing = append(missing, f.Name)
+				}
+			}
+			if len(extra)+len(missing) > 0 {
+				var parts []string
+				if len(missing) > 0 {
+					parts = append(parts, "missing "+strings.Join(missing, ", "))
+				}
+				if len(extra) > 0 {
+					parts = append(parts, "not inputs of "+callee.name+": "+strings.Join(extra, ", "))
+				}
+				v.d.add(si.present["with"], CodeWithMismatch, joinPath(si.path, "with"), "with must give exactly the inputs of flow %s (%s); %s", callee.name, fieldListOrNone(callee.input.c), strings.Join(parts, "; "))
+			}
+		}
+	}
+}
+
+func fieldListOrNone(c *Contract) string {
+	if len(c.Fields) == 0 {
+		return "it has none: use with: {}"
+	}
+	return fieldList(c)
+}
+
+func (v *validator) checkSubflowRecursion() {
+	state := make(map[*flowInfo]uint8, len(v.flows))
+	var visit func(fl *flowInfo)
+	visit = func(fl *flowInfo) {
+		state[fl] = 1
+		for _, si := range fl.steps {
+			if !si.kindKnown || si.s.Kind != KindRun {
+				continue
+			}
+			callee := v.flowByName[si.s.Run]
+			if callee == nil {
+				continue
+			}
+			switch state[callee] {
+			case 1:
+				v.d.add(si.present["run"], CodeSubflowRecur, joinPath(si.path, "run"), "running flow %s from flow %s closes a cycle of subflow calls; flows cannot call themselves, directly or indirectly", callee.name, fl.name)
+			case 0:
+				visit(callee)
+			}
+		}
+		state[fl] = 2
+	}
+	for _, fl := range v.flows {
+		if state[fl] == 0 {
+			visit(fl)
+		}
+	}
+}
+
+func (v *validator) checkSubflowBodies() {
+	if !v.entryOK {
+		return
+	}
+	for _, fl := range v.flows {
+		if fl.name == v.entry {
+			continue
+		}
+		for _, si := range fl.steps {
+			if !si.kindKnown {
+				continue
+			}
+			switch si.s.Kind {
+			case KindFanout:
+				v.d.add(si.n.keyNode("fanout"), CodeSubflowBody, joinPath(si.path, "fanout"), "flow %s is not the entry flow, so it cannot contain a fanout step; move the fanout into the entry flow %s", fl.name, v.entry)
+			case KindRun:
+				v.d.add(si.n.keyNode("run"), CodeSubflowBody, joinPath(si.path, "run"), "flow %s is not the entry flow, so it cannot run another flow; subflows are one level deep: call %s from the entry flow %s", fl.name, si.s.Run, v.entry)
+			}
+		}
+	}
+}
+
+// ---- per flow ----
+
+// flowCheck is the state of checking one flow.
+type flowCheck struct {
+	v      *validator
+	fl     *flowInfo
+	g      *graph
+	cands  []edgeCand
+	uses   []carryUse
+	routed []bool // step is some route's target
+	entry  bool
+}
+
+type carryUse struct {
+	consumer *stepInfo
+	name     string
+	path     string
+	n        *node
+}
+
+func (v *validator) checkFlow(fl *flowInfo) {
+	fc := &flowCheck{v: v, fl: fl, entry: v.entryOK && fl.name == v.entry}
+	fl.f.IsEntry = fc.entry
+	// 1. output contract.
+	if fl.outputOK {
+		if _, ok := v.lookupContract(fl.outputContrct); !ok {
+			v.d.add(fl.contractNode, CodeContractRef, joinPath(fl.path, "output.contract"), "output contract %q is not declared; declare it under contracts or use one of: %s", fl.outputContrct, v.contractNames())
+		}
+	}
+	// 2. input types.
+	v.parseFieldTypes(fl.input)
+	v.resolveFieldTypes(fl.input)
+	if !fl.stepsOK {
+		return
+	}
+	// 3. step table.
+	fc.stepTable()
+	// 4. edges and references.
+	fc.g = newGraph(len(fl.steps))
+	fl.g = fc.g
+	fc.routed = make([]bool, len(fl.steps))
+	for _, si := range fl.steps {
+		if si.kindKnown {
+			fc.edgesAndRefs(si)
+		}
+	}
+	fc.commitEdges()
+	// 5. consumer worktree rules.
+	if fc.entry {
+		fc.consumerWorktree()
+	}
+	// 6. carry.
+	fc.carry()
+	// 7. revise.
+	fc.revise()
+	// 8. output.from.
+	fc.outputFrom()
+}
+
+func (fc *flowCheck) stepTable() {
+	v, fl := fc.v, fc.fl
+	for _, si := range fl.steps {
+		if si.idOK {
+			if first, dup := fl.byID[si.s.ID]; dup {
+				v.d.add(si.present["id"], CodeDuplicateID, joinPath(si.path, "id"), "step id %q is already used by %s in this flow; step ids must be unique within a flow", si.s.ID, first.path)
+			} else {
+				fl.byID[si.s.ID] = si
+			}
+		}
+		if !si.kindKnown {
+			continue
+		}
+		s := si.s
+		if s.Kind == KindFanout && s.Fanout != nil {
+			for j, st := range s.Fanout.Stages {
+				if !si.stageOK[j] || st.Out == "" {
+					continue
+				}
+				ci, ok := v.lookupContract(st.Out)
+				if !ok {
+					v.d.add(si.stageNodes[j].get("out"), CodeContractRef, joinPath(indexPath(joinPath(si.path, "fanout.steps"), j), "out"), "out names contract %q, which is not declared; use one of: %s", st.Out, v.contractNames())
+					continue
+				}
+				if ci.c != nil {
+					st.OutContract = ci.c
+				}
+			}
+		}
+		switch s.Kind {
+		case KindDo, KindSet, KindEvaluate:
+			if s.Out == "" {
+				continue
+			}
+			ci, ok := v.lookupContract(s.Out)
+			if !ok {
+				v.d.add(si.present["out"], CodeContractRef, joinPath(si.path, "out"), "out names contract %q, which is not declared; use one of: %s", s.Out, v.contractNames())
+				si.outPoisoned = true
+				continue
+			}
+			s.OutContract = ci.c
+			si.outCI = ci
+		case KindFanout:
+			if s.Fanout == nil || len(s.Fanout.Stages) == 0 {
+				si.outPoisoned = true
+				continue
+			}
+			last := len(s.Fanout.Stages) - 1
+			st := s.Fanout.Stages[last]
+			if !si.stageOK[last] {
+				si.outPoisoned = true
+				continue
+			}
+			if st.Out == "" {
+				continue
+			}
+			ci, ok := v.lookupContract(st.Out)
+			if !ok {
+				si.outPoisoned = true
+				continue
+			}
+			si.outCI = ci
+			s.OutContract = ci.c
+		case KindRun:
+			callee := v.flowByName[s.Run]
+			if callee == nil || !callee.outputOK {
+				si.outPoisoned = true
+				continue
+			}
+			ci, ok := v.lookupContract(callee.outputContrct)
+			if !ok {
+				v.d.add(si.present["run"], CodeContractRef, joinPath(si.path, "out"), "this run step's output contract is flow %s's output contract %q, which is not declared; declare it under contracts", callee.name, callee.outputContrct)
+				si.outPoisoned = true
+				continue
+			}
+			si.outCI = ci
+			s.OutContract = ci.c
+		}
+	}
+}
+
+// addEdge proposes an edge from step id `from` to step id `to`
+// (spec/ir.md 8.2). It reports unknown and self targets at once; cycles are
+// decided in commitEdges, in proposal order.
+func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, what string) {
+	fs, ts := fc.fl.byID[from], fc.fl.byID[to]
+	if fs == nil {
+		fc.v.d.add(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s", what, from, fc.fl.name)
+		return
+	}
+	if ts == nil {
+		fc.v.d.add(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s", what, to, fc.fl.name)
+		return
+	}
+	if fs == ts {
+		fc.v.d.add(n, CodeSelfTarget, path, "step %q cannot %s itself", from, selfVerb(what))
+		return
+	}
+	fc.cands = append(fc.cands, edgeCand{from: fs.s.Index, to: ts.s.Index, dep: dep, path: path, n: n, what: what})
+}
+
+func selfVerb(what string) string {
+	switch what {
+	case "after":
+		return "run after"
+	case "reference":
+		return "read the output of"
+	}
+	return "route to"
+}
+
+// commitEdges adds the proposed edges. When they form no cycle (the usual
+// case) this is linear; otherwise each edge that would close a cycle, in
+// proposal order, is reported and left out.
+func (fc *flowCheck) commitEdges() {
+	g := fc.g
+	if acyclic(g.n, fc.cands) {
+		for _, c := range fc.cands {
+			g.add(c.from, c.to, c.dep)
+		}
+		return
+	}
+	for _, c := range fc.cands {
+		if g.reaches(c.to, c.from, true) {
+			fs, ts := fc.fl.steps[c.from].s.ID, fc.fl.steps[c.to].s.ID
+			fc.v.d.add(c.n, CodeCycle, c.path, "this %s edge %s -> %s closes a cycle (%s already leads to %s); steps must form a DAG, so route forward only", c.what, fs, ts, ts, fs)
+			continue
+		}
+		g.add(c.from, c.to, c.dep)
+	}
+}
+
+func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
+	v, s := fc.v, si.s
+	for k, a := range s.After {
+		an := si.present["after"]
+		var n *node
+		if an != nil && k < len(an.items) {
+			n = an.items[k]
+		}
+		fc.addEdge(a, s.ID, true, indexPath(joinPath(si.path, "after"), k), afterNode(an, a, n), "after")
+	}
+	if s.OnFail != "" {
+		fc.addEdge(s.ID, s.OnFail, false, joinPath(si.path, "on_fail"), si.present["on_fail"], "on_fail")
+		if t := fc.fl.byID[s.OnFail]; t != nil {
+			fc.routed[t.s.Index] = true
+		}
+	}
+	overBad := false
+	if s.Kind == KindFanout && s.Fanout != nil {
+		t, syn, _ := parseTemplate(s.Fanout.Over.Text)
+		if syn != templateOK || t.Full() == nil {
+			overBad = true
+			v.d.add(si.present["fanout"].get("over"), CodeOverSingleRef, joinPath(si.path, "fanout.over"), "over must be exactly one reference to an array, such as \"${input.items}\" or \"${plan.output.tasks}\", with no other text; got %q", s.Fanout.Over.Text)
+		}
+	}
+	for _, l := range si.leaves {
+		if l.over && overBad {
+			continue
+		}
+		t, syn, tok := parseTemplate(l.text)
+		if syn != templateOK {
+			v.d.add(l.n, CodeRefInvalid, l.path, "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", tok)
+			continue
+		}
+		if len(t.Parts) == 1 && t.Parts[0].Ref == nil || len(t.Parts) == 0 {
+			continue
+		}
+		s.Sites = append(s.Sites, Site{Path: l.path, Line: l.n.line, Column: l.n.col, Expression: l.expression, Stage: l.stage, Template: t})
+		for _, p := range t.Parts {
+			if p.Ref != nil {
+				fc.checkRef(si, l, p.Ref)
+			}
+		}
+	}
+	if s.Kind == KindGate && s.Gate != nil {
+		gn := si.present["gate"]
+		if s.Gate.OnApprove != "" {
+			fc.addEdge(s.ID, s.Gate.OnApprove, false, joinPath(si.path, "gate.on_approve"), gn.get("on_approve"), "on_approve")
+			if t := fc.fl.byID[s.Gate.OnApprove]; t != nil {
+				fc.routed[t.s.Index] = true
+			}
+		}
+		if s.Gate.OnKill != "" {
+			fc.addEdge(s.ID, s.Gate.OnKill, false, joinPath(si.path, "gate.on_kill"), gn.get("on_kill"), "on_kill")
+			if t := fc.fl.byID[s.Gate.OnKill]; t != nil {
+				fc.routed[t.s.Index] = true
+			}
+		}
+	}
+}
+
+func afterNode(an *node, _ string, n *node) *node {
+	if n != nil {
+		return n
+	}
+	return an
+}
+
+func (fc *flowCheck) checkRef(si *stepInfo, l leaf, r *Ref) {
+	v := fc.v
+	switch r.Kind {
+	case RefItem, RefPrev:
+		if l.stage < 0 {
+			v.d.add(l.n, CodeRefScope, l.path, "%s is only available inside a fanout stage (its do, when and ensure); here use ${input...} or ${STEP.output...}", r.Text)
+		}
+	case RefCarry:
+		if l.expression {
+			v.d.add(l.n, CodeCarryInExpr, l.path, "%s reads a carry variable, which expressions cannot do (expressions see result, input, item and prev); use it in a do text, with, evaluate.in or fanout.over instead", r.Text)
+			return
+		}
+		fc.uses = append(fc.uses, carryUse{consumer: si, name: r.Name, path: l.path, n: l.n})
+	case RefInput:
+		if fc.fl.input == nil {
+			return
+		}
+		if why := pathProblem(fc.fl.input, r.Path); why != "" {
+			v.d.add(l.n, CodeUnknownPath, l.path, "%s: %s", r.Text, why)
+		}
+	case RefStep:
+		if t := fc.checkStepRef(r, l.path, l.n, false); t != nil {
+			fc.addEdge(r.Name, si.s.ID, true, l.path, l.n, "reference")
+		}
+	}
+}
+
+// checkStepRef type-checks a step-output reference (spec/ir.md 7.5 and
+// 8.9) and returns the referenced step when it exists.
+func (fc *flowCheck) checkStepRef(r *Ref, path string, n *node, outputFrom bool) *stepInfo {
+	v := fc.v
+	t := fc.fl.byID[r.Name]
+	if t == nil {
+		if !outputFrom && fc.fl.declaresCarry(r.Name) {
+			v.d.add(n, CodeCarryPathRes, path, "%s: %s is a carry variable, and a carry path cannot start with .output (it would read as a step output); rename the field or write ${%s}", r.Text, r.Name, r.Name)
+			return nil
+		}
+		v.d.add(n, CodeUnknownStep, path, "%s refers to step %q, which is not a step of flow %s%s", r.Text, r.Name, fc.fl.name, fc.fl.stepHint())
+		return nil
+	}
+	if !t.kindKnown || t.outPoisoned {
+		return t
+	}
+	s := t.s
+	switch s.Kind {
+	case KindGate:
+		v.d.add(n, CodeOutRequired, path, "%s reads the output of gate %q, but gates produce no output; reference the step before the gate", r.Text, s.ID)
+		return t
+	case KindFanout:
+		last := len(s.Fanout.Stages) - 1
+		st := s.Fanout.Stages[last]
+		if st.Out == "" {
+			v.d.add(t.stageNodes[last], CodeFinalOut, joinPath(indexPath(joinPath(t.path, "fanout.steps"), last), "out"), "the output of fanout %q is referenced, so its last stage must declare out: the contract of each item's result", s.ID)
+			return t
+		}
+		if outputFrom && (len(r.Path) == 0 || !r.Path[0].IsIndex) {
+			v.d.add(n, CodeUnknownPath, path, "%s: the output of fanout %q is an array; a flow output must select one element, as ${%s.output[0]}", r.Text, s.ID, s.ID)
+			return t
+		}
+		if len(r.Path) > 0 && !r.Path[0].IsIndex {
+			v.d.add(n, CodeUnknownPath, path, "%s: the output of fanout %q is an array (one %s per item); index it first, as ${%s.output[0]%s}", r.Text, s.ID, st.Out, s.ID, pathString(r.Path))
+			return t
+		}
+		if len(r.Path) > 1 {
+			if why := pathProblem(t.outCI, r.Path[1:]); why != "" {
+				v.d.add(n, CodeUnknownPath, path, "%s: %s", r.Text, why)
+			}
+		}
+		return t
+	case KindDo, KindSet, KindEvaluate:
+		if s.Out == "" {
+			v.d.add(n, CodeOutRequired, path, "%s reads the output of step %q, which declares no out contract; add out: CONTRACT to step %q", r.Text, s.ID, s.ID)
+			return t
+		}
+	}
+	if why := pathProblem(t.outCI, r.Path); why != "" {
+		v.d.add(n, CodeUnknownPath, path, "%s: %s", r.Text, why)
+	}
+	return t
+}
+
+func (fl *flowInfo) declaresCarry(name string) bool {
+	for _, c := range fl.carry {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (fl *flowInfo) stepHint() string {
+	if len(fl.byID) == 0 {
+		return ""
+	}
+	ids := make([]string, 0, len(fl.byID))
+	for _, si := range fl.steps {
+		if si.idOK && fl.byID[si.s.ID] == si {
+			ids = append(ids, si.s.ID)
+		}
+		if len(ids) == 12 {
+			ids = append(ids, "...")
+			break
+		}
+	}
+	return " (steps: " + strings.Join(ids, ", ") + ")"
+}
+
+// ---- consumer worktree fanouts (spec/ir.md 8.6) ----
+
+func (fc *flowCheck) consumerWorktree() {
+	v, fl := fc.v, fc.fl
+	for _, si := range fl.steps {
+		s := si.s
+		if !si.kindKnown || s.Kind != KindFanout || s.Fanout == nil || s.Fanout.Dispatch != "consumer" || s.Fanout.Isolation != "worktree" {
+			continue
+		}
+		for j, st := range s.Fanout.Stages {
+			if !si.stageOK[j] {
+				continue
+			}
+			sp := indexPath(joinPath(si.path, "fanout.steps"), j)
+			for k, e := range st.Ensure {
+				if e.Kind == EnsureFileExists || e.Kind == EnsureFileContains || e.Kind == EnsureExpr && usesFileFunctions(e.Expr) {
+					v.d.add(si.stageNodes[j].get("ensure").items[k], CodeWorktreeFS, indexPath(joinPath(sp, "ensure"), k), "a consumer-dispatched worktree fanout cannot check files in its stages (the files live in the consumer's worktrees, out of the engine's reach); drop this predicate or check the files in a step after the merge")
+					break
+				}
+			}
+			if st.HasWhen && usesFileFunctions(st.When) {
+				v.d.add(si.stageNodes[j].get("when"), CodeWorktreeFS, joinPath(sp, "when"), "a consumer-dispatched worktree fanout cannot call file functions in a stage when (the files live in the consumer's worktrees)")
+			}
+		}
+		ok := false
+		for _, gi := range fl.steps {
+			if !gi.kindKnown || gi.s.Kind != KindGate || gi.s.HasWhen || fc.routed[gi.s.Index] {
+				continue
+			}
+			for _, p := range fc.g.dpred[gi.s.Index] {
+				if int(p) == s.Index {
+					ok = true
+					break
+				}
+			}
+			if ok {
+				break
+			}
+		}
+		if !ok {
+			v.d.add(si.present["fanout"].get("isolation"), CodeWorktreeGate, joinPath(si.path, "fanout.isolation"),
+				"a consumer-dispatched worktree fanout needs a gate that directly follows it (a gate step with after: [%s], no when, and not the target of any route) so that the merged worktrees are reviewed", s.ID)
+		}
+	}
+}
+
+// ---- carry (spec/ir.md 8.8) ----
+
+func (fc *flowCheck) carry() {
+	v, fl := fc.v, fc.fl
+	if fl.hasCarry && v.entryOK && !fc.entry {
+		v.d.add(fl.carryNode, CodeCarryRootOnly, joinPath(fl.path, "carry"), "carry is only allowed on the entry flow %s; flow %s is a subflow: pass the value through with instead", v.entry, fl.name)
+	}
+	visible := fl.hasCarry && (fc.entry || !v.entryOK)
+	// Sources: index of the initial step per variable (-1 for input or
+	// unknown).
+	type source struct {
+		ok    bool // initial checked and usable for ordering
+		step  int  // -1: input-sourced
+		reach []bool
+	}
+	sources := make(map[string]*source)
+	if visible {
+		for _, ci := range fl.carry {
+			src := &source{step: -1}
+			sources[ci.name] = src
+			if ci.name == "item" || ci.name == "prev" || ci.name == "input" || fl.byID[ci.name] != nil {
+				v.d.add(ci.keyNode, CodeCarryName, ci.path, "carry variable %q clashes with %s; rename it", ci.name, clashWhat(ci.name))
+			}
+			if !ci.initialOK {
+				continue
+			}
+			ref, ok := fc.carryValue(ci.initial, joinPath(ci.path, "initial"), ci.initialNode, true)
+			if !ok || ref == nil {
+				continue
+			}
+			ci.c = &Carry{Name: ci.name, Initial: ref}
+			if ref.Kind == RefStep {
+				src.step = fl.byID[ref.Name].s.Index
+				src.reach = fc.g.reachSet(src.step, false)
+			}
+			src.ok = true
+		}
+	}
+	// Uses.
+	consumers := make(map[string][]*stepInfo)
+	for _, u := range fc.uses {
+		src, declared := sources[u.name]
+		if !declared {
+			if !(visible && !fl.carryOK) {
+				v.d.add(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, fc.carryHint(visible))
+			}
+			continue
+		}
+		list := consumers[u.name]
+		if len(list) == 0 || list[len(list)-1] != u.consumer {
+			consumers[u.name] = append(list, u.consumer)
+		}
+		if !src.ok || src.step < 0 {
+			continue
+		}
+		if u.consumer.s.Index == src.step || !src.reach[u.consumer.s.Index] {
+			v.d.add(u.n, CodeCarryBefore, u.path, "step %q reads carry variable %s before its initial source %q has run; add after: [%s] (carry creates no dependency, and routes do not order)", u.consumer.s.ID, u.name, fl.steps[src.step].s.ID, fl.steps[src.step].s.ID)
+		}
+	}
+	if !visible {
+		return
+	}
+	// on_revise entries.
+	for _, ci := range fl.carry {
+		for i := range ci.revise {
+			e := &ci.revise[i]
+			if !e.ok {
+				continue
+			}
+			gi := fl.byID[e.gate]
+			if gi == nil || !gi.kindKnown || gi.s.Kind != KindGate {
+				if gi == nil || gi.kindKnown {
+					v.d.add(e.keyNode, CodeCarryGate, e.path, "on_revise key %q is not a gate step of flow %s; on_revise maps gate ids to the variable's new value", e.gate, fl.name)
+				}
+				continue
+			}
+			if ref, ok := fc.carryValue(e.value, e.path, e.valNode, false); ok && ref != nil && ci.c != nil {
+				ci.c.OnRevise = append(ci.c.OnRevise, CarryRevise{Gate: e.gate, Value: ref})
+			}
+			g := gi.s.Gate
+			if g == nil {
+				continue
+			}
+			if g.OnRevise == "" {
+				v.d.add(e.keyNode, CodeCarryNull, e.path, "gate %q rewrites carry variable %s on revise, but its on_revise is null; give the gate an on_revise target or drop this entry", e.gate, ci.name)
+				continue
+			}
+			target := fl.byID[g.OnRevise]
+			rp := joinPath(gi.path, "gate.on_revise")
+			if target == nil {
+				v.d.add(gi.present["gate"].get("on_revise"), CodeUnknownTarget, rp, "on_revise names %q, which is not a step of flow %s", g.OnRevise, fl.name)
+				continue
+			}
+			if target == gi {
+				v.d.add(gi.present["gate"].get("on_revise"), CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
+				continue
+			}
+			closure := fc.g.reachSet(target.s.Index, true)
+			before := fc.g.ancestorsD(gi.s.Index)
+			for _, c := range consumers[ci.name] {
+				if !closure[c.s.Index] {
+					v.d.add(e.keyNode, CodeCarryMisses, e.path, "gate %q rewrites %s on revise, but its revise target %q does not reset consumer %q; revise to a step that %q depends on, so the consumer reruns with the new value", e.gate, ci.name, target.s.ID, c.s.ID, c.s.ID)
+				} else if c != gi && !before[c.s.Index] {
+					v.d.add(e.keyNode, CodeCarryNotAfter, e.path, "gate %q rewrites %s, so it must come after every step that reads it; add %q to the gate's after list", e.gate, ci.name, c.s.ID)
+				}
+			}
+		}
+	}
+	for _, ci := range fl.carry {
+		if ci.c != nil {
+			for _, c := range consumers[ci.name] {
+				ci.c.Consumers = append(ci.c.Consumers, c.s.Index)
+			}
+			sort.Ints(ci.c.Consumers)
+			fl.f.Carry = append(fl.f.Carry, ci.c)
+		}
+	}
+}
+
+func clashWhat(name string) string {
+	switch name {
+	case "item", "prev", "input":
+		return "the reserved reference ${" + name + "}"
+	}
+	return "the step of the same id"
+}
+
+func (fc *flowCheck) carryHint(visible bool) string {
+	if !visible {
+		if fc.entry || !fc.v.entryOK {
+			return "; declare it under carry: on the flow"
+		}
+		return "; carry variables exist only in the entry flow " + fc.v.entry
+	}
+	var names []string
+	for _, c := range fc.fl.carry {
+		names = append(names, c.name)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (declared: " + strings.Join(names, ", ") + ")"
+}
+
+// carryValue checks a carry initial or on_revise value: one full step or
+// input reference, then (for initial) the unconditional-source rule, then
+// the type check.
+func (fc *flowCheck) carryValue(text, path string, n *node, initial bool) (*Ref, bool) {
+	v, fl := fc.v, fc.fl
+	t, syn, _ := parseTemplate(text)
+	var ref *Ref
+	if syn == templateOK {
+		ref = t.Full()
+	}
+	if ref == nil || (ref.Kind != RefStep && ref.Kind != RefInput) {
+		v.d.add(n, CodeCarryRef, path, "a carry value must be exactly one reference to a step output or the flow input, such as \"${plan.output.tasks}\" or \"${input.items}\"; got %q", text)
+		return nil, false
+	}
+	if ref.Kind == RefInput {
+		if fl.input != nil {
+			if why := pathProblem(fl.input, ref.Path); why != "" {
+				v.d.add(n, CodeUnknownPath, path, "%s: %s", ref.Text, why)
+				return ref, false
+			}
+		}
+		return ref, true
+	}
+	if initial {
+		if si := fl.byID[ref.Name]; si != nil {
+			var why string
+			switch {
+			case si.s.HasWhen:
+				why = "it has a when condition"
+			case si.kindKnown && si.s.Kind == KindGate:
+				why = "it is a gate"
+			case fc.routed[si.s.Index]:
+				why = "it is the target of a route (on_fail, on_approve or on_kill) and may never run"
+			}
+			if why != "" {
+				v.d.add(n, CodeCarryCond, path, "the initial value of a carry variable must come from a step that always runs; step %q cannot be the source because %s", si.s.ID, why)
+				return ref, false
+			}
+		}
+	}
+	t2 := fc.checkStepRefCount(ref, path, n)
+	return ref, t2
+}
+
+// checkStepRefCount runs checkStepRef and reports whether it added no
+// diagnostic.
+func (fc *flowCheck) checkStepRefCount(ref *Ref, path string, n *node) bool {
+	before := len(fc.v.d.list)
+	si := fc.checkStepRef(ref, path, n, false)
+	return si != nil && len(fc.v.d.list) == before && si.kindKnown && !si.outPoisoned
+}
+
+// ---- revise (spec/ir.md 8.5) ----
+
+func (fc *flowCheck) revise() {
+	v, fl := fc.v, fc.fl
+	first := true
+	for _, gi := range fl.steps {
+		if !gi.kindKnown || gi.s.Kind != KindGate || gi.s.Gate == nil || gi.s.Gate.OnRevise == "" {
+			continue
+		}
+		g := gi.s.Gate
+		rn := gi.present["gate"].get("on_revise")
+		rp := joinPath(gi.path, "gate.on_revise")
+		if first && fl.maxRounds == 0 && fl.n.keyNode("max_rounds") == nil {
+			v.d.add(rn, CodeReviseRounds, rp, "a gate that can revise needs a flow-level limit: add max_rounds: N to flow %s (a gate's own max_rounds does not count)", fl.name)
+		}
+		first = false
+		target := fl.byID[g.OnRevise]
+		switch {
+		case target == nil:
+			v.d.add(rn, CodeUnknownTarget, rp, "on_revise names %q, which is not a step of flow %s", g.OnRevise, fl.name)
+		case target == gi:
+			v.d.add(rn, CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
+		case !fc.g.reaches(target.s.Index, gi.s.Index, true):
+			v.d.add(rn, CodeReviseAncestor, rp, "on_revise target %q is not an ancestor of gate %q: revise goes back to a step the gate comes after (through after, references or routes)", g.OnRevise, gi.s.ID)
+		}
+	}
+}
+
+// ---- output.from (spec/ir.md 8.9) ----
+
+func (fc *flowCheck) outputFrom() {
+	v, fl := fc.v, fc.fl
+	if !fl.outputOK {
+		return
+	}
+	path := joinPath(fl.path, "output.from")
+	t, syn, _ := parseTemplate(fl.fromText)
+	var ref *Ref
+	if syn == templateOK {
+		ref = t.Full()
+	}
+	if ref == nil || ref.Kind != RefStep {
+		v.d.add(fl.fromNode, CodeRefInvalid, path, "output.from must be exactly one step output reference, such as \"${STEP.output}\" or \"${fan.output[0]}\", with no other text; got %q", fl.fromText)
+		return
+	}
+	if fc.checkStepRef(ref, path, fl.fromNode, true) != nil {
+		fl.f.Output.From = ref
+	}
+}

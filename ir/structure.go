@@ -1,0 +1,1113 @@
+package ir
+
+import (
+	"math"
+	"strings"
+)
+
+// This file is the structural phase (spec/ir.md sections 3-6 and 10.1):
+// it walks the loaded tree, reports shape problems and builds the typed
+// model the semantic phase checks. A value that fails its shape is left
+// out of the model and marked so that later checks do not pile
+// consequential errors on it.
+
+// validator holds the state of one validation.
+type validator struct {
+	d          diags
+	schemaErrs int // SCHEMA_INVALID count, for whole-object rule suppression
+
+	root *node
+
+	contracts      []*contractInfo
+	contractByName map[string]*contractInfo
+	contractsOK    bool // contracts is a mapping
+
+	entry     string
+	entryNode *node
+	entryOK   bool // flows.entry is a string naming a declared flow
+
+	flows      []*flowInfo
+	flowByName map[string]*flowInfo
+}
+
+type contractInfo struct {
+	name    string
+	path    string
+	keyNode *node
+	c       *Contract
+	// fields parallel to c.Fields (when not poisoned).
+	fieldNodes []*node
+	fieldSrc   []string
+	// poisoned: the shape is broken; any path through it is accepted and
+	// no further error is reported about it.
+	poisoned bool
+}
+
+type flowInfo struct {
+	name    string
+	path    string
+	keyNode *node
+	n       *node
+	f       *Flow
+
+	input *contractInfo // nil when input is missing or broken
+
+	outputOK      bool // output has well-formed from and contract
+	fromNode      *node
+	contractNode  *node
+	fromText      string
+	outputContrct string
+
+	maxRounds int
+
+	hasCarry  bool
+	carryNode *node
+	carry     []*carryInfo
+	carryOK   bool
+
+	stepsOK bool // steps is a list
+	steps   []*stepInfo
+	byID    map[string]*stepInfo // first occurrence of each id
+	g       *graph               // built by the semantic phase
+}
+
+type carryInfo struct {
+	name        string
+	path        string
+	keyNode     *node
+	initial     string
+	initialNode *node
+	initialOK   bool
+	revise      []carryReviseInfo
+	c           *Carry
+}
+
+type carryReviseInfo struct {
+	gate    string
+	path    string
+	keyNode *node
+	value   string
+	valNode *node
+	ok      bool
+}
+
+type stepInfo struct {
+	s    *Step
+	n    *node
+	path string
+	fl   *flowInfo
+
+	idOK      bool
+	kindKnown bool // exactly one construct and every field well-typed
+	present   map[string]*node
+
+	// outPoisoned: the step's output contract cannot be determined because
+	// of another error; references to it are not checked further.
+	outPoisoned bool
+
+	leaves []leaf
+	outCI  *contractInfo // the output contract, when known
+
+	// fanout details for diagnostics.
+	stageNodes []*node
+	stageOK    []bool
+}
+
+// leaf is one string scanned for references (spec/ir.md 7.1).
+type leaf struct {
+	path       string
+	n          *node
+	text       string
+	expression bool
+	stage      int // -1 outside fanout stages
+	over       bool
+}
+
+// stepFields is the step field declaration order (spec/ir.md 10.1).
+var stepFields = [...]string{"id", "after", "when", "do", "set", "agent", "out", "ensure", "attempts", "iterate", "budget", "on_fail", "gate", "fanout", "run", "with", "evaluate"}
+
+var constructs = [...]string{"do", "set", "gate", "fanout", "run", "evaluate"}
+
+// allowedFor lists, per construct, the fields allowed beside id, after,
+// when and the construct key.
+var allowedFor = map[string]string{
+	"do":       " agent out ensure attempts iterate budget on_fail ",
+	"set":      " out ensure ",
+	"gate":     " ",
+	"fanout":   " attempts budget on_fail ",
+	"run":      " with budget on_fail ",
+	"evaluate": " out ",
+}
+
+func (v *validator) schema(n *node, path, format string, args ...any) {
+	v.schemaErrs++
+	v.d.add(n, CodeSchemaInvalid, path, format, args...)
+}
+
+func (v *validator) missing(m *node, path, key, what string) {
+	v.schema(m, joinPath(path, key), "required field %q is missing: add %s", key, what)
+}
+
+func (v *validator) wrongType(n *node, path, want string) {
+	v.schema(n, path, "expected %s, got %s", want, describeNode(n))
+}
+
+func describeNode(n *node) string {
+	if n == nil {
+		return "nothing"
+	}
+	switch n.kind {
+	case stringNode:
+		if len(n.str) > 40 {
+			return "the string \"" + n.str[:40] + "...\""
+		}
+		return "the string \"" + n.str + "\""
+	case numberNode:
+		return "the number " + formatNumber(n.num)
+	case boolNode:
+		if n.b {
+			return "true"
+		}
+		return "false"
+	case listNode:
+		if len(n.items) == 0 {
+			return "an empty list"
+		}
+	case mapNode:
+		if len(n.keys) == 0 {
+			return "an empty mapping"
+		}
+	}
+	return n.kind.String()
+}
+
+func formatNumber(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return ".nan"
+	case math.IsInf(f, 1):
+		return ".inf"
+	case math.IsInf(f, -1):
+		return "-.inf"
+	}
+	return fmtFloat(f)
+}
+
+// unknownKeys reports every key of mapping m not in allowed (a
+// space-separated list with surrounding spaces).
+func (v *validator) unknownKeys(m *node, path, allowed, where string) {
+	for _, k := range m.keys {
+		if !strings.Contains(allowed, " "+k.str+" ") {
+			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "unknown field %q in %s; allowed fields are:%s", k.str, where, strings.TrimRight(strings.ReplaceAll(allowed, " ", ", "), ", ")[1:])
+		}
+	}
+}
+
+// str checks an optional or required string field.
+func (v *validator) str(m *node, path, key string, required bool, what string) (string, *node, bool) {
+	n := m.get(key)
+	if n == nil && m.keyNode(key) == nil {
+		if required {
+			v.missing(m, path, key, what)
+		}
+		return "", nil, false
+	}
+	if n.kind != stringNode {
+		v.wrongType(n, joinPath(path, key), what)
+		return "", n, false
+	}
+	return n.str, n, true
+}
+
+// posInt checks a field that must be an integer >= 1.
+func (v *validator) posInt(m *node, path, key string, required bool) (int, bool) {
+	n := m.get(key)
+	if m.keyNode(key) == nil {
+		if required {
+			v.missing(m, path, key, "an integer of at least 1")
+		}
+		return 0, false
+	}
+	return v.posIntValue(n, joinPath(path, key))
+}
+
+func (v *validator) posIntValue(n *node, path string) (int, bool) {
+	if n.kind != numberNode || math.IsNaN(n.num) || math.IsInf(n.num, 0) || n.num != math.Trunc(n.num) || n.num < 1 {
+		v.wrongType(n, path, "an integer of at least 1")
+		return 0, false
+	}
+	if n.num > math.MaxInt32 {
+		// Limits beyond two billion are unbounded in practice.
+		return math.MaxInt32, true
+	}
+	return int(n.num), true
+}
+
+// build runs the structural phase over the document root.
+func (v *validator) build(root *node) {
+	v.root = root
+	if root.kind != mapNode {
+		v.schema(root, "", "the document must be a mapping with the keys version, contracts and flows; got %s", describeNode(root))
+		return
+	}
+	// version
+	if vn := root.get("version"); root.keyNode("version") == nil {
+		v.missing(root, "", "version", "version: 1")
+	} else if vn.kind != numberNode || vn.num != 1 {
+		v.schema(vn, "version", "version must be the number 1 (unquoted), got %s", describeNode(vn))
+	}
+	// contracts
+	v.contractByName = make(map[string]*contractInfo)
+	if cn := root.get("contracts"); root.keyNode("contracts") == nil {
+		v.missing(root, "", "contracts", "a contracts mapping (it may be {})")
+	} else if cn.kind != mapNode {
+		v.wrongType(cn, "contracts", "a mapping from contract name to fields")
+	} else {
+		v.contractsOK = true
+		for i, k := range cn.keys {
+			v.buildContract(k, cn.vals[i])
+		}
+	}
+	// flows
+	v.flowByName = make(map[string]*flowInfo)
+	if fn := root.get("flows"); root.keyNode("flows") == nil {
+		v.missing(root, "", "flows", "a flows mapping with entry and at least one flow")
+	} else if fn.kind != mapNode {
+		v.wrongType(fn, "flows", "a mapping with entry and one key per flow")
+	} else {
+		v.buildFlows(fn)
+	}
+	v.unknownKeys(root, "", " version contracts flows ", "the document root")
+}
+
+func (v *validator) buildContract(k, val *node) {
+	path := joinPath("contracts", k.str)
+	ci := &contractInfo{name: k.str, path: path, keyNode: k}
+	v.contracts = append(v.contracts, ci)
+	if _, dup := v.contractByName[k.str]; !dup {
+		v.contractByName[k.str] = ci
+	}
+	if !isName(k.str) {
+		v.schema(k, path, "contract name %q is invalid: use letters, digits and _, not starting with a digit", k.str)
+		ci.poisoned = true
+	}
+	c, nodes, srcs, ok := v.fieldMapping(val, path, "contract")
+	if !ok {
+		ci.poisoned = true
+		return
+	}
+	c.Name = k.str
+	ci.c, ci.fieldNodes, ci.fieldSrc = c, nodes, srcs
+}
+
+// fieldMapping checks a field-to-type mapping (a contract or a flow input,
+// spec/ir.md 4.1). Types are parsed later, in the semantic phase.
+func (v *validator) fieldMapping(n *node, path, what string) (*Contract, []*node, []string, bool) {
+	if n == nil || n.kind != mapNode {
+		v.wrongType(n, path, "a mapping from field name to type string ("+what+" fields; {} for none)")
+		return nil, nil, nil, false
+	}
+	for _, k := range n.keys {
+		if isReserved(k.str) {
+			v.d.add(k, CodeReservedField, joinPath(path, k.str), "field name %q is reserved; rename the field", k.str)
+			return nil, nil, nil, false
+		}
+	}
+	ok := true
+	c := &Contract{Fields: make([]Field, 0, len(n.keys))}
+	nodes := make([]*node, 0, len(n.keys))
+	srcs := make([]string, 0, len(n.keys))
+	for i, k := range n.keys {
+		fp := joinPath(path, k.str)
+		if !isName(k.str) {
+			v.schema(k, fp, "field name %q is invalid: use letters, digits and _, not starting with a digit", k.str)
+			ok = false
+			continue
+		}
+		tn := n.vals[i]
+		if tn.kind != stringNode {
+			v.wrongType(tn, fp, "a type string such as string, number, Item[] or a|b (nested mappings are not allowed: declare another contract and name it)")
+			ok = false
+			continue
+		}
+		c.Fields = append(c.Fields, Field{Name: k.str})
+		nodes = append(nodes, tn)
+		srcs = append(srcs, tn.str)
+	}
+	if !ok {
+		return nil, nil, nil, false
+	}
+	if len(c.Fields) > 8 {
+		c.index = make(map[string]int, len(c.Fields))
+		for i, f := range c.Fields {
+			c.index[f.Name] = i
+		}
+	}
+	return c, nodes, srcs, true
+}
+
+func (v *validator) buildFlows(fn *node) {
+	if en := fn.get("entry"); fn.keyNode("entry") == nil {
+		v.missing(fn, "flows", "entry", "entry: NAME naming the flow a run starts")
+	} else if en.kind != stringNode {
+		v.wrongType(en, "flows.entry", "the name of a flow")
+	} else {
+		v.entry, v.entryNode = en.str, en
+	}
+	for i, k := range fn.keys {
+		if k.str == "entry" {
+			continue
+		}
+		v.buildFlow(k, fn.vals[i])
+	}
+	if v.entryNode != nil {
+		if _, ok := v.flowByName[v.entry]; ok {
+			v.entryOK = true
+		}
+	}
+}
+
+func (v *validator) buildFlow(k, n *node) {
+	path := joinPath("flows", k.str)
+	fl := &flowInfo{name: k.str, path: path, keyNode: k, n: n, byID: make(map[string]*stepInfo)}
+	fl.f = &Flow{Name: k.str}
+	v.flows = append(v.flows, fl)
+	if _, dup := v.flowByName[k.str]; !dup {
+		v.flowByName[k.str] = fl
+	}
+	if n.kind != mapNode {
+		v.wrongType(n, path, "a flow mapping with input, output and steps")
+		return
+	}
+	// input
+	if in := n.get("input"); n.keyNode("input") == nil {
+		v.missing(n, path, "input", "input: {} or a mapping of input fields to types")
+	} else if c, nodes, srcs, ok := v.fieldMapping(in, joinPath(path, "input"), "input"); ok {
+		fl.input = &contractInfo{path: joinPath(path, "input"), c: c, fieldNodes: nodes, fieldSrc: srcs}
+	}
+	// output
+	if on := n.get("output"); n.keyNode("output") == nil {
+		v.missing(n, path, "output", "output: {from: \"${STEP.output}\", contract: NAME}")
+	} else if on.kind != mapNode {
+		v.wrongType(on, joinPath(path, "output"), "a mapping {from: \"${STEP.output}\", contract: NAME}")
+	} else {
+		op := joinPath(path, "output")
+		from, fromN, ok1 := v.str(on, op, "from", true, "a step output reference such as \"${STEP.output}\"")
+		ctr, ctrN, ok2 := v.str(on, op, "contract", true, "the name of a declared contract")
+		v.unknownKeys(on, op, " from contract ", "a flow output")
+		if ok1 && ok2 {
+			fl.outputOK = true
+			fl.fromText, fl.fromNode, fl.outputContrct, fl.contractNode = from, fromN, ctr, ctrN
+		}
+	}
+	// budget
+	if bn := n.get("budget"); n.keyNode("budget") != nil {
+		fl.f.Budget = v.budget(bn, joinPath(path, "budget"))
+	}
+	// max_rounds
+	if mr, ok := v.posInt(n, path, "max_rounds", false); ok {
+		fl.maxRounds = mr
+		fl.f.MaxRounds = mr
+	}
+	// carry
+	if cn := n.get("carry"); n.keyNode("carry") != nil {
+		fl.hasCarry = true
+		fl.carryNode = n.keyNode("carry")
+		v.buildCarry(fl, cn, joinPath(path, "carry"))
+	}
+	// steps
+	if sn := n.get("steps"); n.keyNode("steps") == nil {
+		v.missing(n, path, "steps", "a list of steps")
+	} else if sn.kind != listNode {
+		v.wrongType(sn, joinPath(path, "steps"), "a list of steps")
+	} else {
+		fl.stepsOK = true
+		fl.steps = make([]*stepInfo, 0, len(sn.items))
+		for i, s := range sn.items {
+			v.buildStep(fl, s, indexPath(joinPath(path, "steps"), i), i)
+		}
+	}
+	v.unknownKeys(n, path, " input output budget max_rounds carry steps ", "a flow")
+}
+
+func (v *validator) budget(n *node, path string) *Budget {
+	if n.kind != mapNode {
+		v.wrongType(n, path, "a mapping with at least one of usd, tokens, dispatches, ms")
+		return nil
+	}
+	before := v.schemaErrs
+	b := &Budget{}
+	known := 0
+	if un := n.get("usd"); n.keyNode("usd") != nil {
+		known++
+		if un.kind != numberNode || math.IsNaN(un.num) || math.IsInf(un.num, 0) || un.num <= 0 {
+			v.wrongType(un, joinPath(path, "usd"), "a finite number greater than 0")
+		} else {
+			b.USD = un.num
+		}
+	}
+	for _, key := range [...]string{"tokens", "dispatches", "ms"} {
+		if n.keyNode(key) == nil {
+			continue
+		}
+		known++
+		x, ok := v.posIntValue(n.get(key), joinPath(path, key))
+		if !ok {
+			continue
+		}
+		switch key {
+		case "tokens":
+			b.Tokens = int64(n.get(key).num)
+		case "dispatches":
+			b.Dispatches = int64(n.get(key).num)
+		case "ms":
+			b.MS = int64(n.get(key).num)
+		}
+		_ = x
+	}
+	v.unknownKeys(n, path, " usd tokens dispatches ms ", "a budget")
+	if v.schemaErrs == before && known == 0 {
+		v.schema(n, path, "budget requires at least one of usd, tokens, dispatches, ms")
+	}
+	if v.schemaErrs != before {
+		return nil
+	}
+	return b
+}
+
+func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
+	if n.kind != mapNode {
+		v.wrongType(n, path, "a mapping from variable name to {initial, on_revise}")
+		return
+	}
+	for _, k := range n.keys {
+		if isReserved(k.str) {
+			v.d.add(k, CodeReservedField, joinPath(path, k.str), "carry variable name %q is reserved; rename it", k.str)
+			return
+		}
+	}
+	fl.carryOK = true
+	for i, k := range n.keys {
+		vp := joinPath(path, k.str)
+		ci := &carryInfo{name: k.str, path: vp, keyNode: k}
+		if !isStepID(k.str) {
+			v.schema(k, vp, "carry variable name %q is invalid: use lowercase letters, digits, _ and -, starting with a letter", k.str)
+			fl.carryOK = false
+		}
+		fl.carry = append(fl.carry, ci)
+		vn := n.vals[i]
+		if vn.kind != mapNode {
+			v.wrongType(vn, vp, "a mapping {initial: \"${STEP.output...}\", on_revise: {GATE: \"${...}\"}}")
+			fl.carryOK = false
+			continue
+		}
+		init, initN, ok := v.str(vn, vp, "initial", true, "a single reference such as \"${STEP.output.field}\"")
+		if ok && init == "" {
+			v.schema(initN, joinPath(vp, "initial"), "initial must be a non-empty reference such as \"${STEP.output.field}\"")
+			ok = false
+		}
+		ci.initial, ci.initialNode, ci.initialOK = init, initN, ok
+		if rn := vn.get("on_revise"); vn.keyNode("on_revise") != nil {
+			rp := joinPath(vp, "on_revise")
+			if rn.kind != mapNode {
+				v.wrongType(rn, rp, "a mapping from gate step id to a reference")
+			} else {
+				for j, gk := range rn.keys {
+					ep := joinPath(rp, gk.str)
+					e := carryReviseInfo{gate: gk.str, path: ep, keyNode: gk, ok: true}
+					if !isStepID(gk.str) {
+						v.schema(gk, ep, "%q is not a step id: on_revise keys name gate steps (lowercase letters, digits, _ and -)", gk.str)
+						e.ok = false
+					}
+					val := rn.vals[j]
+					e.valNode = val
+					if val.kind != stringNode || val.str == "" {
+						v.wrongType(val, ep, "a non-empty reference such as \"${STEP.output.field}\"")
+						e.ok = false
+					} else {
+						e.value = val.str
+					}
+					ci.revise = append(ci.revise, e)
+				}
+			}
+		}
+		v.unknownKeys(vn, vp, " initial on_revise ", "a carry variable")
+	}
+}
+
+func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
+	si := &stepInfo{n: n, path: path, fl: fl, s: &Step{Index: index}}
+	fl.steps = append(fl.steps, si)
+	fl.f.Steps = append(fl.f.Steps, si.s)
+	if n.kind != mapNode {
+		v.wrongType(n, path, "a step mapping with id and one of do, set, gate, fanout, run, evaluate")
+		si.outPoisoned = true
+		return
+	}
+	before := v.schemaErrs
+	s := si.s
+	si.present = make(map[string]*node, len(n.keys))
+	for i, k := range n.keys {
+		si.present[k.str] = n.vals[i]
+	}
+	has := func(key string) bool { _, ok := si.present[key]; return ok }
+	fp := func(key string) string { return joinPath(path, key) }
+
+	// id
+	if id, idN, ok := v.str(n, path, "id", true, "a step id (lowercase letters, digits, _ and -, starting with a letter)"); ok {
+		if !isStepID(id) {
+			v.schema(idN, fp("id"), "invalid step id %q: use lowercase letters, digits, _ and -, starting with a letter", id)
+		} else {
+			s.ID = id
+			si.idOK = true
+		}
+	}
+	// after
+	if has("after") {
+		an := si.present["after"]
+		if an.kind != listNode {
+			v.wrongType(an, fp("after"), "a list of step ids")
+		} else {
+			for i, e := range an.items {
+				if e.kind != stringNode || !isStepID(e.str) {
+					v.wrongType(e, indexPath(fp("after"), i), "a step id (lowercase letters, digits, _ and -, starting with a letter)")
+					continue
+				}
+				s.After = append(s.After, e.str)
+			}
+		}
+	}
+	// when
+	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
+		s.When, s.HasWhen = w, true
+		si.leafLater("when", leaf{path: fp("when"), n: wn, text: w, expression: true, stage: -1})
+	}
+	// do
+	if d, dn, ok := v.str(n, path, "do", false, "the task text (a string)"); ok {
+		s.Do, _, _ = parseTemplate(d)
+		si.leafLater("do", leaf{path: fp("do"), n: dn, text: d, stage: -1})
+	}
+	// set
+	if has("set") {
+		sn := si.present["set"]
+		if sn.kind != mapNode {
+			v.wrongType(sn, fp("set"), "a mapping from field name to expression string")
+		} else {
+			for i, k := range sn.keys {
+				val := sn.vals[i]
+				vp := joinPath(fp("set"), k.str)
+				if val.kind != stringNode {
+					v.wrongType(val, vp, "an expression string (quote numbers and booleans: \"1\", \"true\")")
+					continue
+				}
+				s.Set = append(s.Set, SetField{Name: k.str, Expr: val.str})
+				si.leafLater("set", leaf{path: vp, n: val, text: val.str, expression: true, stage: -1})
+			}
+		}
+	}
+	// agent
+	if a, an, ok := v.str(n, path, "agent", false, "claude or codex"); ok {
+		if a != "claude" && a != "codex" {
+			v.schema(an, fp("agent"), "agent must be claude or codex, got %q", a)
+		} else {
+			s.Agent = a
+		}
+	}
+	// out
+	if o, _, ok := v.str(n, path, "out", false, "the name of a declared contract"); ok {
+		s.Out = o
+	} else if has("out") {
+		si.outPoisoned = true
+	}
+	// ensure
+	if has("ensure") {
+		s.Ensure = v.ensureList(si.present["ensure"], fp("ensure"), si, -1)
+	}
+	// attempts
+	if a, ok := v.posInt(n, path, "attempts", false); ok {
+		s.Attempts = a
+	}
+	// iterate
+	if has("iterate") {
+		in := si.present["iterate"]
+		ip := fp("iterate")
+		if in.kind != mapNode {
+			v.wrongType(in, ip, "a mapping {max: N, until: EXPRESSION}")
+		} else {
+			mx, okMax := v.posInt(in, ip, "max", true)
+			u, un, okU := v.str(in, ip, "until", true, "an expression string")
+			v.unknownKeys(in, ip, " max until ", "iterate")
+			if okU {
+				si.leafLater("until", leaf{path: joinPath(ip, "until"), n: un, text: u, expression: true, stage: -1})
+			}
+			if okMax && okU {
+				s.Iterate = &Iterate{Max: mx, Until: u}
+			}
+		}
+	}
+	// budget
+	if has("budget") {
+		s.Budget = v.budget(si.present["budget"], fp("budget"))
+	}
+	// on_fail
+	if of, ofn, ok := v.str(n, path, "on_fail", false, "a step id"); ok {
+		if !isStepID(of) {
+			v.schema(ofn, fp("on_fail"), "on_fail must be a step id (lowercase letters, digits, _ and -), got %q", of)
+		} else {
+			s.OnFail = of
+		}
+	}
+	// gate
+	if has("gate") {
+		s.Gate = v.gate(si.present["gate"], fp("gate"))
+	}
+	// fanout
+	if has("fanout") {
+		s.Fanout = v.fanout(si.present["fanout"], fp("fanout"), si)
+	}
+	// run
+	if r, _, ok := v.str(n, path, "run", false, "the name of a flow"); ok {
+		s.Run = r
+	}
+	// with
+	if has("with") {
+		wn := si.present["with"]
+		if wn.kind != mapNode {
+			v.wrongType(wn, fp("with"), "a mapping from the called flow's input names to values")
+		} else {
+			s.With = v.withValue(wn, fp("with"), si)
+		}
+	}
+	// evaluate
+	if has("evaluate") {
+		s.Evaluate = v.evaluate(si.present["evaluate"], fp("evaluate"), si)
+	}
+
+	allowed := " " + strings.Join(stepFields[:], " ") + " "
+	v.unknownKeys(n, path, allowed, "a step")
+
+	// Whole-object construct rules, only for a well-typed step.
+	if v.schemaErrs != before {
+		si.outPoisoned = true
+		return
+	}
+	var found []string
+	for _, c := range constructs {
+		if has(c) {
+			found = append(found, c)
+		}
+	}
+	if len(found) != 1 {
+		si.outPoisoned = true
+		if len(found) == 0 {
+			v.d.add(n, CodeConstructMix, path, "the step has no construct: give it exactly one of do, set, gate, fanout, run, evaluate")
+		} else {
+			v.d.add(n, CodeConstructMix, path, "the step mixes constructs %s: give it exactly one of do, set, gate, fanout, run, evaluate (split it into several steps)", strings.Join(found, ", "))
+		}
+		return
+	}
+	kind := found[0]
+	for _, f := range stepFields {
+		if f == "id" || f == "after" || f == "when" || f == kind || !has(f) {
+			continue
+		}
+		if !strings.Contains(allowedFor[kind], " "+f+" ") {
+			k := n.keyNode(f)
+			v.d.add(k, CodeFieldForKind, fp(f), "field %q is not allowed on a %s step (a %s step accepts: id, after, when, %s%s)", f, kind, kind, kind, strings.TrimRight(strings.ReplaceAll(allowedFor[kind], " ", ", "), ", "))
+			si.outPoisoned = true
+		}
+	}
+	switch kind {
+	case "set":
+		if !has("out") {
+			v.schema(n, fp("out"), "required for set: a set step must name its output contract with out")
+			si.outPoisoned = true
+			return
+		}
+	case "run":
+		if !has("with") {
+			v.schema(n, fp("with"), "required for run: give with, a mapping of the called flow's inputs (with: {} when it has none)")
+			si.outPoisoned = true
+			return
+		}
+	}
+	if si.outPoisoned {
+		return
+	}
+	si.kindKnown = true
+	switch kind {
+	case "do":
+		s.Kind = KindDo
+	case "set":
+		s.Kind = KindSet
+	case "gate":
+		s.Kind = KindGate
+	case "fanout":
+		s.Kind = KindFanout
+	case "run":
+		s.Kind = KindRun
+	case "evaluate":
+		s.Kind = KindEvaluate
+	}
+	si.orderLeaves()
+}
+
+// leafLater buffers a leaf under a group name; orderLeaves puts the groups
+// in the scanning order of spec/ir.md 7.1.
+func (si *stepInfo) leafLater(group string, l leaf) {
+	l.path = group + "\x00" + l.path
+	si.leaves = append(si.leaves, l)
+}
+
+var leafGroups = [...]string{"do", "when", "set", "until", "ensure", "with", "evalin", "over", "stage"}
+
+func (si *stepInfo) orderLeaves() {
+	out := make([]leaf, 0, len(si.leaves))
+	for _, g := range leafGroups {
+		for _, l := range si.leaves {
+			group, p, _ := strings.Cut(l.path, "\x00")
+			if group != g {
+				continue
+			}
+			if g == "with" && si.s.Kind != KindRun {
+				continue
+			}
+			l.path = p
+			out = append(out, l)
+		}
+	}
+	si.leaves = out
+}
+
+func (v *validator) ensureList(n *node, path string, si *stepInfo, stage int) []Ensure {
+	if n.kind != listNode {
+		v.wrongType(n, path, "a list of predicates such as {expr: \"result.ok == true\"}")
+		return nil
+	}
+	out := make([]Ensure, 0, len(n.items))
+	for i, e := range n.items {
+		ep := indexPath(path, i)
+		pred, ok := v.ensurePredicate(e, ep)
+		if !ok {
+			continue
+		}
+		out = append(out, pred)
+		if pred.Kind == EnsureExpr {
+			group := "ensure"
+			if stage >= 0 {
+				group = "stage"
+			}
+			si.leafLater(group, leaf{path: joinPath(ep, "expr"), n: e.get("expr"), text: pred.Expr, expression: true, stage: stage})
+		}
+	}
+	return out
+}
+
+const ensureShapes = "{expr: EXPRESSION}, {file_exists: PATH}, {file_contains: {path: PATH, text: TEXT}} or {judged: {statement: TEXT, stakes: cheap|default|paranoid}}"
+
+// ensurePredicate checks one predicate (spec/ir.md 6.3): a shape that
+// matches except for extra keys reports those keys; otherwise the element
+// is SCHEMA_INVALID.
+func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
+	if e.kind != mapNode {
+		v.schema(e, path, "a predicate must be one of %s; got %s", ensureShapes, describeNode(e))
+		return Ensure{}, false
+	}
+	type match struct {
+		key   string
+		pred  Ensure
+		extra [][2]string // nested unknown keys: path suffix, key
+	}
+	var m *match
+	for _, key := range [...]string{"expr", "file_exists", "file_contains", "judged"} {
+		val := e.get(key)
+		if e.keyNode(key) == nil {
+			continue
+		}
+		switch key {
+		case "expr":
+			if val.kind == stringNode {
+				m = &match{key: key, pred: Ensure{Kind: EnsureExpr, Expr: val.str}}
+			}
+		case "file_exists":
+			if val.kind == stringNode {
+				m = &match{key: key, pred: Ensure{Kind: EnsureFileExists, Path: val.str}}
+			}
+		case "file_contains":
+			if val.kind == mapNode {
+				p, t := val.get("path"), val.get("text")
+				if p != nil && p.kind == stringNode && t != nil && t.kind == stringNode {
+					mm := &match{key: key, pred: Ensure{Kind: EnsureFileContains, Path: p.str, Text: t.str}}
+					for _, k := range val.keys {
+						if k.str != "path" && k.str != "text" {
+							mm.extra = append(mm.extra, [2]string{key, k.str})
+						}
+					}
+					m = mm
+				}
+			}
+		case "judged":
+			if val.kind == mapNode {
+				st, sk := val.get("statement"), val.get("stakes")
+				if st != nil && st.kind == stringNode && sk != nil && sk.kind == stringNode && (sk.str == "cheap" || sk.str == "default" || sk.str == "paranoid") {
+					mm := &match{key: key, pred: Ensure{Kind: EnsureJudged, Statement: st.str, Stakes: sk.str}}
+					for _, k := range val.keys {
+						if k.str != "statement" && k.str != "stakes" {
+							mm.extra = append(mm.extra, [2]string{key, k.str})
+						}
+					}
+					m = mm
+				}
+			}
+		}
+		if m != nil {
+			break
+		}
+	}
+	if m == nil {
+		v.schema(e, path, "a predicate must be exactly one of %s", ensureShapes)
+		return Ensure{}, false
+	}
+	ok := true
+	for _, k := range e.keys {
+		if k.str != m.key {
+			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "this %s predicate takes only the key %q; move %q into a separate predicate or remove it", m.key, m.key, k.str)
+			ok = false
+		}
+	}
+	inner := e.get(m.key)
+	for _, x := range m.extra {
+		v.d.add(inner.keyNode(x[1]), CodeUnknownField, joinPath(joinPath(path, x[0]), x[1]), "unknown field %q in a %s predicate", x[1], m.key)
+		ok = false
+	}
+	return m.pred, ok
+}
+
+func (v *validator) gate(n *node, path string) *Gate {
+	if n.kind != mapNode {
+		v.wrongType(n, path, "a mapping {on_approve, on_revise, on_kill} (each a step id or null)")
+		return nil
+	}
+	g := &Gate{}
+	ok := true
+	for _, key := range [...]string{"on_approve", "on_revise", "on_kill"} {
+		rp := joinPath(path, key)
+		if n.keyNode(key) == nil {
+			v.missing(n, path, key, key+": null or a step id")
+			ok = false
+			continue
+		}
+		r := n.get(key)
+		switch {
+		case r.kind == nullNode:
+		case r.kind == stringNode && isStepID(r.str):
+			switch key {
+			case "on_approve":
+				g.OnApprove = r.str
+			case "on_revise":
+				g.OnRevise = r.str
+			case "on_kill":
+				g.OnKill = r.str
+			}
+		default:
+			v.wrongType(r, rp, "null or a step id (lowercase letters, digits, _ and -)")
+			ok = false
+		}
+	}
+	if mr, good := v.posInt(n, path, "max_rounds", false); good {
+		g.MaxRounds = mr
+	} else if n.keyNode("max_rounds") != nil {
+		ok = false
+	}
+	v.unknownKeys(n, path, " on_approve on_revise on_kill max_rounds ", "a gate")
+	if !ok {
+		return nil
+	}
+	return g
+}
+
+func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
+	if n.kind != mapNode {
+		v.wrongType(n, path, "a fanout mapping with over, steps, concurrency, isolation, require and merge")
+		return nil
+	}
+	before := v.schemaErrs
+	f := &Fanout{Dispatch: "engine"}
+	if o, on, ok := v.str(n, path, "over", true, "a single reference to an array, such as \"${input.items}\""); ok {
+		tmpl, syn, _ := parseTemplate(o)
+		f.Over = tmpl
+		si.leafLater("over", leaf{path: joinPath(path, "over"), n: on, text: o, stage: -1, over: true})
+		_ = syn
+	}
+	if sn := n.get("steps"); n.keyNode("steps") == nil {
+		v.missing(n, path, "steps", "a list of at least one stage, each {do: TASK, ...}")
+	} else if sn.kind != listNode || len(sn.items) == 0 {
+		v.wrongType(sn, joinPath(path, "steps"), "a list of at least one stage")
+	} else {
+		for i, st := range sn.items {
+			stage := v.stage(st, indexPath(joinPath(path, "steps"), i), si, i)
+			si.stageNodes = append(si.stageNodes, st)
+			si.stageOK = append(si.stageOK, stage != nil)
+			if stage == nil {
+				stage = &Stage{Index: i}
+			}
+			f.Stages = append(f.Stages, stage)
+		}
+	}
+	if c, ok := v.posInt(n, path, "concurrency", true); ok {
+		f.Concurrency = c
+	}
+	if iso, isoN, ok := v.str(n, path, "isolation", true, "worktree or none"); ok {
+		if iso != "worktree" && iso != "none" {
+			v.schema(isoN, joinPath(path, "isolation"), "isolation must be worktree or none, got %q", iso)
+		} else {
+			f.Isolation = iso
+		}
+	}
+	if rn := n.get("require"); n.keyNode("require") == nil {
+		v.missing(n, path, "require", "require: all, any, or a number of items (at least 1)")
+	} else {
+		switch {
+		case rn.kind == stringNode && rn.str == "all":
+			f.Require.All = true
+		case rn.kind == stringNode && rn.str == "any":
+			f.Require.Any = true
+		case rn.kind == numberNode:
+			if c, ok := v.posIntValue(rn, joinPath(path, "require")); ok {
+				f.Require.Count = c
+			}
+		default:
+			v.wrongType(rn, joinPath(path, "require"), "all, any, or an integer of at least 1")
+		}
+	}
+	if m, mn, ok := v.str(n, path, "merge", true, "sequential"); ok {
+		if m != "sequential" {
+			v.schema(mn, joinPath(path, "merge"), "merge must be sequential, got %q", m)
+		} else {
+			f.Merge = m
+		}
+	}
+	if pm := n.get("pre_merge"); n.keyNode("pre_merge") != nil {
+		if pm.kind != listNode {
+			v.wrongType(pm, joinPath(path, "pre_merge"), "a list of strings")
+		} else {
+			for i, e := range pm.items {
+				if e.kind != stringNode {
+					v.wrongType(e, indexPath(joinPath(path, "pre_merge"), i), "a string")
+					continue
+				}
+				f.PreMerge = append(f.PreMerge, e.str)
+			}
+		}
+	}
+	if d, dn, ok := v.str(n, path, "dispatch", false, "engine or consumer"); ok {
+		if d != "engine" && d != "consumer" {
+			v.schema(dn, joinPath(path, "dispatch"), "dispatch must be engine or consumer, got %q", d)
+		} else {
+			f.Dispatch = d
+		}
+	}
+	v.unknownKeys(n, path, " over steps concurrency isolation require merge pre_merge dispatch ", "a fanout")
+	if v.schemaErrs != before {
+		return nil
+	}
+	return f
+}
+
+func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage {
+	if n.kind != mapNode {
+		v.wrongType(n, path, "a stage mapping {do: TASK, out: CONTRACT, ...}")
+		return nil
+	}
+	before := v.schemaErrs
+	st := &Stage{Index: index}
+	if d, dn, ok := v.str(n, path, "do", true, "the stage's task text"); ok {
+		st.Do, _, _ = parseTemplate(d)
+		si.leafLater("stage", leaf{path: joinPath(path, "do"), n: dn, text: d, stage: index})
+	}
+	if a, an, ok := v.str(n, path, "agent", false, "claude or codex"); ok {
+		if a != "claude" && a != "codex" {
+			v.schema(an, joinPath(path, "agent"), "agent must be claude or codex, got %q", a)
+		} else {
+			st.Agent = a
+		}
+	}
+	if o, _, ok := v.str(n, path, "out", false, "the name of a declared contract"); ok {
+		st.Out = o
+	}
+	// The stage's when is scanned before its ensures (spec/ir.md 7.1).
+	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
+		st.When, st.HasWhen = w, true
+		si.leafLater("stage", leaf{path: joinPath(path, "when"), n: wn, text: w, expression: true, stage: index})
+	}
+	if en := n.get("ensure"); n.keyNode("ensure") != nil {
+		st.Ensure = v.ensureList(en, joinPath(path, "ensure"), si, index)
+	}
+	if a, ok := v.posInt(n, path, "attempts", false); ok {
+		st.Attempts = a
+	}
+	v.unknownKeys(n, path, " do agent out ensure attempts when ", "a fanout stage (stages have no id)")
+	if v.schemaErrs != before {
+		return nil
+	}
+	return st
+}
+
+func (v *validator) evaluate(n *node, path string, si *stepInfo) *Evaluate {
+	if n.kind != mapNode {
+		v.wrongType(n, path, "a mapping {command: CMD, timeout_ms: N, in: TEMPLATE}")
+		return nil
+	}
+	before := v.schemaErrs
+	e := &Evaluate{}
+	if c, cn, ok := v.str(n, path, "command", true, "the command to run (a non-empty string)"); ok {
+		if c == "" {
+			v.schema(cn, joinPath(path, "command"), "command must not be empty")
+		}
+		e.Command = c
+	}
+	if in, inN, ok := v.str(n, path, "in", false, "a template string"); ok {
+		e.In, _, _ = parseTemplate(in)
+		si.leafLater("evalin", leaf{path: joinPath(path, "in"), n: inN, text: in, stage: -1})
+	}
+	if t, ok := v.posInt(n, path, "timeout_ms", true); ok {
+		e.TimeoutMS = t
+	}
+	v.unknownKeys(n, path, " command in timeout_ms ", "evaluate")
+	if v.schemaErrs != before {
+		return nil
+	}
+	return e
+}
+
+// withValue converts a with mapping, recording every string as a leaf.
+func (v *validator) withValue(n *node, path string, si *stepInfo) *Value {
+	switch n.kind {
+	case nullNode:
+		return &Value{Kind: ValueNull}
+	case boolNode:
+		return &Value{Kind: ValueBool, Bool: n.b}
+	case numberNode:
+		if math.IsNaN(n.num) || math.IsInf(n.num, 0) {
+			v.wrongType(n, path, "a finite number (JSON has no infinity or NaN)")
+		}
+		return &Value{Kind: ValueNumber, Number: n.num}
+	case stringNode:
+		t, _, _ := parseTemplate(n.str)
+		si.leafLater("with", leaf{path: path, n: n, text: n.str, stage: -1})
+		return &Value{Kind: ValueString, String: t}
+	case listNode:
+		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items))}
+		for i, e := range n.items {
+			out.Items[i] = v.withValue(e, indexPath(path, i), si)
+		}
+		return out
+	default:
+		out := &Value{Kind: ValueObject, Keys: make([]string, len(n.keys)), Fields: make([]*Value, len(n.keys))}
+		for i, k := range n.keys {
+			out.Keys[i] = k.str
+			out.Fields[i] = v.withValue(n.vals[i], joinPath(path, k.str), si)
+		}
+		return out
+	}
+}

@@ -1,0 +1,282 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// The fixed vector. Its hashes were computed independently of this package
+// (Python's hashlib over the byte strings docs/storage.md defines).
+const (
+	vectorRunID   = "run-1"
+	vectorGenesis = "591d29f0a476336336c85fd4bb582f7c9dd7c647ebbed8f9213bb5db80b1aa21"
+	vectorHash1   = "eaac5abb14410640fac8ed41185dcf8979f87c949aa78e4eef41b3b0783307f9"
+	vectorCheck   = "faafb6217d78889880abf59ff198bc1a4d4b9954c6951ab1303bc1f1fdac53c3"
+	vectorData    = `{ "z": 1, "a": {"y": [1, 2.50, "<&>"], "b": null}, "m": "\u00e9\n" }`
+	vectorCanon   = `{"a":{"b":null,"y":[1,2.50,"<&>"]},"m":"é\n","z":1}`
+)
+
+var vectorAt = time.Date(2026, 1, 2, 4, 4, 5, 123456789, time.FixedZone("CET", 3600))
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden:\n got %q\nwant %q", name, got, want)
+	}
+}
+
+func TestCanonicalJSON(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{vectorData, vectorCanon},
+		{`null`, `null`},
+		{` "a<b>&c" `, `"a<b>&c"`},
+		{`[1e3, -0, 0.10, 12345678901234567890123]`, `[1e3,-0,0.10,12345678901234567890123]`},
+		{`{"b":1,"a":2,"b":3}`, `{"a":2,"b":3}`},
+		{`{"\u00e9":1,"e":2,"E":3}`, `{"E":3,"e":2,"é":1}`},
+		{`"\u2028\t\u0001"`, `"\u2028\t\u0001"`},
+	}
+	for _, tc := range tests {
+		got, err := canonicalJSON([]byte(tc.in))
+		if err != nil {
+			t.Errorf("canonicalJSON(%s): %v", tc.in, err)
+			continue
+		}
+		if string(got) != tc.want {
+			t.Errorf("canonicalJSON(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+		again, err := canonicalJSON(got)
+		if err != nil || !bytes.Equal(again, got) {
+			t.Errorf("canonicalJSON not idempotent on %s: %s, %v", got, again, err)
+		}
+	}
+	for _, bad := range []string{``, `{`, `{"a":1} x`, `[1,]`, `01`, `NaN`} {
+		if _, err := canonicalJSON([]byte(bad)); err == nil {
+			t.Errorf("canonicalJSON(%q) accepted invalid JSON", bad)
+		}
+	}
+}
+
+func TestEventVector(t *testing.T) {
+	if g := genesisHash(vectorRunID); g != vectorGenesis {
+		t.Fatalf("genesis = %s, want %s", g, vectorGenesis)
+	}
+	line, hash, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hash != vectorHash1 {
+		t.Errorf("hash = %s, want %s", hash, vectorHash1)
+	}
+	golden(t, "event.jsonl", append(line, '\n'))
+
+	ev, err := decodeEvent(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Event{Seq: 1, Type: "step_done", At: vectorAt.UTC(), Data: json.RawMessage(vectorCanon), PrevHash: vectorGenesis, Hash: vectorHash1}
+	if ev.Seq != want.Seq || ev.Type != want.Type || !ev.At.Equal(want.At) || string(ev.Data) != string(want.Data) || ev.PrevHash != want.PrevHash || ev.Hash != want.Hash {
+		t.Errorf("decoded %+v, want %+v", ev, want)
+	}
+	// The documented shortcut: the hash input is the line minus its hash member.
+	body := strings.Replace(string(line), `"hash":"`+vectorHash1+`",`, "", 1)
+	if hashBody([]byte(body)) != vectorHash1 {
+		t.Error("hash is not the SHA-256 of the line without its hash member")
+	}
+}
+
+func TestEncodeEventRejects(t *testing.T) {
+	at := time.Unix(1, 0)
+	tests := []struct {
+		name string
+		ev   NewEvent
+	}{
+		{"empty type", NewEvent{At: at}},
+		{"type with space", NewEvent{Type: "a b", At: at}},
+		{"type with quote", NewEvent{Type: `a"`, At: at}},
+		{"long type", NewEvent{Type: strings.Repeat("x", 65), At: at}},
+		{"zero time", NewEvent{Type: "x"}},
+		{"year 10000", NewEvent{Type: "x", At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{"bad data", NewEvent{Type: "x", At: at, Data: json.RawMessage(`{"a":`)}},
+	}
+	for _, tc := range tests {
+		if _, _, err := encodeEvent(1, vectorGenesis, tc.ev); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("%s: err = %v, want ErrInvalidInput", tc.name, err)
+		}
+	}
+	line, _, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "planned", At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(line), `"data":null`) {
+		t.Errorf("nil data not stored as null: %s", line)
+	}
+}
+
+// TestDecodeEventEveryByte flips every byte of a line in turn: each
+// variant must be refused (never decoded as a valid event).
+func TestDecodeEventEveryByte(t *testing.T) {
+	line, _, err := encodeEvent(7, vectorGenesis, NewEvent{Type: "result", At: vectorAt, Data: json.RawMessage(vectorData)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range line {
+		for _, flip := range []byte{0x01, 0x20, 0x80} {
+			bad := bytes.Clone(line)
+			bad[i] ^= flip
+			if _, err := decodeEvent(bad); err == nil {
+				t.Fatalf("flipping byte %d (^%#x) of %s was accepted: %s", i, flip, line, bad)
+			}
+		}
+	}
+	for _, bad := range []string{
+		strings.Replace(string(line), `{"at"`, `{ "at"`, 1),                            // whitespace
+		strings.Replace(string(line), `"seq":7`, `"seq":7.0`, 1),                       // number spelling
+		strings.Replace(string(line), `"type":"result"}`, `"type":"result","x":1}`, 1), // extra member
+		strings.Replace(string(line), `.123456789Z`, `.123456789+00:00`, 1),            // time spelling
+	} {
+		if _, err := decodeEvent([]byte(bad)); err == nil {
+			t.Errorf("non-canonical line accepted: %s", bad)
+		}
+	}
+}
+
+func TestEnvelopeVector(t *testing.T) {
+	line, _, _ := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)})
+	env := envelope{RunID: vectorRunID, Seq: 1, Head: vectorHash1, LogSize: int64(len(line) + 1), State: []byte(`{"status":"running"}`)}
+	data := encodeEnvelope(env)
+	if !bytes.HasPrefix(data, []byte(`{"check":"`+vectorCheck+`",`)) {
+		t.Errorf("check member wrong: %s", data[:80])
+	}
+	golden(t, "state.json", data)
+	var generic map[string]any
+	if err := json.Unmarshal(data, &generic); err != nil {
+		t.Errorf("state file is not valid JSON: %v", err)
+	}
+	got, err := decodeEnvelope(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RunID != env.RunID || got.Seq != env.Seq || got.Head != env.Head || got.LogSize != env.LogSize || string(got.State) != string(env.State) {
+		t.Errorf("decoded %+v, want %+v", got, env)
+	}
+}
+
+func TestDecodeEnvelopeEveryByte(t *testing.T) {
+	data := encodeEnvelope(envelope{RunID: "r", Seq: 3, Head: vectorHash1, LogSize: 900, State: []byte(`{"a":[1,2,3]}`)})
+	for i := range data {
+		bad := bytes.Clone(data)
+		bad[i] ^= 0x01
+		if _, err := decodeEnvelope(bad); err == nil {
+			t.Fatalf("flipping byte %d of the state file was accepted", i)
+		}
+	}
+	for _, n := range []int{0, 1, 10, 76, len(data) / 2, len(data) - 1} {
+		if _, err := decodeEnvelope(data[:n]); err == nil {
+			t.Errorf("state file truncated to %d bytes was accepted", n)
+		}
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	var log []byte
+	var offsets []int64
+	for i := range 50 {
+		offsets = append(offsets, int64(len(log)))
+		// Line lengths from a few bytes to beyond the first read window.
+		log = append(log, strings.Repeat(string(rune('a'+i%26)), 1+i*i*7)...)
+		log = append(log, '\n')
+	}
+	r := bytes.NewReader(log)
+	for _, n := range []int64{1, 2, 17, 49, 50, 51, 100} {
+		lines, err := lastLines(r, int64(len(log)), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := min(n, 50)
+		if int64(len(lines)) != want {
+			t.Fatalf("n=%d: got %d lines", n, len(lines))
+		}
+		for j, l := range lines {
+			idx := 50 - int(want) + j
+			if l.offset != offsets[idx] || len(l.text) != 1+idx*idx*7 {
+				t.Fatalf("n=%d line %d: offset %d len %d, want %d, %d", n, j, l.offset, len(l.text), offsets[idx], 1+idx*idx*7)
+			}
+		}
+	}
+	if _, err := lastLines(r, int64(len(log)-1), 1); err == nil {
+		t.Error("an end inside a line was accepted")
+	}
+}
+
+func FuzzDecodeEvent(f *testing.F) {
+	line, _, _ := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)})
+	f.Add(line)
+	f.Add([]byte(`{"at":"x","data":null}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ev, err := decodeEvent(b)
+		if err != nil {
+			return
+		}
+		// Whatever is accepted must re-encode to exactly the same line.
+		again, hash, err := encodeEvent(ev.Seq, ev.PrevHash, NewEvent{Type: ev.Type, At: ev.At, Data: ev.Data})
+		if err != nil || !bytes.Equal(again, b) || hash != ev.Hash {
+			t.Fatalf("accepted line does not round-trip: %q -> %q (%v)", b, again, err)
+		}
+	})
+}
+
+func FuzzDecodeEnvelope(f *testing.F) {
+	f.Add(encodeEnvelope(envelope{RunID: "r", Seq: 1, Head: vectorHash1, LogSize: 10, State: []byte(`{}`)}))
+	f.Add([]byte(`{"check":"`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		env, err := decodeEnvelope(b)
+		if err != nil {
+			return
+		}
+		if again := encodeEnvelope(env); !bytes.Equal(again, b) {
+			t.Fatalf("accepted state file does not round-trip: %q -> %q", b, again)
+		}
+	})
+}
+
+func FuzzCanonicalJSON(f *testing.F) {
+	for _, s := range []string{vectorData, `[]`, `"\ud800"`, `{"a":{"a":{"a":1e9999}}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := canonicalJSON(b)
+		if err != nil {
+			return
+		}
+		if !json.Valid(c) {
+			t.Fatalf("canonical form of %q is not valid JSON: %q", b, c)
+		}
+		again, err := canonicalJSON(c)
+		if err != nil || !bytes.Equal(again, c) {
+			t.Fatalf("not idempotent: %q -> %q -> %q (%v)", b, c, again, err)
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// firstReadWindow is the first amount read backwards from the head; typical
+// events are far smaller, so one read usually finds the head line.
+const firstReadWindow = 8 << 10
+
+// logLine is one event line of the log and where it starts.
+type logLine struct {
+	text   []byte // without the newline
+	offset int64
+}
+
+// lastLines returns up to n complete lines of the log that end exactly at
+// byte end (which must follow a newline), in file order. It reads
+// backwards in growing windows, so its cost is proportional to the bytes of
+// those lines, not to the size of the log. Fewer than n lines come back
+// only when the log has fewer.
+func lastLines(r io.ReaderAt, end int64, n int64) ([]logLine, error) {
+	if n <= 0 || end == 0 {
+		return nil, nil
+	}
+	window := int64(firstReadWindow)
+	for {
+		start := max(0, end-window)
+		buf := make([]byte, end-start)
+		if _, err := r.ReadAt(buf, start); err != nil {
+			return nil, fmt.Errorf("read event log: %w", err)
+		}
+		if buf[len(buf)-1] != '\n' {
+			return nil, errors.New("the acknowledged part of the log does not end with a newline")
+		}
+		// Walk back over newlines; each one (except the last byte's) ends
+		// the line before the one that follows it.
+		var lines []logLine
+		stop := len(buf) - 1 // index of the newline ending the current line
+		for int64(len(lines)) < n {
+			i := bytes.LastIndexByte(buf[:stop], '\n')
+			if i < 0 {
+				if start > 0 {
+					break // this line may start before the window
+				}
+				lines = append(lines, logLine{text: buf[:stop], offset: start})
+				break
+			}
+			lines = append(lines, logLine{text: buf[i+1 : stop], offset: start + int64(i) + 1})
+			stop = i
+		}
+		if int64(len(lines)) == n || start == 0 {
+			for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
+				lines[i], lines[j] = lines[j], lines[i]
+			}
+			return lines, nil
+		}
+		window *= 4
+	}
+}
+
+// checkChainBack verifies lines that must be the events seq-len+1..seq of
+// the run whose head is (seq, headHash): every line decodes and hashes
+// correctly, the seqs are consecutive, each hash is the next one's
+// prevHash, the last hash is the head's, and if the first is event 1 its
+// prevHash is the run's genesis hash. It returns the decoded events.
+func checkChainBack(runID string, lines []logLine, seq int64, headHash string) ([]Event, *CorruptError) {
+	events := make([]Event, len(lines))
+	want := headHash
+	for i := len(lines) - 1; i >= 0; i-- {
+		wantSeq := seq - int64(len(lines)-1-i)
+		bad := func(reason string) *CorruptError {
+			return &CorruptError{RunID: runID, Part: PartEvents, Seq: wantSeq, Offset: lines[i].offset, Reason: reason}
+		}
+		ev, err := decodeEvent(lines[i].text)
+		if err != nil {
+			return nil, bad(err.Error())
+		}
+		if ev.Seq != wantSeq {
+			return nil, bad(fmt.Sprintf("line holds seq %d", ev.Seq))
+		}
+		if ev.Hash != want {
+			if i == len(lines)-1 {
+				return nil, bad(fmt.Sprintf("hash %s is not the head %s recorded in the state", ev.Hash, headHash))
+			}
+			return nil, bad(fmt.Sprintf("hash %s is not the next event's prevHash %s: the chain is broken", ev.Hash, want))
+		}
+		if ev.Seq == 1 && ev.PrevHash != genesisHash(runID) {
+			return nil, bad("the first event's prevHash is not this run's genesis hash")
+		}
+		events[i] = ev
+		want = ev.PrevHash
+	}
+	return events, nil
+}
+
+// classifyTail describes bytes found after the acknowledged head.
+func classifyTail(data []byte, head Head) Tail {
+	t := Tail{Bytes: int64(len(data)), Chained: true}
+	seq, prev := head.Seq, head.Hash
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return t // nothing left, or one torn line
+		}
+		ev, err := decodeEvent(data[:i])
+		if err != nil || ev.Seq != seq+1 || ev.PrevHash != prev {
+			t.Chained = false
+			return t
+		}
+		t.Events++
+		seq, prev = ev.Seq, ev.Hash
+		data = data[i+1:]
+	}
+}
