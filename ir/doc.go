@@ -4,7 +4,8 @@
 // spec into an immutable Plan that the engine runs.
 //
 // The pipeline is Build: YAML bytes -> positioned tree (bounded in size,
-// nesting and alias expansion) -> structural check (field names, value types,
+// nesting and alias expansion; plain block YAML takes a fast path, anything
+// else goes through gopkg.in/yaml.v3, the authority) -> structural check (field names, value types,
 // ranges, one construct per step) -> semantic check (contract types,
 // ${...} references, the step graph, routing, subflows, carry) -> Plan.
 //

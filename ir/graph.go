@@ -4,16 +4,14 @@ package ir
 // dependency edges D (after and step references) and the full graph A (D
 // plus on_fail and gate approve/kill routes).
 type graph struct {
-	n      int
-	dsucc  [][]int32
-	dpred  [][]int32
-	asucc  [][]int32
-	rpred  [][]int32 // routing predecessors
-	edges  map[uint64]struct{}
-	mark   []uint32
-	stamp  uint32
-	queue  []int32
-	closed bool
+	n     int
+	dsucc [][]int32
+	dpred [][]int32
+	asucc [][]int32
+	rpred [][]int32 // routing predecessors
+	mark  []uint32
+	stamp uint32
+	queue []int32
 }
 
 func newGraph(n int) *graph {
@@ -23,37 +21,27 @@ func newGraph(n int) *graph {
 		dpred: make([][]int32, n),
 		asucc: make([][]int32, n),
 		rpred: make([][]int32, n),
-		edges: make(map[uint64]struct{}),
 		mark:  make([]uint32, n),
 	}
 }
 
-func edgeKey(from, to int, dep bool) uint64 {
-	k := uint64(uint32(from))<<32 | uint64(uint32(to))<<1
-	if dep {
-		k |= 1
-	}
-	return k
-}
-
-// add inserts an edge (duplicates are ignored).
+// add inserts an edge. Callers propose each (from, to, kind) once; a
+// dependency and a route between the same pair appear twice in asucc,
+// which reachability and topological sorting tolerate.
 func (g *graph) add(from, to int, dep bool) {
-	k := edgeKey(from, to, dep)
-	if _, ok := g.edges[k]; ok {
-		return
-	}
-	g.edges[k] = struct{}{}
 	if dep {
 		g.dsucc[from] = append(g.dsucc[from], int32(to))
 		g.dpred[to] = append(g.dpred[to], int32(from))
 	} else {
 		g.rpred[to] = append(g.rpred[to], int32(from))
 	}
-	// A needs the successor once even when both a route and a dependency
-	// join the same pair.
-	if _, other := g.edges[edgeKey(from, to, !dep)]; !other {
-		g.asucc[from] = append(g.asucc[from], int32(to))
-	}
+	g.asucc[from] = append(g.asucc[from], int32(to))
+}
+
+// acyclic reports whether A is a DAG, in time linear in its edges
+// (Kahn's algorithm).
+func (g *graph) acyclic() bool {
+	return len(g.topoOrder()) == g.n
 }
 
 func (g *graph) nextStamp() uint32 {
@@ -130,36 +118,6 @@ type edgeCand struct {
 	path     string
 	n        *node
 	what     string // "after", "on_fail", "reference", "on_approve", "on_kill"
-}
-
-// acyclic reports whether the candidate edges form a DAG over n steps,
-// in time linear in the edges (Kahn's algorithm).
-func acyclic(n int, cands []edgeCand) bool {
-	indeg := make([]int32, n)
-	succ := make([][]int32, n)
-	for _, c := range cands {
-		succ[c.from] = append(succ[c.from], int32(c.to))
-		indeg[c.to]++
-	}
-	stack := make([]int32, 0, n)
-	for i := range n {
-		if indeg[i] == 0 {
-			stack = append(stack, int32(i))
-		}
-	}
-	seen := 0
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		seen++
-		for _, y := range succ[x] {
-			indeg[y]--
-			if indeg[y] == 0 {
-				stack = append(stack, y)
-			}
-		}
-	}
-	return seen == n
 }
 
 // topoOrder returns a topological order of A in which, among steps that are

@@ -58,10 +58,10 @@ func (k nodeKind) String() string {
 // never mutated after loading.
 type node struct {
 	kind      nodeKind
+	b         bool // boolNode
 	line, col int
 	str       string  // stringNode
 	num       float64 // numberNode
-	b         bool    // boolNode
 	keys      []*node // mapNode: key nodes (kind stringNode), in order
 	vals      []*node // mapNode: values, parallel to keys
 	items     []*node // listNode
@@ -100,6 +100,14 @@ func load(src []byte, d *diags) *node {
 		d.add(nil, CodeYAMLLimit, "", "the spec is %d bytes; the limit is %d bytes (%d MiB)", len(src), MaxSpecBytes, MaxSpecBytes>>20)
 		return nil
 	}
+	if root := fastParse(src); root != nil {
+		return root
+	}
+	return loadYAML(src, d)
+}
+
+// loadYAML parses src with yaml.v3, the general path.
+func loadYAML(src []byte, d *diags) *node {
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	var doc yaml.Node
 	err := dec.Decode(&doc)
@@ -130,12 +138,16 @@ func load(src []byte, d *diags) *node {
 		}
 		root = root.Content[0]
 	}
-	c := converter{d: d, sizes: make(map[*yaml.Node]int), done: make(map[*yaml.Node]*node)}
-	size := c.expandedSize(root, 0)
-	if c.failed {
-		return nil
+	c := converter{d: d}
+	// Without a '*' in the text there is no alias, and the node count is
+	// bounded by the size limit; otherwise count the expansion first.
+	if bytes.IndexByte(src, '*') >= 0 {
+		c.sizes = make(map[*yaml.Node]int)
+		c.done = make(map[*yaml.Node]*node)
 	}
-	if size > MaxNodes {
+	if size := c.expandedSize(root, 0); c.failed {
+		return nil
+	} else if size > MaxNodes {
 		d.add(&node{line: root.Line, col: root.Column}, CodeYAMLLimit, "",
 			"the document expands to more than %d values (YAML aliases multiply their anchors); write the values out or use fewer aliases", MaxNodes)
 		return nil
@@ -173,7 +185,7 @@ type converter struct {
 // memoising anchored nodes so that the count itself is linear in the source.
 // It saturates just above MaxNodes.
 func (c *converter) expandedSize(n *yaml.Node, depth int) int {
-	if c.failed {
+	if c.failed || c.sizes == nil {
 		return 0
 	}
 	if n.Kind == yaml.AliasNode {
@@ -218,7 +230,7 @@ func (c *converter) convert(n *yaml.Node, depth int) *node {
 	if n.Kind == yaml.AliasNode {
 		return c.convert(n.Alias, depth)
 	}
-	if n.Anchor != "" {
+	if n.Anchor != "" && c.done != nil {
 		if out, ok := c.done[n]; ok {
 			return out
 		}
@@ -291,7 +303,7 @@ func (c *converter) convert(n *yaml.Node, depth int) *node {
 		c.fail(n, CodeYAMLSyntax, "unexpected YAML node")
 		return nil
 	}
-	if n.Anchor != "" {
+	if n.Anchor != "" && c.done != nil {
 		c.done[n] = out
 	}
 	return out

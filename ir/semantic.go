@@ -217,7 +217,7 @@ func (v *validator) checkRuns() {
 			}
 			callee := v.flowByName[si.s.Run]
 			if callee == nil {
-				v.d.add(si.present["run"], CodeSubflowUnknown, joinPath(si.path, "run"), "run names %q, which is not a flow of this spec; use one of: %s", si.s.Run, v.flowNames())
+				v.d.add(si.present.get("run"), CodeSubflowUnknown, joinPath(si.path, "run"), "run names %q, which is not a flow of this spec; use one of: %s", si.s.Run, v.flowNames())
 				si.outPoisoned = true
 				continue
 			}
@@ -249,7 +249,7 @@ func (v *validator) checkRuns() {
 				if len(extra) > 0 {
 					parts = append(parts, "not inputs of "+callee.name+": "+strings.Join(extra, ", "))
 				}
-				v.d.add(si.present["with"], CodeWithMismatch, joinPath(si.path, "with"), "with must give exactly the inputs of flow %s (%s); %s", callee.name, fieldListOrNone(callee.input.c), strings.Join(parts, "; "))
+				v.d.add(si.present.get("with"), CodeWithMismatch, joinPath(si.path, "with"), "with must give exactly the inputs of flow %s (%s); %s", callee.name, fieldListOrNone(callee.input.c), strings.Join(parts, "; "))
 			}
 		}
 	}
@@ -277,7 +277,7 @@ func (v *validator) checkSubflowRecursion() {
 			}
 			switch state[callee] {
 			case 1:
-				v.d.add(si.present["run"], CodeSubflowRecur, joinPath(si.path, "run"), "running flow %s from flow %s closes a cycle of subflow calls; flows cannot call themselves, directly or indirectly", callee.name, fl.name)
+				v.d.add(si.present.get("run"), CodeSubflowRecur, joinPath(si.path, "run"), "running flow %s from flow %s closes a cycle of subflow calls; flows cannot call themselves, directly or indirectly", callee.name, fl.name)
 			case 0:
 				visit(callee)
 			}
@@ -323,7 +323,10 @@ type flowCheck struct {
 	cands  []edgeCand
 	uses   []carryUse
 	routed []bool // step is some route's target
-	entry  bool
+	// depMark[from] is 1 + the step whose dependency on from was last
+	// proposed (deduplication).
+	depMark []int32
+	entry   bool
 }
 
 type carryUse struct {
@@ -354,6 +357,7 @@ func (v *validator) checkFlow(fl *flowInfo) {
 	fc.g = newGraph(len(fl.steps))
 	fl.g = fc.g
 	fc.routed = make([]bool, len(fl.steps))
+	fc.depMark = make([]int32, len(fl.steps))
 	for _, si := range fl.steps {
 		if si.kindKnown {
 			fc.edgesAndRefs(si)
@@ -377,7 +381,7 @@ func (fc *flowCheck) stepTable() {
 	for _, si := range fl.steps {
 		if si.idOK {
 			if first, dup := fl.byID[si.s.ID]; dup {
-				v.d.add(si.present["id"], CodeDuplicateID, joinPath(si.path, "id"), "step id %q is already used by %s in this flow; step ids must be unique within a flow", si.s.ID, first.path)
+				v.d.add(si.present.get("id"), CodeDuplicateID, joinPath(si.path, "id"), "step id %q is already used by %s in this flow; step ids must be unique within a flow", si.s.ID, first.path)
 			} else {
 				fl.byID[si.s.ID] = si
 			}
@@ -408,7 +412,7 @@ func (fc *flowCheck) stepTable() {
 			}
 			ci, ok := v.lookupContract(s.Out)
 			if !ok {
-				v.d.add(si.present["out"], CodeContractRef, joinPath(si.path, "out"), "out names contract %q, which is not declared; use one of: %s", s.Out, v.contractNames())
+				v.d.add(si.present.get("out"), CodeContractRef, joinPath(si.path, "out"), "out names contract %q, which is not declared; use one of: %s", s.Out, v.contractNames())
 				si.outPoisoned = true
 				continue
 			}
@@ -443,7 +447,7 @@ func (fc *flowCheck) stepTable() {
 			}
 			ci, ok := v.lookupContract(callee.outputContrct)
 			if !ok {
-				v.d.add(si.present["run"], CodeContractRef, joinPath(si.path, "out"), "this run step's output contract is flow %s's output contract %q, which is not declared; declare it under contracts", callee.name, callee.outputContrct)
+				v.d.add(si.present.get("run"), CodeContractRef, joinPath(si.path, "out"), "this run step's output contract is flow %s's output contract %q, which is not declared; declare it under contracts", callee.name, callee.outputContrct)
 				si.outPoisoned = true
 				continue
 			}
@@ -470,7 +474,23 @@ func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, wh
 		fc.v.d.add(n, CodeSelfTarget, path, "step %q cannot %s itself", from, selfVerb(what))
 		return
 	}
-	fc.cands = append(fc.cands, edgeCand{from: fs.s.Index, to: ts.s.Index, dep: dep, path: path, n: n, what: what})
+	fi, ti := fs.s.Index, ts.s.Index
+	// Each edge is proposed once. Dependencies into a step are all proposed
+	// while that step is scanned, so remembering the last target per source
+	// is enough; routes leave the scanned step, at most three of them.
+	if dep {
+		if fc.depMark[fi] == int32(ti)+1 {
+			return
+		}
+		fc.depMark[fi] = int32(ti) + 1
+	} else {
+		for i := len(fc.cands) - 1; i >= 0 && i >= len(fc.cands)-3; i-- {
+			if c := fc.cands[i]; !c.dep && c.from == fi && c.to == ti {
+				return
+			}
+		}
+	}
+	fc.cands = append(fc.cands, edgeCand{from: fi, to: ti, dep: dep, path: path, n: n, what: what})
 }
 
 func selfVerb(what string) string {
@@ -488,12 +508,14 @@ func selfVerb(what string) string {
 // proposal order, is reported and left out.
 func (fc *flowCheck) commitEdges() {
 	g := fc.g
-	if acyclic(g.n, fc.cands) {
-		for _, c := range fc.cands {
-			g.add(c.from, c.to, c.dep)
-		}
+	for _, c := range fc.cands {
+		g.add(c.from, c.to, c.dep)
+	}
+	if g.acyclic() {
 		return
 	}
+	g = newGraph(g.n)
+	fc.g, fc.fl.g = g, g
 	for _, c := range fc.cands {
 		if g.reaches(c.to, c.from, true) {
 			fs, ts := fc.fl.steps[c.from].s.ID, fc.fl.steps[c.to].s.ID
@@ -507,7 +529,7 @@ func (fc *flowCheck) commitEdges() {
 func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 	v, s := fc.v, si.s
 	for k, a := range s.After {
-		an := si.present["after"]
+		an := si.present.get("after")
 		var n *node
 		if an != nil && k < len(an.items) {
 			n = an.items[k]
@@ -515,26 +537,31 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 		fc.addEdge(a, s.ID, true, indexPath(joinPath(si.path, "after"), k), afterNode(an, a, n), "after")
 	}
 	if s.OnFail != "" {
-		fc.addEdge(s.ID, s.OnFail, false, joinPath(si.path, "on_fail"), si.present["on_fail"], "on_fail")
+		fc.addEdge(s.ID, s.OnFail, false, joinPath(si.path, "on_fail"), si.present.get("on_fail"), "on_fail")
 		if t := fc.fl.byID[s.OnFail]; t != nil {
 			fc.routed[t.s.Index] = true
 		}
 	}
 	overBad := false
 	if s.Kind == KindFanout && s.Fanout != nil {
-		t, syn, _ := parseTemplate(s.Fanout.Over.Text)
-		if syn != templateOK || t.Full() == nil {
+		var over *leaf
+		for i := range si.leaves {
+			if si.leaves[i].over {
+				over = &si.leaves[i]
+			}
+		}
+		if over == nil || over.syn != templateOK || over.tmpl.Full() == nil {
 			overBad = true
-			v.d.add(si.present["fanout"].get("over"), CodeOverSingleRef, joinPath(si.path, "fanout.over"), "over must be exactly one reference to an array, such as \"${input.items}\" or \"${plan.output.tasks}\", with no other text; got %q", s.Fanout.Over.Text)
+			v.d.add(si.present.get("fanout").get("over"), CodeOverSingleRef, joinPath(si.path, "fanout.over"), "over must be exactly one reference to an array, such as \"${input.items}\" or \"${plan.output.tasks}\", with no other text; got %q", s.Fanout.Over.Text)
 		}
 	}
 	for _, l := range si.leaves {
 		if l.over && overBad {
 			continue
 		}
-		t, syn, tok := parseTemplate(l.text)
-		if syn != templateOK {
-			v.d.add(l.n, CodeRefInvalid, l.path, "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", tok)
+		t := l.tmpl
+		if l.syn != templateOK {
+			v.d.add(l.n, CodeRefInvalid, l.path, "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", l.tok)
 			continue
 		}
 		if len(t.Parts) == 1 && t.Parts[0].Ref == nil || len(t.Parts) == 0 {
@@ -548,7 +575,7 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 		}
 	}
 	if s.Kind == KindGate && s.Gate != nil {
-		gn := si.present["gate"]
+		gn := si.present.get("gate")
 		if s.Gate.OnApprove != "" {
 			fc.addEdge(s.ID, s.Gate.OnApprove, false, joinPath(si.path, "gate.on_approve"), gn.get("on_approve"), "on_approve")
 			if t := fc.fl.byID[s.Gate.OnApprove]; t != nil {
@@ -718,7 +745,7 @@ func (fc *flowCheck) consumerWorktree() {
 			}
 		}
 		if !ok {
-			v.d.add(si.present["fanout"].get("isolation"), CodeWorktreeGate, joinPath(si.path, "fanout.isolation"),
+			v.d.add(si.present.get("fanout").get("isolation"), CodeWorktreeGate, joinPath(si.path, "fanout.isolation"),
 				"a consumer-dispatched worktree fanout needs a gate that directly follows it (a gate step with after: [%s], no when, and not the target of any route) so that the merged worktrees are reviewed", s.ID)
 		}
 	}
@@ -814,11 +841,11 @@ func (fc *flowCheck) carry() {
 			target := fl.byID[g.OnRevise]
 			rp := joinPath(gi.path, "gate.on_revise")
 			if target == nil {
-				v.d.add(gi.present["gate"].get("on_revise"), CodeUnknownTarget, rp, "on_revise names %q, which is not a step of flow %s", g.OnRevise, fl.name)
+				v.d.add(gi.present.get("gate").get("on_revise"), CodeUnknownTarget, rp, "on_revise names %q, which is not a step of flow %s", g.OnRevise, fl.name)
 				continue
 			}
 			if target == gi {
-				v.d.add(gi.present["gate"].get("on_revise"), CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
+				v.d.add(gi.present.get("gate").get("on_revise"), CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
 				continue
 			}
 			closure := fc.g.reachSet(target.s.Index, true)
@@ -930,7 +957,7 @@ func (fc *flowCheck) revise() {
 			continue
 		}
 		g := gi.s.Gate
-		rn := gi.present["gate"].get("on_revise")
+		rn := gi.present.get("gate").get("on_revise")
 		rp := joinPath(gi.path, "gate.on_revise")
 		if first && fl.maxRounds == 0 && fl.n.keyNode("max_rounds") == nil {
 			v.d.add(rn, CodeReviseRounds, rp, "a gate that can revise needs a flow-level limit: add max_rounds: N to flow %s (a gate's own max_rounds does not count)", fl.name)

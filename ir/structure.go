@@ -2,6 +2,7 @@ package ir
 
 import (
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -98,8 +99,8 @@ type stepInfo struct {
 	fl   *flowInfo
 
 	idOK      bool
-	kindKnown bool // exactly one construct and every field well-typed
-	present   map[string]*node
+	kindKnown bool  // exactly one construct and every field well-typed
+	present   *node // the step mapping (nil when it is not a mapping)
 
 	// outPoisoned: the step's output contract cannot be determined because
 	// of another error; references to it are not checked further.
@@ -115,16 +116,22 @@ type stepInfo struct {
 
 // leaf is one string scanned for references (spec/ir.md 7.1).
 type leaf struct {
+	group      leafGroup
 	path       string
 	n          *node
 	text       string
 	expression bool
 	stage      int // -1 outside fanout stages
 	over       bool
+	tmpl       *Template
+	syn        templateSyntax
+	tok        string // the malformed token, when syn != templateOK
 }
 
 // stepFields is the step field declaration order (spec/ir.md 10.1).
 var stepFields = [...]string{"id", "after", "when", "do", "set", "agent", "out", "ensure", "attempts", "iterate", "budget", "on_fail", "gate", "fanout", "run", "with", "evaluate"}
+
+const stepFieldList = " id after when do set agent out ensure attempts iterate budget on_fail gate fanout run with evaluate "
 
 var constructs = [...]string{"do", "set", "gate", "fanout", "run", "evaluate"}
 
@@ -197,9 +204,25 @@ func formatNumber(f float64) string {
 // space-separated list with surrounding spaces).
 func (v *validator) unknownKeys(m *node, path, allowed, where string) {
 	for _, k := range m.keys {
-		if !strings.Contains(allowed, " "+k.str+" ") {
+		if !hasWord(allowed, k.str) {
 			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "unknown field %q in %s; allowed fields are:%s", k.str, where, strings.TrimRight(strings.ReplaceAll(allowed, " ", ", "), ", ")[1:])
 		}
+	}
+}
+
+// hasWord reports whether list (space-separated words with surrounding
+// spaces) contains w, without allocating.
+func hasWord(list, w string) bool {
+	for i := 0; ; {
+		j := strings.Index(list[i:], w)
+		if j < 0 {
+			return false
+		}
+		j += i
+		if j > 0 && list[j-1] == ' ' && j+len(w) < len(list) && list[j+len(w)] == ' ' {
+			return true
+		}
+		i = j + 1
 	}
 }
 
@@ -451,19 +474,21 @@ func (v *validator) budget(n *node, path string) *Budget {
 			continue
 		}
 		known++
-		x, ok := v.posIntValue(n.get(key), joinPath(path, key))
-		if !ok {
+		val := n.get(key)
+		if _, ok := v.posIntValue(val, joinPath(path, key)); !ok {
 			continue
 		}
+		// Beyond 2^53 a float64 no longer holds every integer; such a
+		// budget is unlimited in practice.
+		limit := int64(min(val.num, 1<<53))
 		switch key {
 		case "tokens":
-			b.Tokens = int64(n.get(key).num)
+			b.Tokens = limit
 		case "dispatches":
-			b.Dispatches = int64(n.get(key).num)
+			b.Dispatches = limit
 		case "ms":
-			b.MS = int64(n.get(key).num)
+			b.MS = limit
 		}
-		_ = x
 	}
 	v.unknownKeys(n, path, " usd tokens dispatches ms ", "a budget")
 	if v.schemaErrs == before && known == 0 {
@@ -546,11 +571,8 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	before := v.schemaErrs
 	s := si.s
-	si.present = make(map[string]*node, len(n.keys))
-	for i, k := range n.keys {
-		si.present[k.str] = n.vals[i]
-	}
-	has := func(key string) bool { _, ok := si.present[key]; return ok }
+	si.present = n
+	has := func(key string) bool { return n.keyNode(key) != nil }
 	fp := func(key string) string { return joinPath(path, key) }
 
 	// id
@@ -564,7 +586,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// after
 	if has("after") {
-		an := si.present["after"]
+		an := si.present.get("after")
 		if an.kind != listNode {
 			v.wrongType(an, fp("after"), "a list of step ids")
 		} else {
@@ -580,16 +602,15 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	// when
 	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
 		s.When, s.HasWhen = w, true
-		si.leafLater("when", leaf{path: fp("when"), n: wn, text: w, expression: true, stage: -1})
+		si.leafLater(groupWhen, leaf{path: fp("when"), n: wn, text: w, expression: true, stage: -1})
 	}
 	// do
 	if d, dn, ok := v.str(n, path, "do", false, "the task text (a string)"); ok {
-		s.Do, _, _ = parseTemplate(d)
-		si.leafLater("do", leaf{path: fp("do"), n: dn, text: d, stage: -1})
+		s.Do = si.leafLater(groupDo, leaf{path: fp("do"), n: dn, text: d, stage: -1})
 	}
 	// set
 	if has("set") {
-		sn := si.present["set"]
+		sn := si.present.get("set")
 		if sn.kind != mapNode {
 			v.wrongType(sn, fp("set"), "a mapping from field name to expression string")
 		} else {
@@ -601,7 +622,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 					continue
 				}
 				s.Set = append(s.Set, SetField{Name: k.str, Expr: val.str})
-				si.leafLater("set", leaf{path: vp, n: val, text: val.str, expression: true, stage: -1})
+				si.leafLater(groupSet, leaf{path: vp, n: val, text: val.str, expression: true, stage: -1})
 			}
 		}
 	}
@@ -621,7 +642,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// ensure
 	if has("ensure") {
-		s.Ensure = v.ensureList(si.present["ensure"], fp("ensure"), si, -1)
+		s.Ensure = v.ensureList(si.present.get("ensure"), fp("ensure"), si, -1)
 	}
 	// attempts
 	if a, ok := v.posInt(n, path, "attempts", false); ok {
@@ -629,7 +650,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// iterate
 	if has("iterate") {
-		in := si.present["iterate"]
+		in := si.present.get("iterate")
 		ip := fp("iterate")
 		if in.kind != mapNode {
 			v.wrongType(in, ip, "a mapping {max: N, until: EXPRESSION}")
@@ -638,7 +659,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 			u, un, okU := v.str(in, ip, "until", true, "an expression string")
 			v.unknownKeys(in, ip, " max until ", "iterate")
 			if okU {
-				si.leafLater("until", leaf{path: joinPath(ip, "until"), n: un, text: u, expression: true, stage: -1})
+				si.leafLater(groupUntil, leaf{path: joinPath(ip, "until"), n: un, text: u, expression: true, stage: -1})
 			}
 			if okMax && okU {
 				s.Iterate = &Iterate{Max: mx, Until: u}
@@ -647,7 +668,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// budget
 	if has("budget") {
-		s.Budget = v.budget(si.present["budget"], fp("budget"))
+		s.Budget = v.budget(si.present.get("budget"), fp("budget"))
 	}
 	// on_fail
 	if of, ofn, ok := v.str(n, path, "on_fail", false, "a step id"); ok {
@@ -659,11 +680,11 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// gate
 	if has("gate") {
-		s.Gate = v.gate(si.present["gate"], fp("gate"))
+		s.Gate = v.gate(si.present.get("gate"), fp("gate"))
 	}
 	// fanout
 	if has("fanout") {
-		s.Fanout = v.fanout(si.present["fanout"], fp("fanout"), si)
+		s.Fanout = v.fanout(si.present.get("fanout"), fp("fanout"), si)
 	}
 	// run
 	if r, _, ok := v.str(n, path, "run", false, "the name of a flow"); ok {
@@ -671,7 +692,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// with
 	if has("with") {
-		wn := si.present["with"]
+		wn := si.present.get("with")
 		if wn.kind != mapNode {
 			v.wrongType(wn, fp("with"), "a mapping from the called flow's input names to values")
 		} else {
@@ -680,11 +701,10 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// evaluate
 	if has("evaluate") {
-		s.Evaluate = v.evaluate(si.present["evaluate"], fp("evaluate"), si)
+		s.Evaluate = v.evaluate(si.present.get("evaluate"), fp("evaluate"), si)
 	}
 
-	allowed := " " + strings.Join(stepFields[:], " ") + " "
-	v.unknownKeys(n, path, allowed, "a step")
+	v.unknownKeys(n, path, stepFieldList, "a step")
 
 	// Whole-object construct rules, only for a well-typed step.
 	if v.schemaErrs != before {
@@ -711,7 +731,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 		if f == "id" || f == "after" || f == "when" || f == kind || !has(f) {
 			continue
 		}
-		if !strings.Contains(allowedFor[kind], " "+f+" ") {
+		if !hasWord(allowedFor[kind], f) {
 			k := n.keyNode(f)
 			v.d.add(k, CodeFieldForKind, fp(f), "field %q is not allowed on a %s step (a %s step accepts: id, after, when, %s%s)", f, kind, kind, kind, strings.TrimRight(strings.ReplaceAll(allowedFor[kind], " ", ", "), ", "))
 			si.outPoisoned = true
@@ -752,31 +772,52 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	si.orderLeaves()
 }
 
-// leafLater buffers a leaf under a group name; orderLeaves puts the groups
-// in the scanning order of spec/ir.md 7.1.
-func (si *stepInfo) leafLater(group string, l leaf) {
-	l.path = group + "\x00" + l.path
+// leafGroup orders leaves as spec/ir.md 7.1 scans them.
+type leafGroup uint8
+
+const (
+	groupDo leafGroup = iota
+	groupWhen
+	groupSet
+	groupUntil
+	groupEnsure
+	groupWith
+	groupEvalIn
+	groupOver
+	groupStage
+)
+
+// leafLater records a leaf; orderLeaves puts the groups in scanning order
+// (fields are visited in declaration order, which differs).
+// It parses the leaf's template once and returns it.
+func (si *stepInfo) leafLater(group leafGroup, l leaf) *Template {
+	l.group = group
+	l.tmpl, l.syn, l.tok = parseTemplate(l.text)
 	si.leaves = append(si.leaves, l)
+	return l.tmpl
 }
 
-var leafGroups = [...]string{"do", "when", "set", "until", "ensure", "with", "evalin", "over", "stage"}
-
 func (si *stepInfo) orderLeaves() {
-	out := make([]leaf, 0, len(si.leaves))
-	for _, g := range leafGroups {
-		for _, l := range si.leaves {
-			group, p, _ := strings.Cut(l.path, "\x00")
-			if group != g {
-				continue
-			}
-			if g == "with" && si.s.Kind != KindRun {
-				continue
-			}
-			l.path = p
-			out = append(out, l)
+	sorted := true
+	for i := 1; i < len(si.leaves); i++ {
+		if si.leaves[i].group < si.leaves[i-1].group {
+			sorted = false
+			break
 		}
 	}
-	si.leaves = out
+	if !sorted {
+		sort.SliceStable(si.leaves, func(i, j int) bool { return si.leaves[i].group < si.leaves[j].group })
+	}
+	if si.s.Kind != KindRun {
+		// with strings are scanned only on run steps.
+		out := si.leaves[:0]
+		for _, l := range si.leaves {
+			if l.group != groupWith {
+				out = append(out, l)
+			}
+		}
+		si.leaves = out
+	}
 }
 
 func (v *validator) ensureList(n *node, path string, si *stepInfo, stage int) []Ensure {
@@ -793,9 +834,9 @@ func (v *validator) ensureList(n *node, path string, si *stepInfo, stage int) []
 		}
 		out = append(out, pred)
 		if pred.Kind == EnsureExpr {
-			group := "ensure"
+			group := groupEnsure
 			if stage >= 0 {
-				group = "stage"
+				group = groupStage
 			}
 			si.leafLater(group, leaf{path: joinPath(ep, "expr"), n: e.get("expr"), text: pred.Expr, expression: true, stage: stage})
 		}
@@ -934,10 +975,7 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 	before := v.schemaErrs
 	f := &Fanout{Dispatch: "engine"}
 	if o, on, ok := v.str(n, path, "over", true, "a single reference to an array, such as \"${input.items}\""); ok {
-		tmpl, syn, _ := parseTemplate(o)
-		f.Over = tmpl
-		si.leafLater("over", leaf{path: joinPath(path, "over"), n: on, text: o, stage: -1, over: true})
-		_ = syn
+		f.Over = si.leafLater(groupOver, leaf{path: joinPath(path, "over"), n: on, text: o, stage: -1, over: true})
 	}
 	if sn := n.get("steps"); n.keyNode("steps") == nil {
 		v.missing(n, path, "steps", "a list of at least one stage, each {do: TASK, ...}")
@@ -1022,8 +1060,7 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage 
 	before := v.schemaErrs
 	st := &Stage{Index: index}
 	if d, dn, ok := v.str(n, path, "do", true, "the stage's task text"); ok {
-		st.Do, _, _ = parseTemplate(d)
-		si.leafLater("stage", leaf{path: joinPath(path, "do"), n: dn, text: d, stage: index})
+		st.Do = si.leafLater(groupStage, leaf{path: joinPath(path, "do"), n: dn, text: d, stage: index})
 	}
 	if a, an, ok := v.str(n, path, "agent", false, "claude or codex"); ok {
 		if a != "claude" && a != "codex" {
@@ -1038,7 +1075,7 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage 
 	// The stage's when is scanned before its ensures (spec/ir.md 7.1).
 	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
 		st.When, st.HasWhen = w, true
-		si.leafLater("stage", leaf{path: joinPath(path, "when"), n: wn, text: w, expression: true, stage: index})
+		si.leafLater(groupStage, leaf{path: joinPath(path, "when"), n: wn, text: w, expression: true, stage: index})
 	}
 	if en := n.get("ensure"); n.keyNode("ensure") != nil {
 		st.Ensure = v.ensureList(en, joinPath(path, "ensure"), si, index)
@@ -1067,8 +1104,7 @@ func (v *validator) evaluate(n *node, path string, si *stepInfo) *Evaluate {
 		e.Command = c
 	}
 	if in, inN, ok := v.str(n, path, "in", false, "a template string"); ok {
-		e.In, _, _ = parseTemplate(in)
-		si.leafLater("evalin", leaf{path: joinPath(path, "in"), n: inN, text: in, stage: -1})
+		e.In = si.leafLater(groupEvalIn, leaf{path: joinPath(path, "in"), n: inN, text: in, stage: -1})
 	}
 	if t, ok := v.posInt(n, path, "timeout_ms", true); ok {
 		e.TimeoutMS = t
@@ -1093,8 +1129,7 @@ func (v *validator) withValue(n *node, path string, si *stepInfo) *Value {
 		}
 		return &Value{Kind: ValueNumber, Number: n.num}
 	case stringNode:
-		t, _, _ := parseTemplate(n.str)
-		si.leafLater("with", leaf{path: path, n: n, text: n.str, stage: -1})
+		t := si.leafLater(groupWith, leaf{path: path, n: n, text: n.str, stage: -1})
 		return &Value{Kind: ValueString, String: t}
 	case listNode:
 		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items))}
