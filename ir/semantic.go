@@ -326,6 +326,7 @@ type flowCheck struct {
 	// depMark[from] is 1 + the step whose dependency on from was last
 	// proposed (deduplication).
 	depMark []int32
+	cur     *stepInfo // the step whose edges are being proposed
 	entry   bool
 }
 
@@ -470,6 +471,11 @@ func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, wh
 		fc.v.d.add(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s", what, to, fc.fl.name)
 		return
 	}
+	if fc.cur != nil && fc.fl.byID[fc.cur.s.ID] != fc.cur {
+		// A second step with a taken id: its edges would attach to the
+		// first one; STEP_DUPLICATE_ID says what to fix.
+		return
+	}
 	if fs == ts {
 		fc.v.d.add(n, CodeSelfTarget, path, "step %q cannot %s itself", from, selfVerb(what))
 		return
@@ -528,6 +534,7 @@ func (fc *flowCheck) commitEdges() {
 
 func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 	v, s := fc.v, si.s
+	fc.cur = si
 	for k, a := range s.After {
 		an := si.present.get("after")
 		var n *node
