@@ -439,11 +439,11 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 // anyway, and the append that follows is fsynced.
 func (s *FileStore) removeTail(id string, f *os.File, env envelope, head Head, size int64) error {
 	if s.onRepair != nil {
-		tail := make([]byte, size-env.LogSize)
-		if _, err := f.ReadAt(tail, env.LogSize); err != nil {
+		tail, err := readTail(f, env.LogSize, size, head)
+		if err != nil {
 			return fmt.Errorf("run %s: read unacknowledged tail: %w", id, err)
 		}
-		s.onRepair(id, classifyTail(tail, head))
+		s.onRepair(id, tail)
 	}
 	if err := f.Truncate(env.LogSize); err != nil {
 		return fmt.Errorf("run %s: remove unacknowledged tail: %w", id, err)
@@ -582,13 +582,11 @@ func (s *FileStore) Verify(ctx context.Context, runID string) (*VerifyReport, er
 	}
 	if seq != env.Seq || prev != env.Head {
 		return nil, s.corrupt(runID, eventsFile, seq, off, fmt.Sprintf(
-			"the log's acknowledged part ends at seq %d hash %s, the state records seq %d hash %s", seq, prev, env.Seq, env.Head))
+			"the log's acknowledged part ends at seq %d with hash %s, which is not the head (seq %d, hash %s) recorded in the state", seq, prev, env.Seq, env.Head))
 	}
 	rep.Head, rep.Events = Head{Seq: seq, Hash: prev}, seq
-	tail := make([]byte, size-env.LogSize)
-	if _, err := f.ReadAt(tail, env.LogSize); err != nil && !errors.Is(err, io.EOF) {
+	if rep.Tail, err = readTail(f, env.LogSize, size, rep.Head); err != nil {
 		return nil, fmt.Errorf("run %s: read log tail: %w", runID, err)
 	}
-	rep.Tail = classifyTail(tail, rep.Head)
 	return rep, nil
 }

@@ -22,7 +22,8 @@ type Store interface {
 	// lock, loads the current snapshot, calls fn, and if fn returns a
 	// non-nil Change, appends its events and replaces the state before
 	// releasing the lock. When fn returns an error nothing is written and
-	// Update returns that error (wrapped; errors.Is/As see through it).
+	// Update returns that same error value, unwrapped, so the caller's own
+	// domain errors (a stale token, say) come back as they were.
 	// A nil Change (or one with no state and no events) writes nothing.
 	// When Update returns nil the change is durable ("acknowledged").
 	Update(ctx context.Context, runID string, fn func(cur *Snapshot) (*Change, error)) (Head, error)
