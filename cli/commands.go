@@ -9,6 +9,7 @@ var Version = "0.1.0-dev"
 func commands() []func() command {
 	return []func() command{
 		func() command { return &evalCmd{} },
+		func() command { return &graphCmd{} },
 		func() command { return &validateCmd{} },
 	}
 }
