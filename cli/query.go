@@ -15,7 +15,9 @@ type queryCmd struct{}
 
 func (*queryCmd) Name() string     { return "query" }
 func (*queryCmd) Synopsis() string { return "flows | flow RUN | gates" }
-func (*queryCmd) Short() string    { return "list runs, show one run, or list the gates awaiting a decision" }
+func (*queryCmd) Short() string {
+	return "list runs, show one run, or list the gates awaiting a decision"
+}
 func (*queryCmd) Long() string {
 	return `Query reads the persisted runs of the state root ($STRATUM_HOME/flows, or
 $STRATUM_STATE_ROOT) and prints JSON (two-space indented):
@@ -119,7 +121,7 @@ type flowSummary struct {
 
 type flowDetail struct {
 	flowSummary
-	OrderedSteps []orderedStep  `json:"ordered_steps"`
+	OrderedSteps []orderedStep   `json:"ordered_steps"`
 	Failure      *engine.Failure `json:"failure,omitempty"`
 	Output       engine.Value    `json:"output,omitzero"`
 }
