@@ -14,6 +14,7 @@ func commands() []func() command {
 		func() command { return &gateCmd{} },
 		func() command { return &graphCmd{} },
 		func() command { return &queryCmd{} },
+		func() command { return &runCmd{} },
 		func() command { return &validateCmd{} },
 	}
 }
