@@ -23,7 +23,7 @@ func (d *Driver) runEntry(ctx context.Context, runID, workspace string, entry en
 		return agent.Result{}, err
 	}
 	req := agent.Request{RunID: runID, StepID: entry.ID, Task: entry.Do, Agent: entry.Agent, Attempt: entry.Attempt,
-		Contract: d.contract(entry.Contract), PreviousFailure: failureOf(entry.PreviousFailure),
+		Contract: d.contract(d.planOf(runID), entry.Contract), PreviousFailure: failureOf(entry.PreviousFailure),
 		Workdir: workspace, Sandbox: agent.SandboxReadOnly}
 	var wt *worktree
 	if it := entry.Item; it != nil && it.Policy.Isolation == "worktree" {
@@ -57,7 +57,7 @@ func (x *dispatcher) Dispatch(ctx context.Context, req engine.DispatchRequest) (
 		return engine.DispatchResult{}, err
 	}
 	areq := agent.Request{RunID: req.RunID, StepID: req.StepID + "/" + strconv.Itoa(req.ItemIndex), Task: req.Prompt,
-		Agent: req.Agent, Attempt: req.Attempt, Contract: d.contract(req.Contract), PreviousFailure: failureOf(req.PreviousFailure),
+		Agent: req.Agent, Attempt: req.Attempt, Contract: d.contract(d.planOf(req.RunID), req.Contract), PreviousFailure: failureOf(req.PreviousFailure),
 		Workdir: req.Workdir, Sandbox: agent.SandboxReadOnly}
 	var wt *worktree
 	if req.Isolation == "worktree" {
@@ -132,7 +132,7 @@ func (r *run) merge(ctx context.Context, stepID string) error {
 		}
 	}
 	var preMerge []string
-	if p := r.d.opts.Plan; p != nil {
+	if p := r.d.planOf(r.id); p != nil {
 		if f := p.Flow(a.Flow); f != nil {
 			if s := f.Step(stepID); s != nil && s.Fanout != nil {
 				preMerge = s.Fanout.PreMerge
@@ -154,11 +154,11 @@ func (r *run) merge(ctx context.Context, stepID string) error {
 
 // contract converts the engine's view of an output contract into the
 // agents' one, fields in declaration order when the plan is known.
-func (d *Driver) contract(c *engine.Contract) *agent.Contract {
+func (d *Driver) contract(plan *ir.Plan, c *engine.Contract) *agent.Contract {
 	if c == nil {
 		return nil
 	}
-	out := d.agentContract(c, c.Root)
+	out := agentContract(plan, c, c.Root)
 	names := make([]string, 0, len(c.Contracts))
 	for name := range c.Contracts {
 		if name != c.Root {
@@ -167,17 +167,17 @@ func (d *Driver) contract(c *engine.Contract) *agent.Contract {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		out.Contracts = append(out.Contracts, *d.agentContract(c, name))
+		out.Contracts = append(out.Contracts, *agentContract(plan, c, name))
 	}
 	return out
 }
 
-func (d *Driver) agentContract(c *engine.Contract, name string) *agent.Contract {
+func agentContract(plan *ir.Plan, c *engine.Contract, name string) *agent.Contract {
 	raw := c.Contracts[name]
 	out := &agent.Contract{Name: name, Fields: make([]agent.Field, 0, len(raw))}
 	var decl *ir.Contract
-	if d.opts.Plan != nil {
-		decl = d.opts.Plan.Contract(name)
+	if plan != nil {
+		decl = plan.Contract(name)
 	}
 	seen := map[string]bool{}
 	if decl != nil {

@@ -62,9 +62,10 @@ type Options struct {
 	// PollInterval is how often a waiting drive re-reads the run; zero
 	// means DefaultPollInterval.
 	PollInterval time.Duration
-	// Plan is the compiled spec of the runs driven, when known: it gives
-	// contract fields to agents in declaration order (otherwise sorted by
-	// name).
+	// Plan is the compiled spec of the runs resumed, when known (Start
+	// compiles its own): it gives contract fields to agents in declaration
+	// order (otherwise sorted by name) and a worktree fanout's pre_merge
+	// commands (otherwise none run).
 	Plan *ir.Plan
 	// Event receives every event of the run in order, as the drive
 	// observes it (for a progress view). Called from the drive's goroutine.
@@ -121,6 +122,18 @@ type Driver struct {
 	resolver  *agent.Resolver
 	worktrees *worktrees
 	dispatch  *dispatcher
+	mu        sync.Mutex
+	plans     map[string]*ir.Plan // of the runs being driven
+}
+
+// planOf is the compiled spec of a run being driven, or nil.
+func (d *Driver) planOf(runID string) *ir.Plan {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p := d.plans[runID]; p != nil {
+		return p
+	}
+	return d.opts.Plan
 }
 
 // New returns a Driver.
@@ -138,7 +151,7 @@ func New(opts Options) *Driver {
 	if r == nil {
 		r = &agent.Resolver{}
 	}
-	d := &Driver{opts: opts, resolver: r, worktrees: newWorktrees()}
+	d := &Driver{opts: opts, resolver: r, worktrees: newWorktrees(), plans: map[string]*ir.Plan{}}
 	d.dispatch = &dispatcher{d: d}
 	return d
 }
@@ -149,9 +162,24 @@ func (d *Driver) Dispatcher() engine.Dispatcher { return d.dispatch }
 
 // Start plans a run on e and drives it.
 func (d *Driver) Start(ctx context.Context, e *engine.Engine, req engine.PlanRequest) (*Outcome, error) {
+	plan, ds := ir.Build(req.Spec)
+	if len(ds) > 0 {
+		// The engine reports the same problems with its own error.
+		plan = nil
+	}
 	resp, err := e.Plan(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if plan != nil {
+		d.mu.Lock()
+		d.plans[resp.RunID] = plan
+		d.mu.Unlock()
+		defer func() {
+			d.mu.Lock()
+			delete(d.plans, resp.RunID)
+			d.mu.Unlock()
+		}()
 	}
 	return d.drive(ctx, e, resp, 0)
 }
