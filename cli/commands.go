@@ -16,5 +16,6 @@ func commands() []func() command {
 		func() command { return &queryCmd{} },
 		func() command { return &runCmd{} },
 		func() command { return &validateCmd{} },
+		func() command { return &watchCmd{} },
 	}
 }
