@@ -114,7 +114,9 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return usagef("expected one spec file (or - for standard input), got %d arguments", len(args))
 	}
 	if c.agent != "" && c.agent != "claude" && c.agent != "codex" && c.agent != "human" {
-		if _, err := agent.NewCommand(c.agent); err != nil {
+		// A command line is checked now (its program must exist), so a
+		// typo costs no run.
+		if _, err := (&agent.Resolver{}).Resolve(c.agent, ""); err != nil {
 			return usagef("--agent: %v", err)
 		}
 	}
@@ -359,7 +361,7 @@ func convertInput(t *ir.Type, v string) (any, error) {
 	}
 	var out any
 	if err := json.Unmarshal([]byte(v), &out); err != nil {
-		return nil, fmt.Errorf("%q is not a %s (write it as JSON)", v, t.String())
+		return nil, fmt.Errorf("%q is not valid for type %s (numbers, booleans, arrays and objects are written as JSON)", v, t.String())
 	}
 	return out, nil
 }
