@@ -10,9 +10,9 @@ import (
 
 // terminal shares one input between the questions of a local run: gate
 // decisions and the answers of the human agent. One goroutine reads lines
-// into a queue; a gate question, while open, takes the lines (and a line
-// typed before it opened is dropped, so that type-ahead never approves a
-// gate by accident); otherwise lines go to the human agent.
+// into a queue; a gate question, while open, takes the lines; otherwise
+// lines go to the human agent. Lines typed ahead wait in the queue, so
+// answers can be scripted.
 type terminal struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
@@ -69,12 +69,11 @@ func (t *terminal) next(ctx context.Context, gate bool) (string, bool) {
 	}
 }
 
-// openGate starts a gate question: lines typed before it are dropped.
+// openGate starts a gate question (one at a time).
 func (t *terminal) openGate() {
 	t.ask.Lock()
 	t.mu.Lock()
 	t.gates++
-	t.queue = nil
 	t.mu.Unlock()
 }
 
