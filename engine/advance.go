@@ -42,7 +42,7 @@ func (t *txn) advance() {
 			if s.Kind != ir.KindRun {
 				continue
 			}
-			st := root.steps[s.ID]
+			st := root.peek(s)
 			if st == nil || st.Status != StepRunning || st.Sub == nil {
 				continue
 			}
@@ -129,7 +129,7 @@ func (t *txn) skipUnrouted(sc *scope, s *ir.Step, st *StepState) bool {
 	var decided []string
 	for _, ri := range s.RoutedFrom {
 		r := sc.flow.Steps[ri]
-		rs := sc.steps[r.ID]
+		rs := sc.peek(r)
 		if rs == nil || !isTerminalStep(rs.Status) {
 			return false
 		}
@@ -169,7 +169,7 @@ func (t *txn) depsReady(sc *scope, s *ir.Step, st *StepState) (ready, changed bo
 	waiting := false
 	for _, di := range s.Deps {
 		d := sc.flow.Steps[di]
-		ds := sc.steps[d.ID]
+		ds := sc.peek(d)
 		status := StepPending
 		if ds != nil {
 			status = ds.Status
@@ -412,7 +412,7 @@ func (t *txn) finishRoot() {
 func deadEndReason(sc *scope) string {
 	var parts []string
 	for _, s := range sc.flow.Steps {
-		st := sc.steps[s.ID]
+		st := sc.peek(s)
 		if st != nil && st.Status != StepPending {
 			continue
 		}
@@ -422,7 +422,7 @@ func deadEndReason(sc *scope) string {
 		}
 		for _, di := range s.Deps {
 			d := sc.flow.Steps[di]
-			ds := sc.steps[d.ID]
+			ds := sc.peek(d)
 			status := StepPending
 			if ds != nil {
 				status = ds.Status

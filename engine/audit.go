@@ -30,10 +30,10 @@ type AuditReport struct {
 	RunID  string `json:"runId"`
 	Flow   string `json:"flow"`
 	// RevisionDigest identifies the spec revision the run executes.
-	RevisionDigest string `json:"revisionDigest"`
-	WorkspaceRoot  string `json:"workspaceRoot,omitempty"`
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	RevisionDigest string                 `json:"revisionDigest"`
+	WorkspaceRoot  string                 `json:"workspaceRoot,omitempty"`
+	CreatedAt      time.Time              `json:"createdAt"`
+	UpdatedAt      time.Time              `json:"updatedAt"`
 	Events         []Event                `json:"events"`
 	Steps          map[string]*StepState  `json:"steps"`
 	FlowSpent      Ledger                 `json:"flowSpent"`
@@ -46,22 +46,12 @@ type AuditReport struct {
 	Input          Value                  `json:"input"`
 }
 
-// MarshalJSON writes the report with timestamps in RFC 3339.
-func (a *AuditReport) MarshalJSON() ([]byte, error) {
-	type plain AuditReport
-	return json.Marshal(struct {
-		*plain
-		CreatedAt time.Time `json:"createdAt"`
-		UpdatedAt time.Time `json:"updatedAt"`
-	}{(*plain)(a), a.CreatedAt, a.UpdatedAt})
-}
-
 // Audit returns a run's full durable state: every step's state (with
 // tokens, attempts, spend, fanout items, subflow state — the pristine
 // pending steps filled in), every event, spend, output and carry. It reads
 // without the run lock (the store guarantees a whole acknowledged state).
 func (e *Engine) Audit(ctx context.Context, runID string) (*AuditReport, error) {
-	st, c, head, err := e.load(ctx, runID)
+	st, c, head, err := e.load(ctx, runID, true)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +64,11 @@ func (e *Engine) Audit(ctx context.Context, runID string) (*AuditReport, error) 
 	labels := make([]string, len(st.Checkpoints))
 	for i, cp := range st.Checkpoints {
 		labels[i] = cp.Label
+	}
+	for _, ss := range st.Steps {
+		if ss.Attempts == nil {
+			ss.Attempts = []Attempt{}
+		}
 	}
 	return &AuditReport{Status: st.Status, RunID: st.ID, Flow: st.FlowName, RevisionDigest: st.RevisionDigest,
 		WorkspaceRoot: st.WorkspaceRoot, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Events: evs, Steps: st.Steps,
@@ -113,6 +108,9 @@ func (e *Engine) events(ctx context.Context, runID string, after, head int64) ([
 	}
 	out := make([]Event, 0, len(raw))
 	for _, ev := range raw {
+		if internalEvent(ev.Type) {
+			continue
+		}
 		var d struct {
 			StepID string          `json:"stepId"`
 			Detail json.RawMessage `json:"detail"`
@@ -144,7 +142,7 @@ type PollReport struct {
 // Poll returns the events after cursor (the seq of the last event seen; 0
 // for all) and the run's status, without taking the run lock.
 func (e *Engine) Poll(ctx context.Context, runID string, cursor int64) (*PollReport, error) {
-	st, c, head, err := e.load(ctx, runID)
+	st, c, head, err := e.load(ctx, runID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +161,7 @@ func (e *Engine) Poll(ctx context.Context, runID string, cursor int64) (*PollRep
 
 // Status returns a run's current actionable state without changing it.
 func (e *Engine) Status(ctx context.Context, runID string) (*Response, error) {
-	st, c, _, err := e.load(ctx, runID)
+	st, c, _, err := e.load(ctx, runID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +190,7 @@ func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
 	}
 	out := make([]RunSummary, 0, len(infos))
 	for _, info := range infos {
-		st, c, _, err := e.load(ctx, info.ID)
+		st, c, _, err := e.load(ctx, info.ID, false)
 		if err != nil {
 			if errors.Is(err, ErrRunNotFound) {
 				continue
@@ -245,7 +243,7 @@ func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, er
 	}
 	var out []WaitingGate
 	for _, id := range ids {
-		st, c, _, err := e.load(ctx, id)
+		st, c, _, err := e.load(ctx, id, false)
 		if err != nil {
 			if runID == "" {
 				continue
@@ -259,7 +257,7 @@ func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, er
 		root := t.rootScope()
 		add := func(sc *scope, rounds int) {
 			for _, s := range sc.flow.Steps {
-				ss := sc.steps[s.ID]
+				ss := sc.peek(s)
 				if s.Kind != ir.KindGate || ss == nil || ss.Status != StepWaitingGate {
 					continue
 				}
@@ -277,7 +275,7 @@ func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, er
 		add(root, st.Rounds)
 		for _, s := range root.flow.Steps {
 			if s.Kind == ir.KindRun {
-				if child := t.childScope(root, s); child != nil && root.steps[s.ID].Status == StepRunning {
+				if child := t.childScope(root, s); child != nil && root.peek(s).Status == StepRunning {
 					add(child, child.parent.Sub.Rounds)
 				}
 			}

@@ -65,7 +65,18 @@ func (t *txn) reserve(sc *scope, s *ir.Step, st *StepState, amt Ledger, task boo
 	for _, l := range ls {
 		*l.spent = l.spent.add(amt)
 	}
+	t.touchLedgers(sc, st)
 	return levelNone
+}
+
+// touchLedgers marks the step states whose ledgers a debit changed.
+func (t *txn) touchLedgers(sc *scope, st *StepState) {
+	if st != nil {
+		st.touch()
+	}
+	if sc.parent != nil {
+		sc.parent.touch()
+	}
 }
 
 // settle debits amt from every applicable ledger (the money is spent) and
@@ -78,6 +89,7 @@ func (t *txn) settle(sc *scope, s *ir.Step, st *StepState, amt Ledger, task bool
 		}
 		*l.spent = l.spent.add(amt)
 	}
+	t.touchLedgers(sc, st)
 	return worst
 }
 

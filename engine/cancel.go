@@ -88,7 +88,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*CancelResul
 // subflows.
 func (t *txn) burn(sc *scope, b *BurnedTokens) {
 	for _, s := range sc.flow.Steps {
-		st := sc.steps[s.ID]
+		st := sc.peek(s)
 		if st == nil {
 			continue
 		}

@@ -41,7 +41,7 @@ func (t *txn) materialiseCarry() bool {
 			writes = append(writes, carryWrite{carry: c, value: v})
 		case ir.RefStep:
 			src := root.flow.Step(ref.Name)
-			ss := root.steps[src.ID]
+			ss := root.peek(src)
 			if ss == nil || ss.Status != StepSucceeded {
 				continue
 			}
@@ -95,7 +95,7 @@ func (t *txn) reviseCarry(g *ir.Step) ([]carryWrite, error) {
 			// Provenance names the carry's initial source and its epoch.
 			if c.Initial.Kind == ir.RefStep {
 				w.source = root.flow.Step(c.Initial.Name)
-				if ss := root.steps[w.source.ID]; ss != nil {
+				if ss := root.peek(w.source); ss != nil {
 					w.epoch = ss.Epoch
 				}
 			}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stratum-go/stratum/ir"
@@ -36,7 +38,7 @@ func (t *txn) checkpointGuards(verb string) error {
 	}
 	root := t.rootScope()
 	for _, s := range root.flow.Steps {
-		st := root.steps[s.ID]
+		st := root.peek(s)
 		if s.Kind != ir.KindFanout || st == nil {
 			continue
 		}
@@ -47,7 +49,7 @@ func (t *txn) checkpointGuards(verb string) error {
 			for _, di := range s.Dependents {
 				g := root.flow.Steps[di]
 				if g.Kind == ir.KindGate && !g.HasWhen && !g.RouteOnly() {
-					if gs := root.steps[g.ID]; gs == nil || gs.Status != StepSucceeded {
+					if gs := root.peek(g); gs == nil || gs.Status != StepSucceeded {
 						return newErr(ErrFanoutInFlight, t.st.ID,
 							"flow %s has an active consumer fanout lifecycle (%q); %s must wait for its successor gate %q to resolve", t.st.ID, s.ID, verb, g.ID)
 					}
@@ -82,29 +84,30 @@ func (e *Engine) Commit(ctx context.Context, runID, label string) (*CommitResult
 		if err := t.checkpointGuards("commit"); err != nil {
 			return err
 		}
-		steps, err := deepCopy(compactSteps(t.st.Steps))
-		if err != nil {
-			return err
-		}
-		carry, err := deepCopy(t.st.Carry)
-		if err != nil {
-			return err
-		}
 		snap := snapshot{Status: t.st.Status, Output: t.st.Output, Failure: t.st.Failure, FlowSpent: t.st.FlowSpent,
-			Rounds: t.st.Rounds, Steps: steps, Carry: carry, CancelRequested: t.st.CancelRequested,
-			EventSeq: t.headSeq + int64(len(t.events))}
-		replaced := false
-		for _, cp := range t.st.Checkpoints {
-			if cp.Label == label {
-				cp.Snapshot = snap
-				replaced = true
+			Rounds: t.st.Rounds, Steps: map[string]*StepState{}, Cold: map[string]int64{}, Carry: t.st.Carry,
+			CancelRequested: t.st.CancelRequested, EventSeq: t.headSeq + int64(len(t.events))}
+		for id, ss := range t.st.Steps {
+			switch {
+			case ss.coldSeq != 0:
+				snap.Cold[id] = ss.coldSeq
+			case !ss.pristine():
+				snap.Steps[id] = compactStep(ss)
 			}
 		}
-		if !replaced {
-			if len(t.st.Checkpoints) >= MaxCheckpoints {
-				return newErr(ErrInvalidLabel, t.st.ID, "flow %s already has %d checkpoints (the limit); reuse a label to replace one", t.st.ID, MaxCheckpoints)
-			}
-			t.st.Checkpoints = append(t.st.Checkpoints, &checkpoint{Label: label, Snapshot: snap})
+		i := slices.IndexFunc(t.st.Checkpoints, func(c checkpointRef) bool { return c.Label == label })
+		replaced := i >= 0
+		if !replaced && len(t.st.Checkpoints) >= MaxCheckpoints {
+			return newErr(ErrInvalidLabel, t.st.ID, "flow %s already has %d checkpoints (the limit); reuse a label to replace one", t.st.ID, MaxCheckpoints)
+		}
+		seq, err := t.emitBlob(evCheckpoint, "", snap)
+		if err != nil {
+			return err
+		}
+		if replaced {
+			t.st.Checkpoints[i].Seq = seq
+		} else {
+			t.st.Checkpoints = append(t.st.Checkpoints, checkpointRef{Label: label, Seq: seq})
 		}
 		t.emit("checkpoint_committed", "", map[string]any{"label": label, "replaced": replaced})
 		res := &CommitResult{Status: "committed", RunID: t.st.ID, Label: label, Checkpoints: t.labels()}
@@ -150,18 +153,13 @@ func (e *Engine) Revert(ctx context.Context, runID, label string) (*Response, er
 		if err := t.checkpointGuards("revert"); err != nil {
 			return err
 		}
-		var cp *checkpoint
-		for _, c := range t.st.Checkpoints {
-			if c.Label == label {
-				cp = c
-			}
-		}
-		if cp == nil {
+		i := slices.IndexFunc(t.st.Checkpoints, func(c checkpointRef) bool { return c.Label == label })
+		if i < 0 {
 			err := newErr(ErrCheckpointNotFound, t.st.ID, "No checkpoint '%s' on flow '%s'", label, t.st.ID)
 			err.Available = t.labels()
 			return err
 		}
-		snap, err := deepCopy(cp.Snapshot)
+		snap, err := t.loadSnapshot(t.st.Checkpoints[i].Seq)
 		if err != nil {
 			return err
 		}
@@ -169,9 +167,7 @@ func (e *Engine) Revert(ctx context.Context, runID, label string) (*Response, er
 		t.st.Status, t.st.Output, t.st.Failure = snap.Status, snap.Output, snap.Failure
 		t.st.Rounds, t.st.Carry, t.st.CancelRequested = snap.Rounds, snap.Carry, snap.CancelRequested
 		t.st.Steps = snap.Steps
-		if t.st.Steps == nil {
-			t.st.Steps = map[string]*StepState{}
-		}
+		t.root = nil
 		t.st.FlowSpent = live.max(t.st.ReceiptTotal)
 		var restored []string
 		root := t.rootScope()
@@ -206,8 +202,11 @@ func (e *Engine) Revert(ctx context.Context, runID, label string) (*Response, er
 // waiting gates, new generations (and tokens) for live fanout items.
 func (t *txn) rotate(sc *scope) {
 	for _, s := range sc.flow.Steps {
-		st := sc.steps[s.ID]
+		st := sc.peek(s)
 		if st == nil {
+			continue
+		}
+		if isTerminalStep(st.Status) {
 			continue
 		}
 		st.AcceptedDispatchToken = ""
@@ -237,4 +236,68 @@ func (t *txn) rotate(sc *scope) {
 			}
 		}
 	}
+}
+
+// loadSnapshot reads a checkpoint snapshot and rebuilds its step states:
+// the live ones it holds and the finished ones it refers to (from this
+// process's memory when the same event is loaded, else from the log).
+func (t *txn) loadSnapshot(seq int64) (*snapshot, error) {
+	found, err := t.e.readBlobs(t.ctx, t.st.ID, t.headSeq, map[int64]string{seq: "checkpoint"})
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := found[seq]
+	if !ok {
+		return nil, fmt.Errorf("run %s: %w: checkpoint event %d is missing", t.st.ID, ErrCorrupt, seq)
+	}
+	snap := &snapshot{}
+	if err := json.Unmarshal(raw, snap); err != nil {
+		return nil, fmt.Errorf("run %s: %w: checkpoint event %d: %v", t.st.ID, ErrCorrupt, seq, err)
+	}
+	if snap.Steps == nil {
+		snap.Steps = map[string]*StepState{}
+	}
+	inMemory := map[int64]*StepState{}
+	for _, ss := range t.st.Steps {
+		if ss.coldSeq != 0 {
+			inMemory[ss.coldSeq] = ss
+		}
+	}
+	missing := map[int64]string{}
+	for id, cs := range snap.Cold {
+		if ss, ok := inMemory[cs]; ok {
+			c, err := deepCopy(ss)
+			if err != nil {
+				return nil, err
+			}
+			c.coldSeq = cs
+			snap.Steps[id] = c
+		} else {
+			missing[cs] = id
+		}
+	}
+	if len(missing) > 0 {
+		blobs, err := t.e.readBlobs(t.ctx, t.st.ID, t.headSeq, missing)
+		if err != nil {
+			return nil, err
+		}
+		for cs, id := range missing {
+			b, ok := blobs[cs]
+			if !ok {
+				return nil, fmt.Errorf("run %s: %w: state of step %s (event %d) is missing", t.st.ID, ErrCorrupt, id, cs)
+			}
+			ss := &StepState{}
+			if err := json.Unmarshal(b, ss); err != nil {
+				return nil, fmt.Errorf("run %s: %w: state of step %s: %v", t.st.ID, ErrCorrupt, id, err)
+			}
+			ss.coldSeq = cs
+			snap.Steps[id] = ss
+		}
+	}
+	for _, ss := range snap.Steps {
+		if ss.Attempts == nil {
+			ss.Attempts = []Attempt{}
+		}
+	}
+	return snap, nil
 }

@@ -557,13 +557,17 @@ func TestPollCursor(t *testing.T) {
 	h := newHarness(t, Options{})
 	r := h.plan(twoSteps, map[string]any{"x": "X"})
 	p, err := h.e.Poll(h.ctx, r.RunID, 0)
-	if err != nil || len(p.Events) != 2 || p.NextCursor != 2 || p.Status != StatusRunning {
+	if err != nil || len(p.Events) != 2 || p.Events[0].Type != "planned" || p.Status != StatusRunning {
 		t.Fatalf("poll %s %v", dump(p), err)
 	}
+	cursor := p.NextCursor
 	r = h.ok(r, "a", `{"v":"A"}`)
-	p, err = h.e.Poll(h.ctx, r.RunID, p.NextCursor)
-	if err != nil || len(p.Events) != 2 || p.Events[0].Type != "result" || p.NextCursor != 4 {
+	p, err = h.e.Poll(h.ctx, r.RunID, cursor)
+	if err != nil || len(p.Events) != 2 || p.Events[0].Type != "result" || p.Events[1].Type != "ready" || p.NextCursor <= cursor {
 		t.Fatalf("poll %s %v", dump(p), err)
+	}
+	if p2, err := h.e.Poll(h.ctx, r.RunID, p.NextCursor); err != nil || len(p2.Events) != 0 {
+		t.Fatalf("poll at head %s %v", dump(p2), err)
 	}
 	_, err = h.e.Poll(h.ctx, r.RunID, 99)
 	wantCode(t, err, ErrInvalidCursor)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,6 +36,10 @@ type Engine struct {
 	wg       sync.WaitGroup
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
+
+	// verifyWrites (tests only) re-reads every written run from the store
+	// and compares it with the state in memory.
+	verifyWrites bool
 }
 
 // cachedRun is the decoded state of a run as last written by this process,
@@ -142,6 +147,9 @@ func (e *Engine) planFor(st *runState) (*compiled, error) {
 	if ok {
 		return c, nil
 	}
+	if st.Spec == nil {
+		return nil, fmt.Errorf("%w: run %s: the spec snapshot was not loaded", ErrCorrupt, st.ID)
+	}
 	p, diags := ir.Build(st.Spec)
 	if len(diags) > 0 {
 		return nil, fmt.Errorf("%w: run %s: persisted run contains an invalid spec: %v", ErrCorrupt, st.ID, diags)
@@ -168,12 +176,12 @@ func canonicalOrdered(v any) ([]byte, error) {
 	return buf, nil
 }
 
-// decode returns the decoded state of a snapshot, from the cache when the
-// document is the one this process last wrote. The returned state is
-// owned by the caller (the cache entry is removed until the caller stores
-// a new one), so a failed transition can never leave a mutated cached
-// state behind.
-func (e *Engine) decode(snap *store.Snapshot) (*runState, error) {
+// decode returns the full decoded state of a snapshot (under the run
+// lock), from the cache when the document is the one this process last
+// wrote. The returned state is owned by the caller (the cache entry is
+// removed until the caller stores a new one), so a failed transition can
+// never leave a mutated cached state behind.
+func (e *Engine) decode(ctx context.Context, snap *store.Snapshot) (*runState, error) {
 	e.mu.Lock()
 	c, ok := e.cache[snap.RunID]
 	if ok {
@@ -183,11 +191,7 @@ func (e *Engine) decode(snap *store.Snapshot) (*runState, error) {
 	if ok && string(c.doc) == string(snap.State) {
 		return c.st, nil
 	}
-	st, err := decodeState(snap.State)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", snap.RunID, err)
-	}
-	return st, nil
+	return e.decodeRun(ctx, snap, true)
 }
 
 func (e *Engine) remember(id string, doc []byte, st *runState) {
@@ -202,9 +206,10 @@ func (e *Engine) remember(id string, doc []byte, st *runState) {
 	e.cache[id] = &cachedRun{doc: doc, st: st}
 }
 
-// load reads a run without the lock (a consistent acknowledged snapshot).
-// The returned state must not be mutated or cached.
-func (e *Engine) load(ctx context.Context, runID string) (*runState, *compiled, store.Head, error) {
+// load reads a run without the lock (a consistent acknowledged snapshot):
+// the state document and, when full, the finished steps. The returned
+// state must not be cached.
+func (e *Engine) load(ctx context.Context, runID string, full bool) (*runState, *compiled, store.Head, error) {
 	if err := store.ValidateRunID(runID); err != nil {
 		return nil, nil, store.Head{}, newErr(ErrRunNotFound, runID, "run %q not found: %v", runID, err)
 	}
@@ -212,9 +217,9 @@ func (e *Engine) load(ctx context.Context, runID string) (*runState, *compiled, 
 	if err != nil {
 		return nil, nil, store.Head{}, mapStoreErr(runID, err)
 	}
-	st, err := decodeState(snap.State)
+	st, err := e.decodeRun(ctx, snap, full)
 	if err != nil {
-		return nil, nil, store.Head{}, fmt.Errorf("run %s: %w", runID, err)
+		return nil, nil, store.Head{}, mapStoreErr(runID, err)
 	}
 	c, err := e.planFor(st)
 	if err != nil {
@@ -239,7 +244,7 @@ func mapStoreErr(runID string, err error) error {
 			e.HolderPID = le.PID
 		}
 		return e
-	case errors.Is(err, store.ErrCorrupt):
+	case errors.Is(err, store.ErrCorrupt), errors.Is(err, ErrCorrupt):
 		return &Error{Kind: ErrCorrupt, RunID: runID, Message: fmt.Sprintf("run %s is corrupt: %v", runID, err), Err: err}
 	}
 	return err
@@ -256,7 +261,7 @@ func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error
 	var t *txn
 	var doc []byte
 	_, err := e.store.Update(ctx, runID, func(cur *store.Snapshot) (*store.Change, error) {
-		st, err := e.decode(cur)
+		st, err := e.decode(ctx, cur)
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +279,7 @@ func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error
 			return nil, nil
 		}
 		st.UpdatedAt = t.now
-		doc, err = encodeState(st)
+		doc, err = t.encode()
 		if err != nil {
 			return nil, err
 		}
@@ -283,11 +288,44 @@ func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error
 	if err != nil {
 		return nil, mapStoreErr(runID, err)
 	}
+	if e.verifyWrites {
+		if err := e.checkPersisted(ctx, runID, t.st); err != nil {
+			return nil, err
+		}
+	}
 	e.remember(runID, doc, t.st)
 	if t.engineWork {
 		e.kickFanouts(runID)
 	}
 	return t, nil
+}
+
+// checkPersisted compares a run as a fresh process would read it with the
+// state this process holds (a test-only invariant check: a finished step
+// changed without touch would be caught here).
+func (e *Engine) checkPersisted(ctx context.Context, runID string, mem *runState) error {
+	snap, err := e.store.Load(ctx, runID)
+	if err != nil {
+		return err
+	}
+	disk, err := e.decodeRun(ctx, snap, true)
+	if err != nil {
+		return err
+	}
+	norm := func(st *runState) string {
+		steps := map[string]*StepState{}
+		for id, s := range st.Steps {
+			if !s.pristine() {
+				steps[id] = compactStep(s)
+			}
+		}
+		b, _ := json.Marshal(doc{runState: st, Steps: steps})
+		return string(b)
+	}
+	if a, b := norm(disk), norm(mem); a != b {
+		return fmt.Errorf("persisted run %s differs from memory:\n disk %s\n mem  %s", runID, a, b)
+	}
+	return nil
 }
 
 // workspaceRoot resolves a plan's workspace root.

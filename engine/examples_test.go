@@ -171,3 +171,24 @@ func TestExampleFlowComposition(t *testing.T) {
 		t.Fatalf("run step output %s", dump(st))
 	}
 }
+
+// Iterate exhaustion is a forced failure that takes the on_fail route.
+func TestIterateExhaustionIntoOnFail(t *testing.T) {
+	h := newHarness(t, Options{})
+	spec := strings.Replace(string(example(t, "iterate.stratum.yaml")), "max: 5", "max: 2", 1)
+	spec = strings.Replace(spec, `          until: "result.quality >= 0.95"`, `          until: "result.quality >= 0.95"
+        on_fail: settle
+      - id: settle
+        do: "Accept the best draft"
+        out: Draft`, 1)
+	spec = strings.Replace(spec, `from: "${improve.output}"`, `from: "${settle.output}"`, 1)
+	r := h.plan(spec, map[string]any{"brief": "b"})
+	r = h.ok(r, "improve", `{"text":"v1","quality":0.1}`)
+	r = h.ok(r, "improve", `{"text":"v2","quality":0.2}`)
+	en := entry(t, r, "settle")
+	if en.PreviousFailure == nil || !strings.Contains(en.PreviousFailure.Reason, "iterate max 2 reached") {
+		t.Fatalf("settle %s", dump(en))
+	}
+	r = h.ok(r, "settle", `{"text":"v2","quality":0.2}`)
+	wantStatus(t, r, StatusCompleted)
+}

@@ -312,7 +312,8 @@ func (t *txn) itemDone(loc located, req StepDoneRequest) error {
 	if req.DispatchToken == "" {
 		return t.refuse(ErrStaleToken, id, "step result is stale: dispatchToken is required for a consumer fanout item (%q)", id)
 	}
-	if err := t.checkToken(id, it.Status, it.DispatchToken, it.AcceptedDispatchToken, req.DispatchToken); err != nil {
+	issued := it.Status != StepPending || len(it.Attempts) > 0
+	if err := t.checkToken(id, it.Status, it.DispatchToken, it.AcceptedDispatchToken, req.DispatchToken, issued); err != nil {
 		return err
 	}
 	t.settleItem(loc.sc, s, st, it, itemResult{output: req.Result.Output, failure: req.Result.Failure,

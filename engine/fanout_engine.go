@@ -17,7 +17,7 @@ func (e *Engine) kickFanouts(runID string) {
 	if e.opts.Dispatcher == nil || e.bgCtx.Err() != nil {
 		return
 	}
-	st, c, _, err := e.load(e.bgCtx, runID)
+	st, c, _, err := e.load(e.bgCtx, runID, false)
 	if err != nil || st.Status != StatusRunning || st.CancelRequested {
 		return
 	}
@@ -93,7 +93,7 @@ func (t *txn) currentFanout(s *ir.Step, epoch int) (*scope, *StepState, bool) {
 		return nil, nil, false
 	}
 	root := t.rootScope()
-	st := root.steps[s.ID]
+	st := root.peek(s)
 	if st == nil || st.Status != StepRunning || st.Epoch != epoch || st.Fanout == nil {
 		return nil, nil, false
 	}

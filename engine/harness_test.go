@@ -74,6 +74,7 @@ func newHarness(t *testing.T, opts Options) *harness {
 		opts.Workspace.Default = ws
 	}
 	e := New(fs, opts)
+	e.verifyWrites = true
 	t.Cleanup(e.Close)
 	return &harness{t: t, ctx: context.Background(), root: root, store: fs, e: e, ws: ws}
 }
@@ -84,6 +85,7 @@ func (h *harness) reopen(opts Options) *Engine {
 		opts.Workspace.Default = h.ws
 	}
 	e := New(h.store, opts)
+	e.verifyWrites = true
 	h.t.Cleanup(e.Close)
 	return e
 }

@@ -55,13 +55,14 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 	st := &runState{
 		Format: stateFormat, ID: e.newID(), FlowName: flow.Name, RevisionDigest: c.digest, WorkspaceRoot: ws,
 		CreatedAt: now, UpdatedAt: now, Status: StatusRunning, Steps: map[string]*StepState{},
-		Input: Some(input), Spec: c.specJSON,
+		Input: Some(input), Spec: c.specJSON, SpecSeq: 1,
 	}
 	if err := store.ValidateRunID(st.ID); err != nil {
 		return nil, fmt.Errorf("engine id source produced an unusable run id: %w", err)
 	}
 	t := newTxn(ctx, e, st, c)
 	t.now = now
+	t.emit(evSpec, "", map[string]any{"json": string(c.specJSON), "revisionDigest": c.digest})
 	t.emit("planned", "", map[string]any{"flow": flow.Name, "revisionDigest": c.digest})
 	if msg := e.missingDispatcher(flow); msg != "" {
 		t.failRun(&Failure{Reason: msg})
@@ -70,7 +71,7 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 	}
 	resp := t.response()
 	resp.RevisionDigest = c.digest
-	doc, err := encodeState(st)
+	doc, err := t.encode()
 	if err != nil {
 		return nil, err
 	}

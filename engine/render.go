@@ -25,7 +25,7 @@ func (t *txn) resolver(sc *scope, sx *stageCtx) ir.Resolver {
 			}
 			return v, nil
 		case ir.RefStep:
-			st := sc.steps[r.Name]
+			st := sc.peekID(r.Name)
 			if st == nil || st.Status != StepSucceeded || !st.Output.Present {
 				return nil, fmt.Errorf("reference output is unavailable (the source may have been skipped): %s", r.Text)
 			}

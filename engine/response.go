@@ -213,26 +213,26 @@ func (t *txn) readyEntries() []ReadyEntry {
 	root := t.rootScope()
 	var out []ReadyEntry
 	for _, s := range root.flow.Steps {
-		st := root.steps[s.ID]
+		st := root.peek(s)
 		if s.Kind == ir.KindDo && st != nil && st.Status == StepReady {
 			out = append(out, t.taskEntry(root, s, st))
 		}
 	}
 	for _, s := range root.flow.Steps {
-		st := root.steps[s.ID]
+		st := root.peek(s)
 		if s.Kind != ir.KindRun || st == nil || st.Status != StepRunning || st.Sub == nil {
 			continue
 		}
 		child := t.childScope(root, s)
 		for _, cs := range child.flow.Steps {
-			cst := child.steps[cs.ID]
+			cst := child.peek(cs)
 			if cs.Kind == ir.KindDo && cst != nil && cst.Status == StepReady {
 				out = append(out, t.taskEntry(child, cs, cst))
 			}
 		}
 	}
 	for _, s := range root.flow.Steps {
-		st := root.steps[s.ID]
+		st := root.peek(s)
 		if s.Kind != ir.KindFanout || s.Fanout.Dispatch != "consumer" || st == nil || st.Status != StepRunning || st.Fanout == nil {
 			continue
 		}
@@ -276,7 +276,7 @@ func (t *txn) waiting() []Waiting {
 	root := t.rootScope()
 	var out []Waiting
 	for _, s := range root.flow.Steps {
-		st := root.steps[s.ID]
+		st := root.peek(s)
 		if st == nil {
 			continue
 		}
@@ -288,7 +288,7 @@ func (t *txn) waiting() []Waiting {
 			n := len(out)
 			if child != nil {
 				for _, cs := range child.flow.Steps {
-					if cst := child.steps[cs.ID]; cst != nil && cst.Status == StepWaitingGate {
+					if cst := child.peek(cs); cst != nil && cst.Status == StepWaitingGate {
 						out = append(out, Waiting{StepID: child.scoped(cs.ID), Kind: "gate"})
 					}
 				}

@@ -15,7 +15,11 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Response, error) {
 		if t.st.Status == StatusCancelled || t.st.CancelRequested {
 			return t.refuse(ErrRunCancelled, "", "run %s is cancelled; resume is not permitted", t.st.ID)
 		}
-		doc, err := specDocument(t.st.Spec)
+		found, err := t.e.readBlobs(t.ctx, t.st.ID, t.headSeq, map[int64]string{t.st.SpecSeq: ""})
+		if err != nil {
+			return err
+		}
+		doc, err := specDocument(found[t.st.SpecSeq])
 		if err != nil {
 			return newErr(ErrCorrupt, t.st.ID, "run %s: the persisted spec cannot be read: %v", t.st.ID, err)
 		}

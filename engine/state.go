@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -55,15 +54,25 @@ type runState struct {
 	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
 	CancelRequested bool                   `json:"cancelRequested,omitempty"`
 
-	Checkpoints       []*checkpoint `json:"checkpoints,omitempty"`
-	GenerationCounter int64         `json:"generationCounter"`
-	ReceiptCounter    int64         `json:"receiptCounter"`
+	// Cold maps each finished root step to the seq of the internal event
+	// holding its final state (written once, when it finished).
+	Cold map[string]int64 `json:"cold,omitempty"`
+	// Checkpoints map labels (in commit order) to the seq of the internal
+	// event holding the snapshot.
+	Checkpoints       []checkpointRef `json:"checkpoints,omitempty"`
+	GenerationCounter int64           `json:"generationCounter"`
+	ReceiptCounter    int64           `json:"receiptCounter"`
 	// ExternalReceipts maps the dispatchId of each usage_report receipt to
 	// its seq, for idempotence.
 	ExternalReceipts map[string]int64 `json:"externalReceipts,omitempty"`
 
-	Input Value           `json:"input"`
-	Spec  json.RawMessage `json:"spec"`
+	Input Value `json:"input"`
+	// SpecSeq is the seq of the internal event holding the spec snapshot
+	// (the ordered JSON the revision digest hashes).
+	SpecSeq int64 `json:"specSeq"`
+	// Spec is loaded from that event only when this process has no
+	// compiled plan for the digest.
+	Spec json.RawMessage `json:"-"`
 }
 
 // Failure is why an attempt, a step or a run failed.
@@ -122,7 +131,17 @@ type StepState struct {
 	Sub         *SubState    `json:"sub,omitempty"`
 	// Spent is the task ledger (for a run step: the subflow ledger).
 	Spent Ledger `json:"spent"`
+
+	// coldSeq is the seq of the internal event holding exactly this
+	// (finished) state; 0 when the state lives in the state document or
+	// changed since it was written. Anything that mutates a finished step
+	// must call touch.
+	coldSeq int64
 }
+
+// touch records that a step's state changed (so a finished step is
+// written again).
+func (s *StepState) touch() { s.coldSeq = 0 }
 
 // SkipInfo explains a skip.
 type SkipInfo struct {
@@ -202,12 +221,13 @@ type Provenance struct {
 	At          time.Time `json:"at"`
 }
 
-// checkpoint is a named snapshot of the mutable part of a run.
-type checkpoint struct {
-	Label    string   `json:"label"`
-	Snapshot snapshot `json:"snapshot"`
+// checkpointRef names a checkpoint and the event holding its snapshot.
+type checkpointRef struct {
+	Label string `json:"label"`
+	Seq   int64  `json:"seq"`
 }
 
+// snapshot is the mutable part of a run, as a checkpoint saves it.
 type snapshot struct {
 	Status          string                 `json:"status"`
 	Output          Value                  `json:"output,omitzero"`
@@ -215,6 +235,7 @@ type snapshot struct {
 	FlowSpent       Ledger                 `json:"flowSpent"`
 	Rounds          int                    `json:"rounds,omitempty"`
 	Steps           map[string]*StepState  `json:"steps"`
+	Cold            map[string]int64       `json:"cold,omitempty"`
 	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
 	CancelRequested bool                   `json:"cancelRequested,omitempty"`
 	// EventSeq is the head of the event log when the checkpoint was
@@ -241,49 +262,3 @@ func (s *StepState) pristine() bool {
 }
 
 func newStepState() *StepState { return &StepState{Status: StepPending, Attempts: []Attempt{}} }
-
-// encodeState writes the state document. Pristine pending steps are left
-// out to keep the document small.
-func encodeState(st *runState) ([]byte, error) {
-	full := st.Steps
-	st.Steps = compactSteps(full)
-	defer func() { st.Steps = full }()
-	b, err := json.Marshal(st)
-	if err != nil {
-		return nil, fmt.Errorf("encode run state: %w", err)
-	}
-	return b, nil
-}
-
-func compactSteps(m map[string]*StepState) map[string]*StepState {
-	out := make(map[string]*StepState, len(m))
-	for id, s := range m {
-		if s.pristine() {
-			continue
-		}
-		if s.Sub != nil {
-			c := *s
-			sub := *s.Sub
-			sub.Steps = compactSteps(s.Sub.Steps)
-			c.Sub = &sub
-			s = &c
-		}
-		out[id] = s
-	}
-	return out
-}
-
-// decodeState reads a state document.
-func decodeState(b []byte) (*runState, error) {
-	var st runState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("%w: state document: %v", ErrCorrupt, err)
-	}
-	if st.Format != stateFormat {
-		return nil, fmt.Errorf("%w: state document format %q, want %q", ErrCorrupt, st.Format, stateFormat)
-	}
-	if st.Steps == nil {
-		st.Steps = map[string]*StepState{}
-	}
-	return &st, nil
-}

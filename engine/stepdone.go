@@ -78,8 +78,11 @@ func (t *txn) refuse(kind error, stepID, format string, args ...any) *Error {
 	return &Error{Kind: kind, RunID: t.st.ID, StepID: stepID, Message: fmt.Sprintf(format, args...), State: t.response()}
 }
 
-// checkToken fences a report against a step's (or item's) issuance.
-func (t *txn) checkToken(stepID, status, current, accepted, token string) error {
+// checkToken fences a report against a step's (or item's) issuance. A
+// token for a step that has been issued before but is not the current
+// issuance is stale (an earlier attempt, a reset round, an accepted
+// result); a report for a step never issued is not awaited.
+func (t *txn) checkToken(stepID, status, current, accepted, token string, issued bool) error {
 	switch {
 	case token == "":
 		return t.refuse(ErrStaleToken, stepID, "step result is stale: missing dispatch token for %q", stepID)
@@ -87,10 +90,14 @@ func (t *txn) checkToken(stepID, status, current, accepted, token string) error 
 		return nil
 	case token == accepted:
 		return t.refuse(ErrStaleToken, stepID, "step result is stale: the result for this dispatch of %q was already accepted", stepID)
-	case status == StepReady || current != "" || accepted != "" || status != StepPending:
-		return t.refuse(ErrStaleToken, stepID, "step result is stale: dispatched for a superseded issuance of %q", stepID)
+	case issued:
+		return t.refuse(ErrStaleToken, stepID, "step result is stale: dispatched for a superseded issuance of %q (it is %s now)", stepID, status)
 	}
 	return t.refuse(ErrNotAwaiting, stepID, "step is not awaiting a client result: %q is %s", stepID, status)
+}
+
+func stepIssued(st *StepState) bool {
+	return st.Status != StepPending && st.Status != StepSkipped || len(st.Attempts) > 0 || st.Epoch > 0
 }
 
 // stepDone runs the step_done pipeline of a do step (spec/engine.md 4.1).
@@ -100,7 +107,7 @@ func (t *txn) stepDone(sc *scope, s *ir.Step, req StepDoneRequest) error {
 		return t.refuse(ErrNotAwaiting, id, "step is not awaiting a client result: %q is a %s step, not a do step", id, s.Kind)
 	}
 	st := sc.state(s)
-	if err := t.checkToken(id, st.Status, st.DispatchToken, st.AcceptedDispatchToken, req.DispatchToken); err != nil {
+	if err := t.checkToken(id, st.Status, st.DispatchToken, st.AcceptedDispatchToken, req.DispatchToken, stepIssued(st)); err != nil {
 		return err
 	}
 	t.applyResult(sc, s, st, req)

@@ -235,3 +235,16 @@ func TestRunNotFoundAndLocked(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// A report for a step reset by a revise is stale, not "not awaiting".
+func TestStaleAfterRevise(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(string(example(t, "full-gate.stratum.yaml")), map[string]any{"text": "t"})
+	tok := entry(t, r, "work").DispatchToken
+	r = h.ok(r, "work", goodWork)
+	r = h.resolve(r.RunID, "review", DecisionRevise)
+	_, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "work", DispatchToken: tok, Result: StepResult{Output: json.RawMessage(goodWork)}})
+	wantCode(t, err, ErrStaleToken)
+	_, err = h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "work", DispatchToken: "forged", Result: StepResult{Output: json.RawMessage(goodWork)}})
+	wantCode(t, err, ErrStaleToken)
+}

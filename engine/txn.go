@@ -27,6 +27,9 @@ type txn struct {
 	dirty bool
 	// engineWork: an engine-dispatched fanout needs driving after commit.
 	engineWork bool
+	// root and children cache the scopes of the transition.
+	root     *scope
+	children map[int]*scope
 	// result is the response the transition produced.
 	result *Response
 	// extra carries operation-specific results (commit, usage report...).
@@ -68,25 +71,61 @@ type scope struct {
 	// parent is the run step's state and step (child scopes only).
 	parent     *StepState
 	parentStep *ir.Step
+	// sub is the SubState a child scope was built from.
+	sub *SubState
+	// list caches the states by step index (map lookups of every step on
+	// every sweep dominated a long flow's cost).
+	list []*StepState
 }
 
 func (sc *scope) root() bool { return sc.parent == nil }
 
 // state returns a step's state, creating its pristine pending state.
 func (sc *scope) state(s *ir.Step) *StepState {
+	if st := sc.list[s.Index]; st != nil {
+		return st
+	}
 	st, ok := sc.steps[s.ID]
 	if !ok {
 		st = newStepState()
 		sc.steps[s.ID] = st
 	}
+	sc.list[s.Index] = st
 	return st
+}
+
+// peek returns a step's state, or nil when it is pristine and absent.
+func (sc *scope) peek(s *ir.Step) *StepState {
+	if st := sc.list[s.Index]; st != nil {
+		return st
+	}
+	st := sc.steps[s.ID]
+	if st != nil {
+		sc.list[s.Index] = st
+	}
+	return st
+}
+
+// peekID is peek by step id.
+func (sc *scope) peekID(id string) *StepState {
+	if s := sc.flow.Step(id); s != nil {
+		return sc.peek(s)
+	}
+	return nil
 }
 
 // scoped is a step's id as the run's callers see it.
 func (sc *scope) scoped(id string) string { return sc.prefix + id }
 
+// rootScope is the run's root scope (cached for the transition; revert
+// drops the cache when it replaces the step states).
 func (t *txn) rootScope() *scope {
-	return &scope{flow: t.c.plan.Flow(t.st.FlowName), steps: t.st.Steps, input: t.st.Input.Data}
+	if t.root == nil {
+		f := t.c.plan.Flow(t.st.FlowName)
+		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: make([]*StepState, len(f.Steps))}
+		t.children = map[int]*scope{}
+	}
+	return t.root
 }
 
 // childScope is the scope of an active run step (nil when it has none).
@@ -95,11 +134,17 @@ func (t *txn) childScope(root *scope, s *ir.Step) *scope {
 	if st.Sub == nil {
 		return nil
 	}
+	if c := t.children[s.Index]; c != nil && c.parent == st && c.sub == st.Sub {
+		return c
+	}
 	if st.Sub.Steps == nil {
 		st.Sub.Steps = map[string]*StepState{}
 	}
-	return &scope{flow: t.c.plan.Flow(s.Run), steps: st.Sub.Steps, input: st.Sub.Input.Data,
-		prefix: s.ID + "/", parent: st, parentStep: s}
+	f := t.c.plan.Flow(s.Run)
+	c := &scope{flow: f, steps: st.Sub.Steps, input: st.Sub.Input.Data,
+		prefix: s.ID + "/", parent: st, parentStep: s, sub: st.Sub, list: make([]*StepState, len(f.Steps))}
+	t.children[s.Index] = c
+	return c
 }
 
 // outputs is the `result` binding of when/set: the outputs of the scope's
@@ -107,7 +152,7 @@ func (t *txn) childScope(root *scope, s *ir.Step) *scope {
 func (sc *scope) outputs() *expr.Object {
 	o := expr.NewObject(len(sc.flow.Steps))
 	for _, s := range sc.flow.Steps {
-		if st, ok := sc.steps[s.ID]; ok && st.Status == StepSucceeded && st.Output.Present {
+		if st := sc.peek(s); st != nil && st.Status == StepSucceeded && st.Output.Present {
 			o.Set(s.ID, st.Output.Data)
 		}
 	}

@@ -136,7 +136,7 @@ func (d *diags) add(n *node, code, path, format string, args ...any) {
 	d.seen[key] = struct{}{}
 	line, col := 1, 1
 	if n != nil {
-		line, col = n.line, n.col
+		line, col = int(n.line), int(n.col)
 	}
 	d.list = append(d.list, Diagnostic{Code: code, Path: path, Line: line, Column: col, Message: msg})
 }

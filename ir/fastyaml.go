@@ -70,8 +70,9 @@ type fastLine struct {
 
 type fastParser struct {
 	src   []byte
-	text  string // src as one string: scalars are substrings of it
-	slab  []node // nodes are carved from slabs, one allocation per many
+	text  string  // src as one string: scalars are substrings of it
+	slab  []node  // nodes are carved from slabs, one allocation per many
+	stack []*node // children being collected; each collection copies its own out
 	lines []fastLine
 	li    int
 	bad   bool
@@ -140,7 +141,7 @@ func (p *fastParser) newNode(kind nodeKind, line, col int) *node {
 	}
 	n := &p.slab[0]
 	p.slab = p.slab[1:]
-	n.kind, n.line, n.col = kind, line, col
+	n.kind, n.line, n.col = kind, int32(line), int32(col)
 	return n
 }
 
@@ -171,6 +172,8 @@ func (p *fastParser) block(indent, depth int) *node {
 func (p *fastParser) sequence(indent, depth int) *node {
 	first := &p.lines[p.li]
 	seq := p.newNode(listNode, p.li+1, p.col(first, first.pos))
+	base := len(p.stack)
+	defer func() { p.stack = p.stack[:base] }()
 	for !p.bad {
 		p.skipBlank()
 		if p.li >= len(p.lines) {
@@ -197,10 +200,10 @@ func (p *fastParser) sequence(indent, depth int) *node {
 			p.li++
 			p.skipBlank()
 			if p.li < len(p.lines) && p.lines[p.li].indent > indent && p.lines[p.li].pos == p.lines[p.li].start+p.lines[p.li].indent {
-				seq.items = append(seq.items, p.block(p.lines[p.li].indent, depth+1))
+				p.stack = append(p.stack, p.block(p.lines[p.li].indent, depth+1))
 				continue
 			}
-			seq.items = append(seq.items, p.newNode(nullNode, lineNo, p.col(l, dash)+1))
+			p.stack = append(p.stack, p.newNode(nullNode, lineNo, p.col(l, dash)+1))
 			continue
 		}
 		if p.src[j] == '-' && (j+1 == l.end || p.src[j+1] == ' ') {
@@ -209,14 +212,14 @@ func (p *fastParser) sequence(indent, depth int) *node {
 		if p.entryKeyEnd(l, j) >= 0 {
 			// "- key: value": a mapping whose keys align with key.
 			l.pos = j
-			seq.items = append(seq.items, p.mapping(j-l.start, depth+1))
+			p.stack = append(p.stack, p.mapping(j-l.start, depth+1))
 			continue
 		}
 		v := p.inlineValue(l, j, depth+1)
 		if v == nil {
 			return p.fail()
 		}
-		seq.items = append(seq.items, v)
+		p.stack = append(p.stack, v)
 		p.li++
 		if !p.dedentAfterScalar(indent) {
 			return p.fail()
@@ -225,6 +228,7 @@ func (p *fastParser) sequence(indent, depth int) *node {
 	if p.bad {
 		return nil
 	}
+	seq.kids = append(make([]*node, 0, len(p.stack)-base), p.stack[base:]...)
 	return seq
 }
 
@@ -241,6 +245,8 @@ func (p *fastParser) mapping(indent, depth int) *node {
 	}
 	first := &p.lines[p.li]
 	m := p.newNode(mapNode, p.li+1, p.col(first, first.pos))
+	base := len(p.stack) // pairs: key, value, key, value...
+	defer func() { p.stack = p.stack[:base] }()
 	for !p.bad {
 		p.skipBlank()
 		if p.li >= len(p.lines) {
@@ -261,8 +267,8 @@ func (p *fastParser) mapping(indent, depth int) *node {
 		if key == nil {
 			return p.fail()
 		}
-		for _, k := range m.keys {
-			if k.str == key.str {
+		for i := base; i < len(p.stack); i += 2 {
+			if p.stack[i].str == key.str {
 				return p.fail() // duplicate: yaml.v3's path reports it
 			}
 		}
@@ -298,11 +304,16 @@ func (p *fastParser) mapping(indent, depth int) *node {
 		if p.bad {
 			return nil
 		}
-		m.keys = append(m.keys, key)
-		m.vals = append(m.vals, val)
+		p.stack = append(p.stack, key, val)
 	}
 	if p.bad {
 		return nil
+	}
+	pairs := (len(p.stack) - base) / 2
+	m.kids = make([]*node, 2*pairs)
+	for i := range pairs {
+		m.kids[i] = p.stack[base+2*i]
+		m.kids[pairs+i] = p.stack[base+2*i+1]
 	}
 	return m
 }
@@ -491,13 +502,10 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 		closer = '}'
 		n.kind = mapNode
 	}
+	base := len(p.stack)
+	defer func() { p.stack = p.stack[:base] }()
 	k := p.skipSpaces(l, j+1)
 	if k < l.end && s[k] == closer {
-		if isMap {
-			n.keys, n.vals = []*node{}, []*node{}
-		} else {
-			n.items = []*node{}
-		}
 		return n, k + 1
 	}
 	for {
@@ -511,8 +519,8 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 			if !ok {
 				return nil, 0
 			}
-			for _, prev := range n.keys {
-				if prev.str == key.str {
+			for i := base; i < len(p.stack); i += 2 {
+				if p.stack[i].str == key.str {
 					return nil, 0
 				}
 			}
@@ -539,10 +547,9 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 			}
 		}
 		if isMap {
-			n.keys = append(n.keys, key)
-			n.vals = append(n.vals, v)
+			p.stack = append(p.stack, key, v)
 		} else {
-			n.items = append(n.items, v)
+			p.stack = append(p.stack, v)
 		}
 		k = p.skipSpaces(l, k)
 		if k >= l.end {
@@ -555,6 +562,16 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 				return nil, 0 // trailing or doubled comma
 			}
 		case closer:
+			if isMap {
+				pairs := (len(p.stack) - base) / 2
+				n.kids = make([]*node, 2*pairs)
+				for i := range pairs {
+					n.kids[i] = p.stack[base+2*i]
+					n.kids[pairs+i] = p.stack[base+2*i+1]
+				}
+			} else {
+				n.kids = append(make([]*node, 0, len(p.stack)-base), p.stack[base:]...)
+			}
 			return n, k + 1
 		default:
 			return nil, 0

@@ -17,13 +17,13 @@ func dumpTree(n *node) string {
 		switch n.kind {
 		case mapNode:
 			fmt.Fprintf(&b, "%smap @%d:%d\n", ind, n.line, n.col)
-			for i, k := range n.keys {
+			for i, k := range n.keys() {
 				fmt.Fprintf(&b, "%s key %q @%d:%d\n", ind, k.str, k.line, k.col)
-				walk(n.vals[i], ind+"  ")
+				walk(n.vals()[i], ind+"  ")
 			}
 		case listNode:
 			fmt.Fprintf(&b, "%slist @%d:%d\n", ind, n.line, n.col)
-			for _, it := range n.items {
+			for _, it := range n.items() {
 				walk(it, ind+"  ")
 			}
 		default:

@@ -59,12 +59,29 @@ func (k nodeKind) String() string {
 type node struct {
 	kind      nodeKind
 	b         bool // boolNode
-	line, col int
-	str       string  // stringNode
+	line, col int32
+	str       string  // stringNode (and the source text of other scalars)
 	num       float64 // numberNode
-	keys      []*node // mapNode: key nodes (kind stringNode), in order
-	vals      []*node // mapNode: values, parallel to keys
-	items     []*node // listNode
+	// kids holds a list's items, or a mapping's keys (kind stringNode, in
+	// order) followed by its values: one slice keeps nodes small, since
+	// specs have many of them.
+	kids []*node
+}
+
+// keys returns a mapping's key nodes.
+func (n *node) keys() []*node { return n.kids[:len(n.kids)/2] }
+
+// vals returns a mapping's values, parallel to keys.
+func (n *node) vals() []*node { return n.kids[len(n.kids)/2:] }
+
+// items returns a list's items.
+func (n *node) items() []*node { return n.kids }
+
+// newMapKids lays out keys and values as node.kids expects.
+func newMapKids(keys, vals []*node) []*node {
+	kids := make([]*node, 0, 2*len(keys))
+	kids = append(kids, keys...)
+	return append(kids, vals...)
 }
 
 // get returns the value under key of a mapping node, or nil.
@@ -72,9 +89,10 @@ func (n *node) get(key string) *node {
 	if n == nil || n.kind != mapNode {
 		return nil
 	}
-	for i, k := range n.keys {
+	half := len(n.kids) / 2
+	for i, k := range n.kids[:half] {
 		if k.str == key {
-			return n.vals[i]
+			return n.kids[half+i]
 		}
 	}
 	return nil
@@ -85,7 +103,7 @@ func (n *node) keyNode(key string) *node {
 	if n == nil || n.kind != mapNode {
 		return nil
 	}
-	for _, k := range n.keys {
+	for _, k := range n.keys() {
 		if k.str == key {
 			return k
 		}
@@ -117,7 +135,7 @@ func loadYAML(src []byte, d *diags) *node {
 	}
 	if err != nil {
 		line, msg := yamlErrorLine(err)
-		d.add(&node{line: line, col: 1}, CodeYAMLSyntax, "", "YAML syntax error: %s", msg)
+		d.add(&node{line: int32(line), col: 1}, CodeYAMLSyntax, "", "YAML syntax error: %s", msg)
 		return nil
 	}
 	var extra yaml.Node
@@ -128,7 +146,7 @@ func loadYAML(src []byte, d *diags) *node {
 		} else {
 			line, _ = yamlErrorLine(err)
 		}
-		d.add(&node{line: line, col: 1}, CodeYAMLSyntax, "", "the file holds more than one YAML document (a \"---\" separator); a spec is exactly one document")
+		d.add(&node{line: int32(line), col: 1}, CodeYAMLSyntax, "", "the file holds more than one YAML document (a \"---\" separator); a spec is exactly one document")
 		return nil
 	}
 	root := &doc
@@ -148,7 +166,7 @@ func loadYAML(src []byte, d *diags) *node {
 	if size := c.expandedSize(root, 0); c.failed {
 		return nil
 	} else if size > MaxNodes {
-		d.add(&node{line: root.Line, col: root.Column}, CodeYAMLLimit, "",
+		d.add(&node{line: int32(root.Line), col: int32(root.Column)}, CodeYAMLLimit, "",
 			"the document expands to more than %d values (YAML aliases multiply their anchors); write the values out or use fewer aliases", MaxNodes)
 		return nil
 	}
@@ -219,7 +237,7 @@ func (c *converter) expandedSize(n *yaml.Node, depth int) int {
 }
 
 func (c *converter) fail(n *yaml.Node, code, format string, args ...any) {
-	c.d.add(&node{line: n.Line, col: n.Column}, code, "", format, args...)
+	c.d.add(&node{line: int32(n.Line), col: int32(n.Column)}, code, "", format, args...)
 	c.failed = true
 }
 
@@ -235,7 +253,7 @@ func (c *converter) convert(n *yaml.Node, depth int) *node {
 			return out
 		}
 	}
-	out := &node{line: n.Line, col: n.Column}
+	out := &node{line: int32(n.Line), col: int32(n.Column)}
 	switch n.Kind {
 	case yaml.ScalarNode:
 		c.scalar(n, out)
@@ -246,8 +264,8 @@ func (c *converter) convert(n *yaml.Node, depth int) *node {
 		}
 		out.kind = mapNode
 		pairs := len(n.Content) / 2
-		out.keys = make([]*node, 0, pairs)
-		out.vals = make([]*node, 0, pairs)
+		keys := make([]*node, 0, pairs)
+		vals := make([]*node, 0, pairs)
 		var seen map[string]*node
 		if pairs > 8 {
 			seen = make(map[string]*node, pairs)
@@ -261,13 +279,13 @@ func (c *converter) convert(n *yaml.Node, depth int) *node {
 				c.fail(kn, CodeYAMLSyntax, "a mapping key must be a plain word or string, not %s", yamlKindName(kn.Kind))
 				return nil
 			}
-			key := &node{kind: stringNode, line: kn.Line, col: kn.Column, str: kn.Value}
+			key := &node{kind: stringNode, line: int32(kn.Line), col: int32(kn.Column), str: kn.Value}
 			var prev *node
 			if seen != nil {
 				prev = seen[key.str]
 				seen[key.str] = key
 			} else {
-				for _, k := range out.keys {
+				for _, k := range keys {
 					if k.str == key.str {
 						prev = k
 						break
@@ -282,22 +300,23 @@ func (c *converter) convert(n *yaml.Node, depth int) *node {
 			if c.failed {
 				return nil
 			}
-			out.keys = append(out.keys, key)
-			out.vals = append(out.vals, v)
+			keys = append(keys, key)
+			vals = append(vals, v)
 		}
+		out.kids = newMapKids(keys, vals)
 	case yaml.SequenceNode:
 		if depth > MaxNesting {
 			c.fail(n, CodeYAMLLimit, "mappings and lists are nested more than %d deep", MaxNesting)
 			return nil
 		}
 		out.kind = listNode
-		out.items = make([]*node, 0, len(n.Content))
+		out.kids = make([]*node, 0, len(n.Content))
 		for _, ch := range n.Content {
 			v := c.convert(ch, depth+1)
 			if c.failed {
 				return nil
 			}
-			out.items = append(out.items, v)
+			out.kids = append(out.kids, v)
 		}
 	default:
 		c.fail(n, CodeYAMLSyntax, "unexpected YAML node")

@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestScalarResolution(t *testing.T) {
@@ -97,16 +96,11 @@ func TestBillionLaughsRefusedQuickly(t *testing.T) {
 		}
 		b.WriteString("]\n")
 	}
-	start := time.Now()
+	// Expanding 9^30 values would never finish: returning at all shows the
+	// document was refused before expansion.
 	_, ds := Build([]byte(b.String()))
-	elapsed := time.Since(start)
 	if len(ds) != 1 || ds[0].Code != CodeYAMLLimit || !strings.Contains(ds[0].Message, "aliases") {
 		t.Fatalf("got %v", ds)
-	}
-	// Not a timing assertion of performance, a guard against expansion:
-	// expanding 9^30 values would never finish.
-	if elapsed > 5*time.Second {
-		t.Fatalf("took %v", elapsed)
 	}
 }
 

@@ -119,6 +119,8 @@ func (v *validator) resolveFieldTypes(ci *contractInfo) {
 		}
 		target := v.contractByName[t.Name]
 		switch {
+		case target == nil && !v.contractsOK:
+			t.loose = true
 		case target == nil:
 			v.d.add(ci.fieldNodes[i], CodeContractRef, joinPath(ci.path, ci.c.Fields[i].Name), "type %q names contract %s, which is not declared; declare it under contracts or use one of: %s", ci.fieldSrc[i], t.Name, v.contractNames())
 			t.loose = true
@@ -142,8 +144,13 @@ func (v *validator) contractNames() string {
 }
 
 // lookupContract finds a contract by name for out/output.contract.
+// When contracts itself is missing or broken, every name is accepted (as
+// an unknown shape): that one problem is already reported.
 func (v *validator) lookupContract(name string) (*contractInfo, bool) {
 	ci, ok := v.contractByName[name]
+	if !ok && !v.contractsOK {
+		return &contractInfo{name: name, poisoned: true}, true
+	}
 	return ci, ok
 }
 
@@ -464,11 +471,11 @@ func (fc *flowCheck) stepTable() {
 func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, what string) {
 	fs, ts := fc.fl.byID[from], fc.fl.byID[to]
 	if fs == nil {
-		fc.v.d.add(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s", what, from, fc.fl.name)
+		fc.unknownTarget(n, path, what, from)
 		return
 	}
 	if ts == nil {
-		fc.v.d.add(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s", what, to, fc.fl.name)
+		fc.unknownTarget(n, path, what, to)
 		return
 	}
 	if fc.cur != nil && fc.fl.byID[fc.cur.s.ID] != fc.cur {
@@ -497,6 +504,15 @@ func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, wh
 		}
 	}
 	fc.cands = append(fc.cands, edgeCand{from: fi, to: ti, dep: dep, path: path, n: n, what: what})
+}
+
+// unknownTarget reports a route or dependency naming no step, unless the
+// flow has a step whose id is itself broken (it may be the one meant).
+func (fc *flowCheck) unknownTarget(n *node, path, what, id string) {
+	if fc.fl.unnamedSteps {
+		return
+	}
+	fc.v.d.add(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s%s", what, id, fc.fl.name, fc.fl.stepHint())
 }
 
 func selfVerb(what string) string {
@@ -538,8 +554,8 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 	for k, a := range s.After {
 		an := si.present.get("after")
 		var n *node
-		if an != nil && k < len(an.items) {
-			n = an.items[k]
+		if an != nil && k < len(an.items()) {
+			n = an.items()[k]
 		}
 		fc.addEdge(a, s.ID, true, indexPath(joinPath(si.path, "after"), k), afterNode(an, a, n), "after")
 	}
@@ -574,7 +590,7 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 		if len(t.Parts) == 1 && t.Parts[0].Ref == nil || len(t.Parts) == 0 {
 			continue
 		}
-		s.Sites = append(s.Sites, Site{Path: l.path, Line: l.n.line, Column: l.n.col, Expression: l.expression, Stage: l.stage, Template: t})
+		s.Sites = append(s.Sites, Site{Path: l.path, Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t})
 		for _, p := range t.Parts {
 			if p.Ref != nil {
 				fc.checkRef(si, l, p.Ref)
@@ -642,7 +658,9 @@ func (fc *flowCheck) checkStepRef(r *Ref, path string, n *node, outputFrom bool)
 			v.d.add(n, CodeCarryPathRes, path, "%s: %s is a carry variable, and a carry path cannot start with .output (it would read as a step output); rename the field or write ${%s}", r.Text, r.Name, r.Name)
 			return nil
 		}
-		v.d.add(n, CodeUnknownStep, path, "%s refers to step %q, which is not a step of flow %s%s", r.Text, r.Name, fc.fl.name, fc.fl.stepHint())
+		if !fc.fl.unnamedSteps {
+			v.d.add(n, CodeUnknownStep, path, "%s refers to step %q, which is not a step of flow %s%s", r.Text, r.Name, fc.fl.name, fc.fl.stepHint())
+		}
 		return nil
 	}
 	if !t.kindKnown || t.outPoisoned {
@@ -726,9 +744,10 @@ func (fc *flowCheck) consumerWorktree() {
 				continue
 			}
 			sp := indexPath(joinPath(si.path, "fanout.steps"), j)
-			for k, e := range st.Ensure {
+			for i, e := range st.Ensure {
 				if e.Kind == EnsureFileExists || e.Kind == EnsureFileContains || e.Kind == EnsureExpr && usesFileFunctions(e.Expr) {
-					v.d.add(si.stageNodes[j].get("ensure").items[k], CodeWorktreeFS, indexPath(joinPath(sp, "ensure"), k), "a consumer-dispatched worktree fanout cannot check files in its stages (the files live in the consumer's worktrees, out of the engine's reach); drop this predicate or check the files in a step after the merge")
+					k := si.stageEnsureAt[j][i]
+					v.d.add(si.stageNodes[j].get("ensure").items()[k], CodeWorktreeFS, indexPath(joinPath(sp, "ensure"), k), "a consumer-dispatched worktree fanout cannot check files in its stages (the files live in the consumer's worktrees, out of the engine's reach); drop this predicate or check the files in a step after the merge")
 					break
 				}
 			}
@@ -848,7 +867,7 @@ func (fc *flowCheck) carry() {
 			target := fl.byID[g.OnRevise]
 			rp := joinPath(gi.path, "gate.on_revise")
 			if target == nil {
-				v.d.add(gi.present.get("gate").get("on_revise"), CodeUnknownTarget, rp, "on_revise names %q, which is not a step of flow %s", g.OnRevise, fl.name)
+				fc.unknownTarget(gi.present.get("gate").get("on_revise"), rp, "on_revise", g.OnRevise)
 				continue
 			}
 			if target == gi {
@@ -973,7 +992,7 @@ func (fc *flowCheck) revise() {
 		target := fl.byID[g.OnRevise]
 		switch {
 		case target == nil:
-			v.d.add(rn, CodeUnknownTarget, rp, "on_revise names %q, which is not a step of flow %s", g.OnRevise, fl.name)
+			fc.unknownTarget(rn, rp, "on_revise", g.OnRevise)
 		case target == gi:
 			v.d.add(rn, CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
 		case !fc.g.reaches(target.s.Index, gi.s.Index, true):

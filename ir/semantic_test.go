@@ -95,6 +95,19 @@ func TestSemanticRules(t *testing.T) {
           dispatch: consumer
       - {id: g, after: [a], gate: {on_approve: null, on_revise: null, on_kill: null}}
 `, CodeWorktreeFS, "flows.main.steps[0].fanout.steps[0].ensure[1]"},
+		{"consumer worktree predicate after a malformed one", strings.Replace(mainHead, "${a.output}", "${a.output[0]}", 1) + `    steps:
+      - id: a
+        fanout:
+          over: "${input.items}"
+          steps:
+            - {do: "${item}", out: R, ensure: [{expr: "x", bogus: 1}, {file_exists: p}]}
+          concurrency: 1
+          isolation: worktree
+          require: all
+          merge: sequential
+          dispatch: consumer
+      - {id: g, after: [a], gate: {on_approve: null, on_revise: null, on_kill: null}}
+`, CodeWorktreeFS, "flows.main.steps[0].fanout.steps[0].ensure[1]"},
 		{"consumer worktree file call in stage when", strings.Replace(mainHead, "${a.output}", "${a.output[0]}", 1) + `    steps:
       - id: a
         fanout:
@@ -270,5 +283,62 @@ func TestUsesFileFunctions(t *testing.T) {
 		if got := usesFileFunctions(src); got != want {
 			t.Errorf("usesFileFunctions(%q) = %v, want %v", src, got, want)
 		}
+	}
+}
+
+// TestNoCascades checks that one mistake is reported once, not again
+// through everything that depends on it.
+func TestNoCascades(t *testing.T) {
+	cases := map[string]struct {
+		src  string
+		want []string // code@path, all of them
+	}{
+		"missing contracts": {`version: 1
+flows:
+  entry: main
+  main:
+    input: {q: Item}
+    output: {from: "${a.output.v}", contract: R}
+    steps:
+      - {id: a, do: x, out: R}
+`, []string{"SCHEMA_INVALID@contracts"}},
+		"step without a valid id": {string(spec(mainHead + `    steps:
+      - {id: Build, do: x, out: R}
+      - {id: b, do: "${a.output}", after: [a], out: R}
+`)), []string{"SCHEMA_INVALID@flows.main.steps[0].id"}},
+		"unknown output contract": {string(spec(mainHead + `    steps:
+      - {id: a, do: x, out: Nope}
+      - {id: b, do: "${a.output.anything}", out: R}
+`)), []string{"CONTRACT_UNKNOWN_REF@flows.main.steps[0].out"}},
+		"invalid field type": {`version: 1
+contracts: {R: {v: date}}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${a.output.v.deep}", contract: R}
+    steps:
+      - {id: a, do: x, out: R}
+`, []string{"CONTRACT_INVALID_TYPE@contracts.R.v"}},
+		"step with mixed constructs": {string(spec(mainHead + `    steps:
+      - {id: a, do: x, gate: {on_approve: null, on_revise: null, on_kill: null}}
+      - {id: b, do: "${a.output.v}", out: R}
+`)), []string{"E2_CONSTRUCT_MIX@flows.main.steps[0]"}},
+		"unknown subflow": {string(spec(mainHead + `    steps:
+      - {id: a, run: nope, with: {}}
+      - {id: b, do: "${a.output.v}", out: R}
+`)), []string{"SUBFLOW_UNKNOWN@flows.main.steps[0].run"}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ds := Build([]byte(c.src))
+			var got []string
+			for _, d := range ds {
+				got = append(got, d.Code+"@"+d.Path)
+			}
+			if strings.Join(got, " ") != strings.Join(c.want, " ") {
+				t.Fatalf("got %v, want %v:\n%s", got, c.want, formatDiags(ds))
+			}
+		})
 	}
 }

@@ -67,9 +67,12 @@ type flowInfo struct {
 	carryOK   bool
 
 	stepsOK bool // steps is a list
-	steps   []*stepInfo
-	byID    map[string]*stepInfo // first occurrence of each id
-	g       *graph               // built by the semantic phase
+	// unnamedSteps: some step has a missing or invalid id, so a reference
+	// to an unknown step may mean that one and is not reported.
+	unnamedSteps bool
+	steps        []*stepInfo
+	byID         map[string]*stepInfo // first occurrence of each id
+	g            *graph               // built by the semantic phase
 }
 
 type carryInfo struct {
@@ -112,6 +115,9 @@ type stepInfo struct {
 	// fanout details for diagnostics.
 	stageNodes []*node
 	stageOK    []bool
+	// stageEnsureAt[j][k] is the list position of Stages[j].Ensure[k]
+	// (malformed predicates are left out of Ensure).
+	stageEnsureAt map[int][]int
 }
 
 // leaf is one string scanned for references (spec/ir.md 7.1).
@@ -177,11 +183,11 @@ func describeNode(n *node) string {
 		}
 		return "false"
 	case listNode:
-		if len(n.items) == 0 {
+		if len(n.items()) == 0 {
 			return "an empty list"
 		}
 	case mapNode:
-		if len(n.keys) == 0 {
+		if len(n.keys()) == 0 {
 			return "an empty mapping"
 		}
 	}
@@ -203,7 +209,7 @@ func formatNumber(f float64) string {
 // unknownKeys reports every key of mapping m not in allowed (a
 // space-separated list with surrounding spaces).
 func (v *validator) unknownKeys(m *node, path, allowed, where string) {
-	for _, k := range m.keys {
+	for _, k := range m.keys() {
 		if !hasWord(allowed, k.str) {
 			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "unknown field %q in %s; allowed fields are:%s", k.str, where, strings.TrimRight(strings.ReplaceAll(allowed, " ", ", "), ", ")[1:])
 		}
@@ -213,7 +219,10 @@ func (v *validator) unknownKeys(m *node, path, allowed, where string) {
 // hasWord reports whether list (space-separated words with surrounding
 // spaces) contains w, without allocating.
 func hasWord(list, w string) bool {
-	for i := 0; ; {
+	if w == "" || strings.ContainsRune(w, ' ') {
+		return false
+	}
+	for i := 0; i < len(list); {
 		j := strings.Index(list[i:], w)
 		if j < 0 {
 			return false
@@ -224,6 +233,7 @@ func hasWord(list, w string) bool {
 		}
 		i = j + 1
 	}
+	return false
 }
 
 // str checks an optional or required string field.
@@ -287,8 +297,8 @@ func (v *validator) build(root *node) {
 		v.wrongType(cn, "contracts", "a mapping from contract name to fields")
 	} else {
 		v.contractsOK = true
-		for i, k := range cn.keys {
-			v.buildContract(k, cn.vals[i])
+		for i, k := range cn.keys() {
+			v.buildContract(k, cn.vals()[i])
 		}
 	}
 	// flows
@@ -330,24 +340,24 @@ func (v *validator) fieldMapping(n *node, path, what string) (*Contract, []*node
 		v.wrongType(n, path, "a mapping from field name to type string ("+what+" fields; {} for none)")
 		return nil, nil, nil, false
 	}
-	for _, k := range n.keys {
+	for _, k := range n.keys() {
 		if isReserved(k.str) {
 			v.d.add(k, CodeReservedField, joinPath(path, k.str), "field name %q is reserved; rename the field", k.str)
 			return nil, nil, nil, false
 		}
 	}
 	ok := true
-	c := &Contract{Fields: make([]Field, 0, len(n.keys))}
-	nodes := make([]*node, 0, len(n.keys))
-	srcs := make([]string, 0, len(n.keys))
-	for i, k := range n.keys {
+	c := &Contract{Fields: make([]Field, 0, len(n.keys()))}
+	nodes := make([]*node, 0, len(n.keys()))
+	srcs := make([]string, 0, len(n.keys()))
+	for i, k := range n.keys() {
 		fp := joinPath(path, k.str)
 		if !isName(k.str) {
 			v.schema(k, fp, "field name %q is invalid: use letters, digits and _, not starting with a digit", k.str)
 			ok = false
 			continue
 		}
-		tn := n.vals[i]
+		tn := n.vals()[i]
 		if tn.kind != stringNode {
 			v.wrongType(tn, fp, "a type string such as string, number, Item[] or a|b (nested mappings are not allowed: declare another contract and name it)")
 			ok = false
@@ -377,11 +387,11 @@ func (v *validator) buildFlows(fn *node) {
 	} else {
 		v.entry, v.entryNode = en.str, en
 	}
-	for i, k := range fn.keys {
+	for i, k := range fn.keys() {
 		if k.str == "entry" {
 			continue
 		}
-		v.buildFlow(k, fn.vals[i])
+		v.buildFlow(k, fn.vals()[i])
 	}
 	if v.entryNode != nil {
 		if _, ok := v.flowByName[v.entry]; ok {
@@ -445,8 +455,8 @@ func (v *validator) buildFlow(k, n *node) {
 		v.wrongType(sn, joinPath(path, "steps"), "a list of steps")
 	} else {
 		fl.stepsOK = true
-		fl.steps = make([]*stepInfo, 0, len(sn.items))
-		for i, s := range sn.items {
+		fl.steps = make([]*stepInfo, 0, len(sn.items()))
+		for i, s := range sn.items() {
 			v.buildStep(fl, s, indexPath(joinPath(path, "steps"), i), i)
 		}
 	}
@@ -505,14 +515,14 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 		v.wrongType(n, path, "a mapping from variable name to {initial, on_revise}")
 		return
 	}
-	for _, k := range n.keys {
+	for _, k := range n.keys() {
 		if isReserved(k.str) {
 			v.d.add(k, CodeReservedField, joinPath(path, k.str), "carry variable name %q is reserved; rename it", k.str)
 			return
 		}
 	}
 	fl.carryOK = true
-	for i, k := range n.keys {
+	for i, k := range n.keys() {
 		vp := joinPath(path, k.str)
 		ci := &carryInfo{name: k.str, path: vp, keyNode: k}
 		if !isStepID(k.str) {
@@ -520,7 +530,7 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 			fl.carryOK = false
 		}
 		fl.carry = append(fl.carry, ci)
-		vn := n.vals[i]
+		vn := n.vals()[i]
 		if vn.kind != mapNode {
 			v.wrongType(vn, vp, "a mapping {initial: \"${STEP.output...}\", on_revise: {GATE: \"${...}\"}}")
 			fl.carryOK = false
@@ -537,14 +547,14 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 			if rn.kind != mapNode {
 				v.wrongType(rn, rp, "a mapping from gate step id to a reference")
 			} else {
-				for j, gk := range rn.keys {
+				for j, gk := range rn.keys() {
 					ep := joinPath(rp, gk.str)
 					e := carryReviseInfo{gate: gk.str, path: ep, keyNode: gk, ok: true}
 					if !isStepID(gk.str) {
 						v.schema(gk, ep, "%q is not a step id: on_revise keys name gate steps (lowercase letters, digits, _ and -)", gk.str)
 						e.ok = false
 					}
-					val := rn.vals[j]
+					val := rn.vals()[j]
 					e.valNode = val
 					if val.kind != stringNode || val.str == "" {
 						v.wrongType(val, ep, "a non-empty reference such as \"${STEP.output.field}\"")
@@ -561,12 +571,13 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 }
 
 func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
-	si := &stepInfo{n: n, path: path, fl: fl, s: &Step{Index: index}}
+	si := &stepInfo{n: n, path: path, fl: fl, s: &Step{Index: index}, leaves: make([]leaf, 0, 4)}
 	fl.steps = append(fl.steps, si)
 	fl.f.Steps = append(fl.f.Steps, si.s)
 	if n.kind != mapNode {
 		v.wrongType(n, path, "a step mapping with id and one of do, set, gate, fanout, run, evaluate")
 		si.outPoisoned = true
+		fl.unnamedSteps = true
 		return
 	}
 	before := v.schemaErrs
@@ -584,13 +595,16 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 			si.idOK = true
 		}
 	}
+	if !si.idOK {
+		fl.unnamedSteps = true
+	}
 	// after
 	if has("after") {
 		an := si.present.get("after")
 		if an.kind != listNode {
 			v.wrongType(an, fp("after"), "a list of step ids")
 		} else {
-			for i, e := range an.items {
+			for i, e := range an.items() {
 				if e.kind != stringNode || !isStepID(e.str) {
 					v.wrongType(e, indexPath(fp("after"), i), "a step id (lowercase letters, digits, _ and -, starting with a letter)")
 					continue
@@ -614,8 +628,8 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 		if sn.kind != mapNode {
 			v.wrongType(sn, fp("set"), "a mapping from field name to expression string")
 		} else {
-			for i, k := range sn.keys {
-				val := sn.vals[i]
+			for i, k := range sn.keys() {
+				val := sn.vals()[i]
 				vp := joinPath(fp("set"), k.str)
 				if val.kind != stringNode {
 					v.wrongType(val, vp, "an expression string (quote numbers and booleans: \"1\", \"true\")")
@@ -825,12 +839,18 @@ func (v *validator) ensureList(n *node, path string, si *stepInfo, stage int) []
 		v.wrongType(n, path, "a list of predicates such as {expr: \"result.ok == true\"}")
 		return nil
 	}
-	out := make([]Ensure, 0, len(n.items))
-	for i, e := range n.items {
+	out := make([]Ensure, 0, len(n.items()))
+	for i, e := range n.items() {
 		ep := indexPath(path, i)
 		pred, ok := v.ensurePredicate(e, ep)
 		if !ok {
 			continue
+		}
+		if stage >= 0 {
+			if si.stageEnsureAt == nil {
+				si.stageEnsureAt = make(map[int][]int)
+			}
+			si.stageEnsureAt[stage] = append(si.stageEnsureAt[stage], i)
 		}
 		out = append(out, pred)
 		if pred.Kind == EnsureExpr {
@@ -879,7 +899,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 				p, t := val.get("path"), val.get("text")
 				if p != nil && p.kind == stringNode && t != nil && t.kind == stringNode {
 					mm := &match{key: key, pred: Ensure{Kind: EnsureFileContains, Path: p.str, Text: t.str}}
-					for _, k := range val.keys {
+					for _, k := range val.keys() {
 						if k.str != "path" && k.str != "text" {
 							mm.extra = append(mm.extra, [2]string{key, k.str})
 						}
@@ -892,7 +912,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 				st, sk := val.get("statement"), val.get("stakes")
 				if st != nil && st.kind == stringNode && sk != nil && sk.kind == stringNode && (sk.str == "cheap" || sk.str == "default" || sk.str == "paranoid") {
 					mm := &match{key: key, pred: Ensure{Kind: EnsureJudged, Statement: st.str, Stakes: sk.str}}
-					for _, k := range val.keys {
+					for _, k := range val.keys() {
 						if k.str != "statement" && k.str != "stakes" {
 							mm.extra = append(mm.extra, [2]string{key, k.str})
 						}
@@ -910,7 +930,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 		return Ensure{}, false
 	}
 	ok := true
-	for _, k := range e.keys {
+	for _, k := range e.keys() {
 		if k.str != m.key {
 			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "this %s predicate takes only the key %q; move %q into a separate predicate or remove it", m.key, m.key, k.str)
 			ok = false
@@ -979,10 +999,10 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 	}
 	if sn := n.get("steps"); n.keyNode("steps") == nil {
 		v.missing(n, path, "steps", "a list of at least one stage, each {do: TASK, ...}")
-	} else if sn.kind != listNode || len(sn.items) == 0 {
+	} else if sn.kind != listNode || len(sn.items()) == 0 {
 		v.wrongType(sn, joinPath(path, "steps"), "a list of at least one stage")
 	} else {
-		for i, st := range sn.items {
+		for i, st := range sn.items() {
 			stage := v.stage(st, indexPath(joinPath(path, "steps"), i), si, i)
 			si.stageNodes = append(si.stageNodes, st)
 			si.stageOK = append(si.stageOK, stage != nil)
@@ -1029,7 +1049,7 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 		if pm.kind != listNode {
 			v.wrongType(pm, joinPath(path, "pre_merge"), "a list of strings")
 		} else {
-			for i, e := range pm.items {
+			for i, e := range pm.items() {
 				if e.kind != stringNode {
 					v.wrongType(e, indexPath(joinPath(path, "pre_merge"), i), "a string")
 					continue
@@ -1132,16 +1152,16 @@ func (v *validator) withValue(n *node, path string, si *stepInfo) *Value {
 		t := si.leafLater(groupWith, leaf{path: path, n: n, text: n.str, stage: -1})
 		return &Value{Kind: ValueString, String: t}
 	case listNode:
-		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items))}
-		for i, e := range n.items {
+		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items()))}
+		for i, e := range n.items() {
 			out.Items[i] = v.withValue(e, indexPath(path, i), si)
 		}
 		return out
 	default:
-		out := &Value{Kind: ValueObject, Keys: make([]string, len(n.keys)), Fields: make([]*Value, len(n.keys))}
-		for i, k := range n.keys {
+		out := &Value{Kind: ValueObject, Keys: make([]string, len(n.keys())), Fields: make([]*Value, len(n.keys()))}
+		for i, k := range n.keys() {
 			out.Keys[i] = k.str
-			out.Fields[i] = v.withValue(n.vals[i], joinPath(path, k.str), si)
+			out.Fields[i] = v.withValue(n.vals()[i], joinPath(path, k.str), si)
 		}
 		return out
 	}

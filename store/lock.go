@@ -23,9 +23,22 @@ const lockRetry = 2 * time.Millisecond
 // (TryLock on a value that holds the lock succeeds at once), but two open
 // file descriptions of one file exclude each other even within a process.
 type runLock struct {
-	fl        *flock.Flock
-	path      string
-	exclusive bool
+	fl  *flock.Flock
+	pid *os.File // exclusive holders: where the pid record is written
+}
+
+// pidRecordLen is the fixed size of the pid record in a lock file. The
+// record is overwritten in place, never truncated, so that recording the
+// holder allocates no disk block and adds nothing to the journal commit
+// of the Update's fsyncs.
+const pidRecordLen = 20
+
+func pidRecord(pid int) []byte {
+	rec := []byte(fmt.Sprintf("%-*s\n", pidRecordLen-1, ""))
+	if pid > 0 {
+		copy(rec, strconv.Itoa(pid))
+	}
+	return rec
 }
 
 // errNoRunDir is returned by acquire when the directory holding the lock
@@ -64,19 +77,26 @@ func acquire(ctx context.Context, runID, path string, exclusive bool, timeout ti
 	if !ok { // TryLockContext promises ok or an error; never trust that silently
 		return nil, fmt.Errorf("run %s: lock %s: not acquired", runID, path)
 	}
-	l := &runLock{fl: fl, path: path, exclusive: exclusive}
+	l := &runLock{fl: fl}
 	if exclusive {
 		// Best effort: the pid only improves a refused caller's message.
-		_ = os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			if _, err := f.WriteAt(pidRecord(os.Getpid()), 0); err == nil {
+				l.pid = f
+			} else {
+				f.Close()
+			}
+		}
 	}
 	return l, nil
 }
 
-// release clears the recorded pid (so that no stale pid is ever reported)
+// release blanks the recorded pid (so that no stale pid is ever reported)
 // and releases the lock.
 func (l *runLock) release() error {
-	if l.exclusive {
-		_ = os.Truncate(l.path, 0)
+	if l.pid != nil {
+		l.pid.WriteAt(pidRecord(0), 0)
+		l.pid.Close()
 	}
 	return l.fl.Unlock()
 }

@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/internal/atomicfile"
+	"github.com/stratum-go/stratum/store"
+)
+
+// linearN is a linear flow of n do steps, each reading its predecessor.
+func linearN(n int) string {
+	var b strings.Builder
+	b.WriteString("version: 1\ncontracts:\n  V: {v: string}\nflows:\n  entry: main\n  main:\n    input: {}\n")
+	fmt.Fprintf(&b, "    output: {from: \"${s%d.output}\", contract: V}\n    steps:\n", n)
+	b.WriteString("      - {id: s1, do: \"step one\", out: V}\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&b, "      - {id: s%d, do: \"step %d after ${s%d.output.v}\", out: V, ensure: [{expr: \"len(result.v) > 0\"}]}\n", i, i, i-1)
+	}
+	return b.String()
+}
+
+func benchEngine(b *testing.B) (*Engine, context.Context) {
+	b.Helper()
+	dir := b.TempDir()
+	// STRATUM_BENCH_DIR puts the store elsewhere (a tmpfs such as
+	// /dev/shm isolates the engine's CPU cost from the disk's).
+	if base := os.Getenv("STRATUM_BENCH_DIR"); base != "" {
+		d, err := os.MkdirTemp(base, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	fs, err := store.NewFileStore(filepath.Join(dir, "flows"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := New(fs, Options{Workspace: WorkspacePolicy{Default: dir}})
+	b.Cleanup(e.Close)
+	return e, context.Background()
+}
+
+var okOutput = StepResult{Output: json.RawMessage(`{"v":"done"}`)}
+
+// BenchmarkStepDone is the cost of one accepted step_done (state replace
+// and event append, both fsynced) in a 100-step linear run.
+func BenchmarkStepDone(b *testing.B) {
+	e, ctx := benchEngine(b)
+	spec := []byte(linearN(100))
+	var r *Response
+	plan := func() {
+		var err error
+		if r, err = e.Plan(ctx, PlanRequest{Spec: spec, Input: map[string]any{}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	plan()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r.Status != StatusReady {
+			b.StopTimer()
+			plan()
+			b.StartTimer()
+		}
+		en := r.Ready[0]
+		var err error
+		r, err = e.StepDone(ctx, StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken, Result: okOutput})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStepDoneGrowth drives a 1000-step linear run and reports the
+// cost of a step_done early in the run (steps 6-105) and late (steps
+// 901-1000): the median wall time (ns/step@10, ns/step@1000), the
+// process CPU time per step in each window (cpu-ns/step@10,
+// cpu-ns/step@1000) and the ratios. The per-step cost must not grow with
+// the run's history. GROWTH_N changes the run length.
+func BenchmarkStepDoneGrowth(b *testing.B) {
+	e, ctx := benchEngine(b)
+	n := 1000
+	if s := os.Getenv("GROWTH_N"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	window := min(100, n/4)
+	spec := []byte(linearN(n))
+	var early, late []time.Duration
+	var cpuEarly, cpuLate time.Duration
+	for i := 0; i < b.N; i++ {
+		r, err := e.Plan(ctx, PlanRequest{Spec: spec, Input: map[string]any{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var cpuStart time.Duration
+		for step := 1; r.Status == StatusReady; step++ {
+			if step == 6 || step == n-window+1 {
+				cpuStart = cpuTime()
+			}
+			en := r.Ready[0]
+			start := time.Now()
+			r, err = e.StepDone(ctx, StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken, Result: okOutput})
+			d := time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			switch {
+			case step > 5 && step <= 5+window:
+				early = append(early, d)
+				if step == 5+window {
+					cpuEarly += cpuTime() - cpuStart
+				}
+			case step > n-window:
+				late = append(late, d)
+				if step == n {
+					cpuLate += cpuTime() - cpuStart
+				}
+			}
+		}
+		if r.Status != StatusCompleted {
+			b.Fatalf("run ended %s", r.Status)
+		}
+	}
+	me, ml := median(early), median(late)
+	b.ReportMetric(float64(me.Nanoseconds()), "ns/step@10")
+	b.ReportMetric(float64(ml.Nanoseconds()), "ns/step@1000")
+	b.ReportMetric(float64(ml)/float64(me), "wall-ratio")
+	ce := float64(cpuEarly.Nanoseconds()) / float64(len(early))
+	cl := float64(cpuLate.Nanoseconds()) / float64(len(late))
+	b.ReportMetric(ce, "cpu-ns/step@10")
+	b.ReportMetric(cl, "cpu-ns/step@1000")
+	b.ReportMetric(cl/ce, "cpu-ratio")
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkFsyncFloor measures this machine's floor: an atomic replace of
+// a 4 KiB file and a fsynced append of one 300-byte line.
+func BenchmarkFsyncFloor(b *testing.B) {
+	dir := b.TempDir()
+	data := make([]byte, 4096)
+	b.Run("replace", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := atomicfile.WriteFile(filepath.Join(dir, "state.json"), data, 0o600); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("append", func(b *testing.B) {
+		line := []byte(strings.Repeat("x", 299))
+		for i := 0; i < b.N; i++ {
+			if err := atomicfile.AppendLine(filepath.Join(dir, "events.jsonl"), line, 0o600); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	_ = os.Remove(filepath.Join(dir, "events.jsonl"))
+}
+
+// BenchmarkStoreUpdate is the store's own floor for what one step_done
+// writes: a 4 KiB state document and three small events in one Update.
+func BenchmarkStoreUpdate(b *testing.B) {
+	dir := b.TempDir()
+	if base := os.Getenv("STRATUM_BENCH_DIR"); base != "" {
+		d, err := os.MkdirTemp(base, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	fs, err := store.NewFileStore(filepath.Join(dir, "flows"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	state := []byte(`{"pad":"` + strings.Repeat("x", 4096) + `"}`)
+	if _, err := fs.Create(ctx, "r1", state, nil); err != nil {
+		b.Fatal(err)
+	}
+	ev := store.NewEvent{Type: "result", At: time.Now(), Data: json.RawMessage(`{"stepId":"s1","detail":{"attempt":1,"result":{"v":"done"}}}`)}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := fs.Update(ctx, "r1", func(*store.Snapshot) (*store.Change, error) {
+			return &store.Change{State: state, Events: []store.NewEvent{ev, ev, ev}}, nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
