@@ -47,12 +47,18 @@ func (v *validator) compile() *Plan {
 		f.Output.Contract = v.contractByName[fl.outputContrct].c
 		g := v.flowGraph(fl)
 		f.byID = make(map[string]int, len(fl.steps))
+		// The edge lists of all steps share one backing array.
+		total := 0
+		for i := range fl.steps {
+			total += len(g.dpred[i]) + len(g.dsucc[i]) + len(g.rpred[i])
+		}
+		arena := make([]int, 0, total)
 		for _, si := range fl.steps {
 			s := si.s
 			f.byID[s.ID] = s.Index
-			s.Deps = sortedInts(g.dpred[s.Index])
-			s.Dependents = sortedInts(g.dsucc[s.Index])
-			s.RoutedFrom = sortedInts(g.rpred[s.Index])
+			s.Deps, arena = sortedInts(arena, g.dpred[s.Index])
+			s.Dependents, arena = sortedInts(arena, g.dsucc[s.Index])
+			s.RoutedFrom, arena = sortedInts(arena, g.rpred[s.Index])
 			if s.Kind == KindGate && s.Gate.OnRevise != "" {
 				t := fl.byID[s.Gate.OnRevise].s.Index
 				set := g.reachSet(t, true)
@@ -73,14 +79,17 @@ func (v *validator) compile() *Plan {
 // flowGraph returns the graph built while checking the flow.
 func (v *validator) flowGraph(fl *flowInfo) *graph { return fl.g }
 
-func sortedInts(xs []int32) []int {
+// sortedInts appends xs to arena and returns them sorted as their own
+// (capacity-limited) slice, with the grown arena.
+func sortedInts(arena []int, xs []int32) ([]int, []int) {
 	if len(xs) == 0 {
-		return nil
+		return nil, arena
 	}
-	out := make([]int, len(xs))
-	for i, x := range xs {
-		out[i] = int(x)
+	start := len(arena)
+	for _, x := range xs {
+		arena = append(arena, int(x))
 	}
+	out := arena[start:len(arena):len(arena)]
 	sort.Ints(out)
-	return out
+	return out, arena
 }

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"bytes"
 	"unicode/utf8"
 )
 
@@ -15,11 +16,15 @@ import (
 // test FuzzFastYAML checks that both give the same tree, positions
 // included, whenever the fast path accepts.
 func fastParse(src []byte) *node {
-	if len(src) == 0 || !fastScannable(src) {
+	if len(src) == 0 {
+		return nil
+	}
+	ok, ascii := fastScannable(src)
+	if !ok {
 		return nil
 	}
 	p := &fastParser{src: src, text: string(src)}
-	p.splitLines()
+	p.splitLines(ascii)
 	if p.bad {
 		return nil
 	}
@@ -41,23 +46,26 @@ func fastParse(src []byte) *node {
 // fastScannable rejects bytes the fast path does not handle: control
 // characters, carriage returns, tabs, a byte-order mark, characters yaml.v3
 // refuses as non-printable, and invalid UTF-8.
-func fastScannable(src []byte) bool {
+// It also reports whether the text is all ASCII.
+func fastScannable(src []byte) (ok, ascii bool) {
+	ascii = true
 	for i := 0; i < len(src); {
 		c := src[i]
 		if c < 0x80 {
 			if c < 0x20 && c != '\n' || c == 0x7f {
-				return false
+				return false, false
 			}
 			i++
 			continue
 		}
+		ascii = false
 		r, size := utf8.DecodeRune(src[i:])
 		if r == utf8.RuneError || r == 0xFEFF || r < 0xA0 || r >= 0xD800 && r < 0xE000 || r >= 0xFFFE {
-			return false
+			return false, false
 		}
 		i += size
 	}
-	return true
+	return true, ascii
 }
 
 type fastLine struct {
@@ -78,44 +86,44 @@ type fastParser struct {
 	bad   bool
 }
 
-func (p *fastParser) splitLines() {
-	n := 1
-	for _, c := range p.src {
-		if c == '\n' {
-			n++
+func (p *fastParser) splitLines(ascii bool) {
+	p.lines = make([]fastLine, 0, bytes.Count(p.src, []byte{'\n'})+1)
+	for start := 0; start <= len(p.src); {
+		end := bytes.IndexByte(p.src[start:], '\n')
+		if end < 0 {
+			end = len(p.src)
+		} else {
+			end += start
 		}
-	}
-	p.lines = make([]fastLine, 0, n)
-	start := 0
-	for i := 0; i <= len(p.src); i++ {
-		if i < len(p.src) && p.src[i] != '\n' {
-			continue
-		}
-		l := fastLine{start: start, end: i, ascii: true}
+		l := fastLine{start: start, end: end, ascii: ascii}
 		j := start
-		for j < i && p.src[j] == ' ' {
+		for j < end && p.src[j] == ' ' {
 			j++
 		}
 		l.indent = j - start
 		l.pos = j
-		l.blank = j == i || p.src[j] == '#'
-		for k := start; k < i; k++ {
-			if p.src[k] >= 0x80 {
-				l.ascii = false
-				break
+		l.blank = j == end || p.src[j] == '#'
+		if !ascii {
+			l.ascii = true
+			for k := start; k < end; k++ {
+				if p.src[k] >= 0x80 {
+					l.ascii = false
+					break
+				}
 			}
 		}
-		if !l.blank && l.indent == 0 && i-start >= 3 {
-			s := string(p.src[start : start+3])
-			if s == "---" || s == "..." {
+		if !l.blank && l.indent == 0 {
+			if end-start >= 3 {
+				if s := p.text[start : start+3]; s == "---" || s == "..." {
+					p.bad = true
+				}
+			}
+			if p.src[j] == '%' {
 				p.bad = true
 			}
 		}
-		if !l.blank && p.src[j] == '%' && l.indent == 0 {
-			p.bad = true
-		}
 		p.lines = append(p.lines, l)
-		start = i + 1
+		start = end + 1
 	}
 }
 

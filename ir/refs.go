@@ -91,7 +91,8 @@ func (r *Ref) Lookup(v any) (any, bool) {
 type Template struct {
 	// Text is the string as written.
 	Text string
-	// Parts are the pieces in order; literal text has Ref == nil.
+	// Parts are the pieces in order; literal text has Ref == nil. A string
+	// without references has no parts: it renders as Text.
 	Parts []TemplatePart
 }
 
@@ -175,9 +176,6 @@ const (
 func parseTemplate(s string) (*Template, templateSyntax, string) {
 	t := &Template{Text: s}
 	if !strings.Contains(s, "${") {
-		if s != "" {
-			t.Parts = []TemplatePart{{Literal: s}}
-		}
 		return t, templateOK, ""
 	}
 	// The last "${" must not come after the last "}".

@@ -97,6 +97,9 @@ func (v *validator) parseFieldTypes(ci *contractInfo) {
 	for i := range ci.c.Fields {
 		src := ci.fieldSrc[i]
 		t, why := parseType(src)
+		if t == nil && isName(src) && v.contractByName[src] != nil {
+			why = "inside a type, a contract name must start with a capital letter; rename contract " + src + " (for example to " + strings.ToUpper(src[:1]) + src[1:] + ")"
+		}
 		if t == nil {
 			v.d.add(ci.fieldNodes[i], CodeContractType, joinPath(ci.path, ci.c.Fields[i].Name), "type %q is invalid: %s", src, why)
 			t = looseType(src)
@@ -584,16 +587,17 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 		}
 		t := l.tmpl
 		if l.syn != templateOK {
-			v.d.add(l.n, CodeRefInvalid, l.path, "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", l.tok)
+			v.d.add(l.n, CodeRefInvalid, l.fullPath(), "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", l.tok)
 			continue
 		}
-		if len(t.Parts) == 1 && t.Parts[0].Ref == nil || len(t.Parts) == 0 {
+		if len(t.Parts) == 0 {
 			continue
 		}
-		s.Sites = append(s.Sites, Site{Path: l.path, Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t})
+		lp := l.fullPath()
+		s.Sites = append(s.Sites, Site{Path: lp, Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t})
 		for _, p := range t.Parts {
 			if p.Ref != nil {
-				fc.checkRef(si, l, p.Ref)
+				fc.checkRef(si, l, lp, p.Ref)
 			}
 		}
 	}
@@ -621,29 +625,29 @@ func afterNode(an *node, _ string, n *node) *node {
 	return an
 }
 
-func (fc *flowCheck) checkRef(si *stepInfo, l leaf, r *Ref) {
+func (fc *flowCheck) checkRef(si *stepInfo, l leaf, lpath string, r *Ref) {
 	v := fc.v
 	switch r.Kind {
 	case RefItem, RefPrev:
 		if l.stage < 0 {
-			v.d.add(l.n, CodeRefScope, l.path, "%s is only available inside a fanout stage (its do, when and ensure); here use ${input...} or ${STEP.output...}", r.Text)
+			v.d.add(l.n, CodeRefScope, lpath, "%s is only available inside a fanout stage (its do, when and ensure); here use ${input...} or ${STEP.output...}", r.Text)
 		}
 	case RefCarry:
 		if l.expression {
-			v.d.add(l.n, CodeCarryInExpr, l.path, "%s reads a carry variable, which expressions cannot do (expressions see result, input, item and prev); use it in a do text, with, evaluate.in or fanout.over instead", r.Text)
+			v.d.add(l.n, CodeCarryInExpr, lpath, "%s reads a carry variable, which expressions cannot do (expressions see result, input, item and prev); use it in a do text, with, evaluate.in or fanout.over instead", r.Text)
 			return
 		}
-		fc.uses = append(fc.uses, carryUse{consumer: si, name: r.Name, path: l.path, n: l.n})
+		fc.uses = append(fc.uses, carryUse{consumer: si, name: r.Name, path: lpath, n: l.n})
 	case RefInput:
 		if fc.fl.input == nil {
 			return
 		}
 		if why := pathProblem(fc.fl.input, r.Path); why != "" {
-			v.d.add(l.n, CodeUnknownPath, l.path, "%s: %s", r.Text, why)
+			v.d.add(l.n, CodeUnknownPath, lpath, "%s: %s", r.Text, why)
 		}
 	case RefStep:
-		if t := fc.checkStepRef(r, l.path, l.n, false); t != nil {
-			fc.addEdge(r.Name, si.s.ID, true, l.path, l.n, "reference")
+		if t := fc.checkStepRef(r, lpath, l.n, false); t != nil {
+			fc.addEdge(r.Name, si.s.ID, true, lpath, l.n, "reference")
 		}
 	}
 }
@@ -821,7 +825,11 @@ func (fc *flowCheck) carry() {
 		src, declared := sources[u.name]
 		if !declared {
 			if !(visible && !fl.carryOK) {
-				v.d.add(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, fc.carryHint(visible))
+				hint := fc.carryHint(visible)
+				if fl.byID[u.name] != nil {
+					hint = "; to read step " + u.name + "'s output write ${" + u.name + ".output...}"
+				}
+				v.d.add(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, hint)
 			}
 			continue
 		}

@@ -122,8 +122,10 @@ type stepInfo struct {
 
 // leaf is one string scanned for references (spec/ir.md 7.1).
 type leaf struct {
-	group      leafGroup
-	path       string
+	group leafGroup
+	// The leaf's path is base + "." + rel (or base when rel is empty),
+	// built only when needed: most leaves never appear in a diagnostic.
+	base, rel  string
 	n          *node
 	text       string
 	expression bool
@@ -136,6 +138,47 @@ type leaf struct {
 
 // stepFields is the step field declaration order (spec/ir.md 10.1).
 var stepFields = [...]string{"id", "after", "when", "do", "set", "agent", "out", "ensure", "attempts", "iterate", "budget", "on_fail", "gate", "fanout", "run", "with", "evaluate"}
+
+// stepFieldIndex returns the position of a step field in stepFields, or -1.
+func stepFieldIndex(key string) int {
+	switch key {
+	case "id":
+		return 0
+	case "after":
+		return 1
+	case "when":
+		return 2
+	case "do":
+		return 3
+	case "set":
+		return 4
+	case "agent":
+		return 5
+	case "out":
+		return 6
+	case "ensure":
+		return 7
+	case "attempts":
+		return 8
+	case "iterate":
+		return 9
+	case "budget":
+		return 10
+	case "on_fail":
+		return 11
+	case "gate":
+		return 12
+	case "fanout":
+		return 13
+	case "run":
+		return 14
+	case "with":
+		return 15
+	case "evaluate":
+		return 16
+	}
+	return -1
+}
 
 const stepFieldList = " id after when do set agent out ensure attempts iterate budget on_fail gate fanout run with evaluate "
 
@@ -238,8 +281,8 @@ func hasWord(list, w string) bool {
 
 // str checks an optional or required string field.
 func (v *validator) str(m *node, path, key string, required bool, what string) (string, *node, bool) {
-	n := m.get(key)
-	if n == nil && m.keyNode(key) == nil {
+	n := m.get(key) // values are never nil: a null is a nullNode
+	if n == nil {
 		if required {
 			v.missing(m, path, key, what)
 		}
@@ -255,7 +298,7 @@ func (v *validator) str(m *node, path, key string, required bool, what string) (
 // posInt checks a field that must be an integer >= 1.
 func (v *validator) posInt(m *node, path, key string, required bool) (int, bool) {
 	n := m.get(key)
-	if m.keyNode(key) == nil {
+	if n == nil {
 		if required {
 			v.missing(m, path, key, "an integer of at least 1")
 		}
@@ -456,8 +499,12 @@ func (v *validator) buildFlow(k, n *node) {
 	} else {
 		fl.stepsOK = true
 		fl.steps = make([]*stepInfo, 0, len(sn.items()))
+		// One allocation for all steps of the flow.
+		infos := make([]stepInfo, len(sn.items()))
+		steps := make([]Step, len(sn.items()))
+		stepsPath := joinPath(path, "steps")
 		for i, s := range sn.items() {
-			v.buildStep(fl, s, indexPath(joinPath(path, "steps"), i), i)
+			v.buildStep(fl, s, indexPath(stepsPath, i), i, &infos[i], &steps[i])
 		}
 	}
 	v.unknownKeys(n, path, " input output budget max_rounds carry steps ", "a flow")
@@ -570,8 +617,9 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 	}
 }
 
-func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
-	si := &stepInfo{n: n, path: path, fl: fl, s: &Step{Index: index}, leaves: make([]leaf, 0, 4)}
+func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si *stepInfo, s0 *Step) {
+	*si = stepInfo{n: n, path: path, fl: fl, s: s0, leaves: make([]leaf, 0, 4)}
+	s0.Index = index
 	fl.steps = append(fl.steps, si)
 	fl.f.Steps = append(fl.f.Steps, si.s)
 	if n.kind != mapNode {
@@ -583,7 +631,17 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	before := v.schemaErrs
 	s := si.s
 	si.present = n
-	has := func(key string) bool { return n.keyNode(key) != nil }
+	// One pass over the keys tells which step fields are present.
+	var mask uint32
+	for _, k := range n.keys() {
+		if i := stepFieldIndex(k.str); i >= 0 {
+			mask |= 1 << i
+		}
+	}
+	has := func(key string) bool {
+		i := stepFieldIndex(key)
+		return i >= 0 && mask&(1<<i) != 0
+	}
 	fp := func(key string) string { return joinPath(path, key) }
 
 	// id
@@ -616,11 +674,11 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	// when
 	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
 		s.When, s.HasWhen = w, true
-		si.leafLater(groupWhen, leaf{path: fp("when"), n: wn, text: w, expression: true, stage: -1})
+		si.leafLater(groupWhen, leaf{base: path, rel: "when", n: wn, text: w, expression: true, stage: -1})
 	}
 	// do
 	if d, dn, ok := v.str(n, path, "do", false, "the task text (a string)"); ok {
-		s.Do = si.leafLater(groupDo, leaf{path: fp("do"), n: dn, text: d, stage: -1})
+		s.Do = si.leafLater(groupDo, leaf{base: path, rel: "do", n: dn, text: d, stage: -1})
 	}
 	// set
 	if has("set") {
@@ -636,7 +694,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 					continue
 				}
 				s.Set = append(s.Set, SetField{Name: k.str, Expr: val.str})
-				si.leafLater(groupSet, leaf{path: vp, n: val, text: val.str, expression: true, stage: -1})
+				si.leafLater(groupSet, leaf{base: vp, n: val, text: val.str, expression: true, stage: -1})
 			}
 		}
 	}
@@ -656,7 +714,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	}
 	// ensure
 	if has("ensure") {
-		s.Ensure = v.ensureList(si.present.get("ensure"), fp("ensure"), si, -1)
+		s.Ensure = v.ensureList(si.present.get("ensure"), path, si, -1)
 	}
 	// attempts
 	if a, ok := v.posInt(n, path, "attempts", false); ok {
@@ -673,7 +731,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 			u, un, okU := v.str(in, ip, "until", true, "an expression string")
 			v.unknownKeys(in, ip, " max until ", "iterate")
 			if okU {
-				si.leafLater(groupUntil, leaf{path: joinPath(ip, "until"), n: un, text: u, expression: true, stage: -1})
+				si.leafLater(groupUntil, leaf{base: path, rel: "iterate.until", n: un, text: u, expression: true, stage: -1})
 			}
 			if okMax && okU {
 				s.Iterate = &Iterate{Max: mx, Until: u}
@@ -786,6 +844,23 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int) {
 	si.orderLeaves()
 }
 
+func (l *leaf) fullPath() string {
+	if l.rel == "" {
+		return l.base
+	}
+	return l.base + "." + l.rel
+}
+
+// ensureRels holds the common "ensure[i].expr" suffixes.
+var ensureRels = [...]string{"ensure[0].expr", "ensure[1].expr", "ensure[2].expr", "ensure[3].expr", "ensure[4].expr", "ensure[5].expr", "ensure[6].expr", "ensure[7].expr"}
+
+func ensureRel(i int) string {
+	if i < len(ensureRels) {
+		return ensureRels[i]
+	}
+	return indexPath("ensure", i) + ".expr"
+}
+
 // leafGroup orders leaves as spec/ir.md 7.1 scans them.
 type leafGroup uint8
 
@@ -834,15 +909,15 @@ func (si *stepInfo) orderLeaves() {
 	}
 }
 
-func (v *validator) ensureList(n *node, path string, si *stepInfo, stage int) []Ensure {
+// ensureList checks the ensure list of the step or stage at parent.
+func (v *validator) ensureList(n *node, parent string, si *stepInfo, stage int) []Ensure {
 	if n.kind != listNode {
-		v.wrongType(n, path, "a list of predicates such as {expr: \"result.ok == true\"}")
+		v.wrongType(n, joinPath(parent, "ensure"), "a list of predicates such as {expr: \"result.ok == true\"}")
 		return nil
 	}
 	out := make([]Ensure, 0, len(n.items()))
 	for i, e := range n.items() {
-		ep := indexPath(path, i)
-		pred, ok := v.ensurePredicate(e, ep)
+		pred, ok := v.ensurePredicate(e, parent, i)
 		if !ok {
 			continue
 		}
@@ -858,7 +933,7 @@ func (v *validator) ensureList(n *node, path string, si *stepInfo, stage int) []
 			if stage >= 0 {
 				group = groupStage
 			}
-			si.leafLater(group, leaf{path: joinPath(ep, "expr"), n: e.get("expr"), text: pred.Expr, expression: true, stage: stage})
+			si.leafLater(group, leaf{base: parent, rel: ensureRel(i), n: e.get("expr"), text: pred.Expr, expression: true, stage: stage})
 		}
 	}
 	return out
@@ -869,7 +944,19 @@ const ensureShapes = "{expr: EXPRESSION}, {file_exists: PATH}, {file_contains: {
 // ensurePredicate checks one predicate (spec/ir.md 6.3): a shape that
 // matches except for extra keys reports those keys; otherwise the element
 // is SCHEMA_INVALID.
-func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
+func (v *validator) ensurePredicate(e *node, parent string, index int) (Ensure, bool) {
+	ok := true
+	for _, k := range e.keys() {
+		if k.str != "expr" {
+			ok = false
+			break
+		}
+	}
+	if e.kind == mapNode && ok && len(e.kids) == 2 && e.kids[1].kind == stringNode {
+		// The common case, {expr: "..."}, needs no path at all.
+		return Ensure{Kind: EnsureExpr, Expr: e.kids[1].str}, true
+	}
+	path := indexPath(joinPath(parent, "ensure"), index)
 	if e.kind != mapNode {
 		v.schema(e, path, "a predicate must be one of %s; got %s", ensureShapes, describeNode(e))
 		return Ensure{}, false
@@ -929,7 +1016,7 @@ func (v *validator) ensurePredicate(e *node, path string) (Ensure, bool) {
 		v.schema(e, path, "a predicate must be exactly one of %s", ensureShapes)
 		return Ensure{}, false
 	}
-	ok := true
+	ok = true
 	for _, k := range e.keys() {
 		if k.str != m.key {
 			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "this %s predicate takes only the key %q; move %q into a separate predicate or remove it", m.key, m.key, k.str)
@@ -995,7 +1082,7 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 	before := v.schemaErrs
 	f := &Fanout{Dispatch: "engine"}
 	if o, on, ok := v.str(n, path, "over", true, "a single reference to an array, such as \"${input.items}\""); ok {
-		f.Over = si.leafLater(groupOver, leaf{path: joinPath(path, "over"), n: on, text: o, stage: -1, over: true})
+		f.Over = si.leafLater(groupOver, leaf{base: path, rel: "over", n: on, text: o, stage: -1, over: true})
 	}
 	if sn := n.get("steps"); n.keyNode("steps") == nil {
 		v.missing(n, path, "steps", "a list of at least one stage, each {do: TASK, ...}")
@@ -1080,7 +1167,7 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage 
 	before := v.schemaErrs
 	st := &Stage{Index: index}
 	if d, dn, ok := v.str(n, path, "do", true, "the stage's task text"); ok {
-		st.Do = si.leafLater(groupStage, leaf{path: joinPath(path, "do"), n: dn, text: d, stage: index})
+		st.Do = si.leafLater(groupStage, leaf{base: path, rel: "do", n: dn, text: d, stage: index})
 	}
 	if a, an, ok := v.str(n, path, "agent", false, "claude or codex"); ok {
 		if a != "claude" && a != "codex" {
@@ -1095,10 +1182,10 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage 
 	// The stage's when is scanned before its ensures (spec/ir.md 7.1).
 	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
 		st.When, st.HasWhen = w, true
-		si.leafLater(groupStage, leaf{path: joinPath(path, "when"), n: wn, text: w, expression: true, stage: index})
+		si.leafLater(groupStage, leaf{base: path, rel: "when", n: wn, text: w, expression: true, stage: index})
 	}
 	if en := n.get("ensure"); n.keyNode("ensure") != nil {
-		st.Ensure = v.ensureList(en, joinPath(path, "ensure"), si, index)
+		st.Ensure = v.ensureList(en, path, si, index)
 	}
 	if a, ok := v.posInt(n, path, "attempts", false); ok {
 		st.Attempts = a
@@ -1124,7 +1211,7 @@ func (v *validator) evaluate(n *node, path string, si *stepInfo) *Evaluate {
 		e.Command = c
 	}
 	if in, inN, ok := v.str(n, path, "in", false, "a template string"); ok {
-		e.In = si.leafLater(groupEvalIn, leaf{path: joinPath(path, "in"), n: inN, text: in, stage: -1})
+		e.In = si.leafLater(groupEvalIn, leaf{base: path, rel: "in", n: inN, text: in, stage: -1})
 	}
 	if t, ok := v.posInt(n, path, "timeout_ms", true); ok {
 		e.TimeoutMS = t
@@ -1149,7 +1236,7 @@ func (v *validator) withValue(n *node, path string, si *stepInfo) *Value {
 		}
 		return &Value{Kind: ValueNumber, Number: n.num}
 	case stringNode:
-		t := si.leafLater(groupWith, leaf{path: path, n: n, text: n.str, stage: -1})
+		t := si.leafLater(groupWith, leaf{base: path, n: n, text: n.str, stage: -1})
 		return &Value{Kind: ValueString, String: t}
 	case listNode:
 		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items()))}

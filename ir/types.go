@@ -344,6 +344,9 @@ func quoteList(items []string) string {
 // parseType parses a type string (spec/ir.md section 4.2). It returns nil
 // and a reason when the string is not a valid type.
 func parseType(s string) (*Type, string) {
+	if trimmed := strings.TrimSpace(s); trimmed != s {
+		return nil, "remove the surrounding spaces (write \"" + trimmed + "\")"
+	}
 	t, why := parseTypeInner(s)
 	if t != nil {
 		t.Source = s
