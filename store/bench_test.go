@@ -19,7 +19,8 @@ import (
 // (timer stopped) every 10 operations, so "seq 1000" really runs at seq
 // 1000..1009.
 //
-//	go test ./store -run '^$' -bench . -benchtime 2000x
+//	go test ./store -run '^$' -bench . -benchtime 1000x
+//	TMPDIR=/dev/shm go test ./store -run '^$' -bench . -benchtime 1000x  # no fsync cost
 //
 // The fsync-bound benchmarks also report the median and 90th percentile of
 // single operations (p50-ms, p90-ms): on a shared disk a few stalls move

@@ -172,13 +172,20 @@ func (s *FileStore) Create(ctx context.Context, runID string, state []byte, even
 func (s *FileStore) prepareStaging(ctx context.Context) (string, error) {
 	staging := filepath.Join(s.root, stagingDir)
 	if _, err := os.Stat(staging); err != nil {
-		_, rootErr := os.Stat(s.root)
+		// Remember which directories are new: their entries must be
+		// fsynced in their parents, or a crash could lose the whole root.
+		var created []string
+		for d := staging; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+				break
+			}
+			created = append(created, d)
+		}
 		if err := os.MkdirAll(staging, dirPerm); err != nil {
 			return "", fmt.Errorf("state root: %w", err)
 		}
-		if errors.Is(rootErr, fs.ErrNotExist) {
-			// A new root must survive a crash too.
-			if err := atomicfile.SyncDir(filepath.Dir(s.root)); err != nil {
+		for _, d := range created {
+			if err := atomicfile.SyncDir(filepath.Dir(d)); err != nil {
 				return "", fmt.Errorf("state root: %w", err)
 			}
 		}

@@ -453,6 +453,22 @@ func TestOptions(t *testing.T) {
 	}
 }
 
+func TestCreateMakesNestedRoot(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "home", ".stratum", "flows")
+	s, err := NewFileStore(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, "r", `{}`, 1)
+	info, err := os.Stat(root)
+	if err != nil || info.Mode().Perm() != dirPerm {
+		t.Fatalf("root: %v, %v", info, err)
+	}
+	if _, err := s.Load(context.Background(), "r"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestList(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, nil)
