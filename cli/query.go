@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"sort"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/ir"
@@ -161,13 +162,11 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 	if err != nil {
 		return nil, err
 	}
-	plan, err := runPlan(ctx, st, runID)
-	if err != nil {
-		return nil, err
-	}
-	flow := plan.Flow(a.Flow)
-	if flow == nil {
-		return nil, fmt.Errorf("run %s: its spec has no flow %q", runID, a.Flow)
+	// Without the spec (see runPlan) the steps are listed by id, every one
+	// a "step" whose function is its id.
+	var flow *ir.Flow
+	if plan, err := runPlan(ctx, st, runID); err == nil {
+		flow = plan.Flow(a.Flow)
 	}
 	name := a.Flow
 	if name == "" {
@@ -175,27 +174,39 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 	}
 	d := &flowDetail{flowSummary: flowSummary{
 		SchemaVersion: schemaVersion, FlowID: runID, FlowName: name,
-		Status: projectStatus(a, flow), StepCount: len(flow.Steps), Round: a.Rounds,
+		Status: projectStatus(a, flow), Round: a.Rounds,
 	}, Failure: a.Failure, Output: a.Output}
 	if a.Status != engine.StatusRunning {
 		s := a.Status
 		d.TerminalStatus = &s
 	}
-	d.OrderedSteps = make([]orderedStep, 0, len(flow.Steps))
-	for _, s := range flow.Steps {
-		status := engine.StepPending
-		if ss := a.Steps[s.ID]; ss != nil {
-			status = ss.Status
+	var steps []orderedStep
+	if flow != nil {
+		for _, s := range flow.Steps {
+			os := orderedStep{ID: s.ID, Function: s.ID, Mode: "step"}
+			if s.Kind == ir.KindDo && s.Do != nil {
+				os.Function = s.Do.Text
+			}
+			if s.Kind == ir.KindGate {
+				os.Mode = "gate"
+			}
+			steps = append(steps, os)
 		}
-		if status == engine.StepSucceeded || status == engine.StepSkipped {
+	} else {
+		for id := range a.Steps {
+			steps = append(steps, orderedStep{ID: id, Function: id, Mode: "step"})
+		}
+		sort.Slice(steps, func(i, j int) bool { return steps[i].ID < steps[j].ID })
+	}
+	d.StepCount = len(steps)
+	d.OrderedSteps = make([]orderedStep, 0, len(steps))
+	for _, os := range steps {
+		os.Status = engine.StepPending
+		if ss := a.Steps[os.ID]; ss != nil {
+			os.Status = ss.Status
+		}
+		if os.Status == engine.StepSucceeded || os.Status == engine.StepSkipped {
 			d.CompletedSteps++
-		}
-		os := orderedStep{ID: s.ID, Function: s.ID, Mode: "step", Status: status}
-		if s.Kind == ir.KindDo && s.Do != nil {
-			os.Function = s.Do.Text
-		}
-		if s.Kind == ir.KindGate {
-			os.Mode = "gate"
 		}
 		d.OrderedSteps = append(d.OrderedSteps, os)
 	}
@@ -223,7 +234,7 @@ func projectStatus(a *engine.AuditReport, flow *ir.Flow) string {
 	case engine.StatusCompleted:
 		return "complete"
 	case engine.StatusFailed:
-		if f := a.Failure; f != nil && f.Attempt == 0 {
+		if f := a.Failure; f != nil && f.Attempt == 0 && flow != nil {
 			for _, s := range flow.Steps {
 				if s.Kind == ir.KindGate && f.Reason == fmt.Sprintf("gate %s killed flow", s.ID) {
 					return "killed"
