@@ -299,12 +299,21 @@ func (r *run) loop(ctx context.Context) (*Outcome, error) {
 			}
 		}
 		gates, engineWork := 0, false
+		var stalled []string
 		for _, w := range r.resp.Waiting {
-			if w.Kind == "gate" {
+			switch w.Kind {
+			case "gate":
 				gates++
-			} else {
+			case "subflow":
+				// A subflow with no gate and no ready step waits on
+				// nothing that can ever happen.
+				stalled = append(stalled, w.StepID)
+			default:
 				engineWork = true
 			}
+		}
+		if len(stalled) > 0 && gates == 0 && !engineWork && len(r.inflight) == 0 && len(r.resp.Ready) == 0 {
+			return nil, &HaltError{RunID: r.id, StepID: stalled[0], Err: errors.New("the subflow can make no progress: none of its steps can run")}
 		}
 		if gates > 0 {
 			switch r.d.opts.Gates {

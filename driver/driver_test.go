@@ -508,3 +508,53 @@ flows:
 		t.Errorf("agent input %s", b)
 	}
 }
+
+// Consumer fanout items are ready entries the driver hands to agents like
+// do steps.
+func TestDriveConsumerFanout(t *testing.T) {
+	f := newFixture(t)
+	agentPath := script(t, `
+case "$req" in
+*'"stepId":"fan/'*) item=$(printf '%s' "$req" | sed 's/.*"task":"Check \([a-z]*\)".*/\1/'); echo '{"v": "'$item'"}' ;;
+*) echo '{"v": "all"}' ;;
+esac
+`)
+	const spec = `version: 1
+contracts:
+  V:
+    v: string
+flows:
+  entry: main
+  main:
+    input:
+      xs: string[]
+    output:
+      from: "${done.output}"
+      contract: V
+    steps:
+      - id: fan
+        fanout:
+          over: "${input.xs}"
+          concurrency: 2
+          isolation: none
+          require: all
+          merge: sequential
+          dispatch: consumer
+          steps:
+            - do: "Check ${item}"
+              out: V
+      - id: done
+        do: "Summarize ${fan.output}"
+        out: V
+`
+	d, e := f.driver(Options{Agent: agentPath})
+	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(spec), Input: map[string]any{"xs": []any{"a", "b", "c"}}})
+	if err != nil || out.Response.Status != engine.StatusCompleted {
+		t.Fatalf("%v %+v", err, out)
+	}
+	a, _ := e.Audit(context.Background(), out.RunID)
+	b, _ := json.Marshal(a.Steps["fan"].Output)
+	if string(b) != `[{"v":"a"},{"v":"b"},{"v":"c"}]` {
+		t.Errorf("fan output %s", b)
+	}
+}
