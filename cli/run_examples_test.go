@@ -36,13 +36,6 @@ func TestRunExamples(t *testing.T) {
 *) echo '{"text": "better", "quality": 0.97}' ;;
 esac
 `)
-	// quickstart's outline wants 2 to 5 points; the draft is wrong once.
-	quick := script("quick.sh", `case "$req" in
-*'"stepId":"outline"'*) echo '{"title": "Notes", "points": ["one", "two"]}' ;;
-*'","attempt":1,'*) echo '{"text": "", "words": 0}' ;;
-*) echo '{"text": "The notes.", "words": 2}' ;;
-esac
-`)
 	tests := []struct {
 		example, input, agent string
 		wantStderr            []string
@@ -55,7 +48,9 @@ esac
 		{"iterate", `{"brief": "b"}`, improving, []string{"improve: attempt 2 accepted"}},
 		{"minimal", `{"text": "t"}`, qa, nil},
 		{"on-fail-routing", `{"spec": "s"}`, qa, []string{"recover: skipped"}},
-		{"quickstart", `{"topic": "t"}`, quick, []string{`draft: attempt 1 rejected: ensure "result.words > 0" failed`, "draft: attempt 2 accepted"}},
+		// The README's main job: the example agent answers "draft" wrongly
+		// once, so the user sees a failed ensure and the retry.
+		{"quickstart", `{"topic": "t"}`, qa, []string{`draft: attempt 1 rejected: ensure "result.confidence >= 0.8" failed`, "draft: attempt 2 accepted"}},
 	}
 	examples, _ := filepath.Glob("../examples/*.stratum.yaml")
 	if len(examples) != len(tests) {
