@@ -99,7 +99,7 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err := checkRunID(env, runID); err != nil {
 		return err
 	}
-	e, st, err := openEngine(env, engine.Options{})
+	e, _, err := openEngine(env, engine.Options{})
 	if err != nil {
 		return fail(env, "INVALID", err.Error())
 	}
@@ -134,7 +134,7 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	if gate == nil {
-		plan, err := runPlan(ctx, st, runID)
+		plan, err := e.RunPlan(ctx, runID)
 		if err != nil {
 			return fail(env, "INVALID", err.Error())
 		}
@@ -168,7 +168,8 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if c.token != "" {
 		token = c.token
 	}
-	resp, err := e.ResolveGate(ctx, engine.GateRequest{RunID: runID, StepID: stepID, Decision: decision, GateToken: token})
+	resp, err := e.ResolveGate(ctx, engine.GateRequest{RunID: runID, StepID: stepID, Decision: decision, GateToken: token,
+		Rationale: c.note, ResolvedBy: c.resolvedBy})
 	if err != nil {
 		if errors.Is(err, engine.ErrNotAwaiting) {
 			return conflict("gate is not awaiting a decision")

@@ -162,10 +162,10 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 	if err != nil {
 		return nil, err
 	}
-	// Without the spec (see runPlan) the steps are listed by id, every one
-	// a "step" whose function is its id.
+	// Without the spec the steps are listed by id, every one a "step"
+	// whose function is its id.
 	var flow *ir.Flow
-	if plan, err := runPlan(ctx, st, runID); err == nil {
+	if plan, err := e.RunPlan(ctx, runID); err == nil {
 		flow = plan.Flow(a.Flow)
 	}
 	name := a.Flow

@@ -174,9 +174,11 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stderr, format+"\n", a...)
 	}
 	if c.resume != "" {
-		if p, err := runPlan(ctx, st, c.resume); err == nil {
+		reader := engine.New(st, engine.Options{})
+		if p, err := reader.RunPlan(ctx, c.resume); err == nil {
 			plan = p // contract fields in declaration order; optional
 		}
+		reader.Close()
 	}
 	var e *engine.Engine // the gate question reads the run through it
 	opts := driver.Options{

@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -37,54 +35,6 @@ func openEngine(env *Env, opts engine.Options) (*engine.Engine, *store.FileStore
 		return nil, nil, err
 	}
 	return engine.New(st, opts), st, nil
-}
-
-// runPlan compiles the spec a run executes.
-//
-// Stopgap until the engine exposes a run's spec (see docs/cli.md): the
-// engine keeps the spec snapshot inside its own persisted records, so this
-// reads it through the store in the two layouts the engine has used (a
-// "spec" member of the state document, or an internal event whose seq the
-// state's "specSeq" names, holding the snapshot as JSON text). It is the
-// only code in cli that looks inside the engine's records, and every
-// caller degrades gracefully when it fails.
-func runPlan(ctx context.Context, st store.Store, runID string) (*ir.Plan, error) {
-	snap, err := st.Load(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	var doc struct {
-		Spec    json.RawMessage `json:"spec"`
-		SpecSeq int64           `json:"specSeq"`
-	}
-	if err := json.Unmarshal(snap.State, &doc); err != nil {
-		return nil, fmt.Errorf("run %s: read its spec: %w", runID, err)
-	}
-	spec := []byte(doc.Spec)
-	if len(spec) == 0 && doc.SpecSeq > 0 && doc.SpecSeq <= snap.Head.Seq {
-		evs, err := st.Events(ctx, runID, doc.SpecSeq-1, 1)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: read its spec: %w", runID, err)
-		}
-		if len(evs) == 1 {
-			var data struct {
-				Detail struct {
-					JSON string `json:"json"`
-				} `json:"detail"`
-			}
-			if json.Unmarshal(evs[0].Data, &data) == nil {
-				spec = []byte(data.Detail.JSON)
-			}
-		}
-	}
-	if len(spec) == 0 {
-		return nil, fmt.Errorf("run %s: its spec is not readable here", runID)
-	}
-	plan, ds := ir.Build(spec)
-	if len(ds) > 0 {
-		return nil, fmt.Errorf("run %s: its stored spec no longer validates: %w", runID, ds)
-	}
-	return plan, nil
 }
 
 // writeJSON writes v as two-space indented JSON and a newline (the form
