@@ -212,8 +212,10 @@ func fileContains(root, path, text string) Result {
 		return unmet("%v", err)
 	}
 	// O_NOFOLLOW: the last component was just resolved; refuse it if it was
-	// swapped for a symlink in between.
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// swapped for a symlink in between. O_NONBLOCK: opening a FIFO (which an
+	// agent can put in the workspace) must not wait forever for a writer;
+	// the regular-file check below then refuses it.
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return unmet("%s missing", path)
 	}
