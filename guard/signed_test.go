@@ -467,6 +467,19 @@ func TestApplyUpgrade(t *testing.T) {
 	install(content, bob, NamespaceDescriptors)
 	_, err = apply("v2-relax")
 	wantCode(t, err, CodeDescriptorUnavailable, "not in the trust root")
+	// Nothing of an unauthenticated file is interpreted: a schema error in
+	// an unsigned or untrusted file is reported as the signature failure.
+	install(`{"version": 2}`, bob, NamespaceDescriptors)
+	_, err = apply("v2-relax")
+	wantCode(t, err, CodeDescriptorUnavailable, "not in the trust root")
+	os.Remove(path + ".sig")
+	_, err = apply("v2-relax")
+	wantCode(t, err, CodeDescriptorUnavailable, "not signed")
+	// A signature file is read only up to a bound.
+	install(content, alice, NamespaceDescriptors)
+	os.WriteFile(path+".sig", []byte(strings.Repeat("A", maxSignatureFile+1)), 0o600)
+	_, err = apply("v2-relax")
+	wantCode(t, err, CodeDescriptorUnavailable, "not signed", "larger than")
 	install(content, alice, NamespaceOverride)
 	_, err = apply("v2-relax")
 	wantCode(t, err, CodeDescriptorUnavailable, "namespace")
