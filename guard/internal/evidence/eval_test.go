@@ -196,6 +196,9 @@ func TestGitEvidence(t *testing.T) {
 		{`git_commit_exists('` + blob + `')`, false, "absent"}, // a blob is not a commit
 		{`git_commit_exists('nosuchbranch')`, false, "absent"},
 		{`git_commit_exists()`, false, "expects one string"},
+		// Never passed to git as an option.
+		{`git_commit_exists('--all')`, false, `revision "--all" starts with '-'`},
+		{`git_commit_exists('-h')`, false, "starts with '-'"},
 	})
 	runCases(t, Env{WorkspaceRoot: sub}, []evalCase{{`git_commit_exists('HEAD')`, true, "present"}})
 	runCases(t, Env{WorkspaceRoot: t.TempDir()}, []evalCase{{`git_commit_exists('HEAD')`, false, "absent"}})
