@@ -362,3 +362,18 @@ func TestRegistryLoadFailures(t *testing.T) {
 	_, err = f.transition("a", "review", "draft")
 	wantCode(t, err, CodeTampered, "ledger")
 }
+
+// TestUnreadableIsNotNotFound: a resource path that cannot be checked
+// (here a plain file where its directory should be) is an internal error,
+// never "not registered".
+func TestUnreadableIsNotNotFound(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.featureRequest("other")) // creates the store root
+	if err := os.WriteFile(f.dir("odd"), []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.transition("odd", "draft", "review")
+	wantCode(t, err, CodeInternal)
+	_, err = f.g.Register(context.Background(), f.featureRequest("odd"))
+	wantCode(t, err, CodeInternal)
+}
