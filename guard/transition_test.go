@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/gofrs/flock"
 
 	"github.com/stratum-go/stratum/guard/internal/ledger"
 	"github.com/stratum-go/stratum/judge"
@@ -473,5 +476,63 @@ func TestOptimisticCommit(t *testing.T) {
 	register("quiet")
 	if res := f.mustTransition("quiet", "a", "b"); res.Status != "applied" {
 		t.Fatal(res.Status)
+	}
+}
+
+// TestLockTimeoutAndFence: a writer that cannot get the resource lock in
+// time gives up with lock_timeout, and a holder whose lock file was
+// removed or replaced writes nothing (lock_lost).
+func TestLockTimeoutAndFence(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	id := "locked"
+	f.register(RegisterRequest{ResourceID: id, Graph: obj(t, `{"a":["b"],"b":["a"]}`), EdgePredicates: obj(t, `{}`), Initial: "a"})
+	dir := f.dir(id)
+	lockPath := filepath.Join(dir, lockFile)
+
+	// Another holder (a separate open file description, as another
+	// process would have).
+	other := flock.New(lockPath)
+	if ok, err := other.TryLock(); err != nil || !ok {
+		t.Fatalf("TryLock: %v %v", ok, err)
+	}
+	g, err := New(Options{Root: f.root, Getenv: f.env.get, LockTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Transition(ctx, TransitionRequest{ResourceID: id, FromState: "a", ToState: "b", Artifacts: map[string]any{}})
+	wantCode(t, err, CodeLockTimeout)
+	other.Unlock()
+	if n := len(f.history(id).Ledger); n != 0 {
+		t.Fatalf("%d entries written without the lock", n)
+	}
+
+	// The fence: the lock file is removed (or replaced) while held.
+	for name, swap := range map[string]func(){
+		"removed":  func() { os.Remove(lockPath) },
+		"replaced": func() { os.Remove(lockPath); os.WriteFile(lockPath, nil, 0o644) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, err := f.g.lock(ctx, id, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.unlock()
+			r, err := f.g.load(id, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(filepath.Join(dir, ledgerFile))
+			reg, _ := os.ReadFile(filepath.Join(dir, registryFile))
+			swap()
+			e := &ledger.Entry{FromState: "a", ToState: "b", Outcome: "applied", Kind: "transition", ResolvedBy: "agent"}
+			wantCode(t, f.g.appendEntry(h, dir, r, e), CodeLockLost)
+			wantCode(t, f.g.save(h, dir, r), CodeLockLost)
+			after, _ := os.ReadFile(filepath.Join(dir, ledgerFile))
+			reg2, _ := os.ReadFile(filepath.Join(dir, registryFile))
+			if string(before) != string(after) || string(reg) != string(reg2) {
+				t.Fatal("a write went through after the fence failed")
+			}
+		})
 	}
 }
