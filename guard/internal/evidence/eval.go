@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/stratum-go/stratum/internal/proc"
@@ -211,11 +210,9 @@ func fileContains(root, path, text string) Result {
 	if err != nil {
 		return unmet("%v", err)
 	}
-	// O_NOFOLLOW: the last component was just resolved; refuse it if it was
-	// swapped for a symlink in between. O_NONBLOCK: opening a FIFO (which an
-	// agent can put in the workspace) must not wait forever for a writer;
-	// the regular-file check below then refuses it.
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	// openFlags: no symlink swapped in since the resolution, no blocking on
+	// a FIFO (open_unix.go).
+	f, err := os.OpenFile(real, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return unmet("%s missing", path)
 	}
