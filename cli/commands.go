@@ -8,11 +8,18 @@ var Version = "0.1.0-dev"
 // Keep one line per command, in alphabetical order.
 func commands() []func() command {
 	return []func() command{
+		func() command { return &auditCmd{} },
 		func() command { return &evalCmd{} },
+		func() command { return &flowCmd{} },
+		func() command { return &gateCmd{} },
+		func() command { return &graphCmd{} },
 		func() command { return &guardCmd{} },
 		func() command { return &mcpCmd{} },
 		func() command { return &migrateCmd{} },
+		func() command { return &queryCmd{} },
+		func() command { return &runCmd{} },
 		func() command { return &speckitCmd{} },
 		func() command { return &validateCmd{} },
+		func() command { return &watchCmd{} },
 	}
 }

@@ -41,7 +41,8 @@ Actions and their arguments (? = optional):
   register     resource_id, graph, edge_predicates, initial,
                terminal?, stakes?, workspace_root?
   transition   resource_id, from_state, to_state, artifacts,
-               modified_files?, idempotency_key?, resolved_by?
+               modified_files?, idempotency_key?, resolved_by?,
+               expected_policy_checksum?
   override     resource_id, from_state, to_state, authorization, rationale,
                resolved_by?
   migrate      resource_id, new_graph, new_edge_predicates, authorization,

@@ -286,3 +286,14 @@ func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, er
 	}
 	return out, nil
 }
+
+// RunPlan returns the compiled plan of a persisted run's spec, for front
+// ends that describe a run (step kinds, routes, contracts in declaration
+// order). The plan is shared and must not be modified.
+func (e *Engine) RunPlan(ctx context.Context, runID string) (*ir.Plan, error) {
+	_, c, _, err := e.load(ctx, runID, true)
+	if err != nil {
+		return nil, err
+	}
+	return c.plan, nil
+}

@@ -54,10 +54,10 @@ func TestExampleCodeReviewAndQuickstart(t *testing.T) {
 
 	r = h.plan(string(example(t, "quickstart.stratum.yaml")), map[string]any{"topic": "notes"})
 	r = h.ok(r, "outline", `{"title":"T","points":["a","b"]}`)
-	if en := entry(t, r, "draft"); en.Do != `Write the note titled T from these points: ["a","b"]. Report the text and its word count.` {
+	if en := entry(t, r, "draft"); en.Do != `Write the note titled T from these points: ["a","b"]. Report the text, its word count and how confident you are that it covers every point (0 to 1).` {
 		t.Fatalf("draft do %q", en.Do)
 	}
-	r = h.ok(r, "draft", `{"text":"hello","words":1}`)
+	r = h.ok(r, "draft", `{"text":"hello","words":1,"confidence":0.95}`)
 	wantStatus(t, r, StatusCompleted)
 }
 

@@ -25,6 +25,12 @@ type GateRequest struct {
 	// GateToken is the token of the gate round the decision was made on
 	// (from Audit or ListGates).
 	GateToken string
+	// Rationale is the decider's reason, recorded in the gate_resolved
+	// event; optional.
+	Rationale string
+	// ResolvedBy says who decided ("human", "agent", "system" or a name),
+	// recorded in the gate_resolved event; optional.
+	ResolvedBy string
 }
 
 // ResolveGate applies a gate decision (spec/engine.md 5.2 with DESIGN
@@ -62,7 +68,7 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 		case req.GateToken != st.GateToken:
 			return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: issued for a superseded gate round of %q", req.StepID)
 		}
-		if err := t.decide(loc.sc, loc.step, st, req.Decision); err != nil {
+		if err := t.decide(loc.sc, loc.step, st, req); err != nil {
 			return err
 		}
 		t.advance()
@@ -76,7 +82,8 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 }
 
 // decide applies an accepted decision.
-func (t *txn) decide(sc *scope, g *ir.Step, st *StepState, decision string) error {
+func (t *txn) decide(sc *scope, g *ir.Step, st *StepState, req GateRequest) error {
+	decision := req.Decision
 	id := sc.scoped(g.ID)
 	var target string
 	switch decision {
@@ -92,7 +99,14 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *StepState, decision string) erro
 		if target != "" {
 			tgt = sc.scoped(target)
 		}
-		t.emit("gate_resolved", id, map[string]any{"decision": decision, "target": tgt})
+		detail := map[string]any{"decision": decision, "target": tgt}
+		if req.Rationale != "" {
+			detail["rationale"] = req.Rationale
+		}
+		if req.ResolvedBy != "" {
+			detail["resolvedBy"] = req.ResolvedBy
+		}
+		t.emit("gate_resolved", id, detail)
 	}
 	switch decision {
 	case DecisionApprove, DecisionKill:

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -242,5 +243,38 @@ func TestSubflowGate(t *testing.T) {
 	wantFailure(t, r, StatusFailed, "gate revision rounds exhausted")
 	if !strings.Contains(r.Failure.Reason, `subflow "sub"`) {
 		t.Fatalf("failure %s", dump(r.Failure))
+	}
+}
+
+// The decider's rationale and identity land in the gate_resolved event, and
+// RunPlan describes the run's spec for front ends.
+func TestGateRationaleRecordedAndRunPlan(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(string(example(t, "full-gate.stratum.yaml")), map[string]any{"text": "t"})
+	r = h.ok(r, "work", goodWork)
+	r, err := h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionApprove,
+		GateToken: h.gateToken(r.RunID, "review"), Rationale: "looks right", ResolvedBy: "human"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var detail string
+	for _, ev := range h.audit(r.RunID).Events {
+		if ev.Type == "gate_resolved" {
+			detail = string(ev.Detail)
+		}
+	}
+	if !strings.Contains(detail, `"rationale":"looks right"`) || !strings.Contains(detail, `"resolvedBy":"human"`) {
+		t.Fatalf("gate_resolved detail %s", detail)
+	}
+
+	p, err := h.reopen(Options{}).RunPlan(h.ctx, r.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.EntryFlow().Step("review"); s == nil || s.Gate == nil {
+		t.Fatalf("RunPlan lost the review gate: %+v", s)
+	}
+	if _, err := h.e.RunPlan(h.ctx, "no-such-run"); !errors.Is(err, ErrRunNotFound) {
+		t.Fatalf("RunPlan of an unknown run: %v", err)
 	}
 }

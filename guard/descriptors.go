@@ -19,6 +19,10 @@ import (
 // maxDescriptorFile bounds the descriptor file read.
 const maxDescriptorFile = 8 << 20
 
+// maxSignatureFile bounds the detached signature read (an armored Ed25519
+// SSH signature is about 300 bytes).
+const maxSignatureFile = 64 << 10
+
 // descriptor is one reviewed upgrade: exactly this target policy, only
 // from the policy whose checksum is FromChecksum.
 type descriptor struct {
@@ -41,6 +45,10 @@ type descriptorFile struct {
 	trust       *sshsig.AllowedSigners
 	trustErr    error
 	descriptors []descriptor
+	// parseErr is a schema error of the file; it is reported only after
+	// the signature checks, so nothing of an unauthenticated file is
+	// interpreted first.
+	parseErr error
 }
 
 func unavailable(format string, args ...any) error {
@@ -48,8 +56,9 @@ func unavailable(format string, args ...any) error {
 }
 
 // readDescriptorFile reads the configured descriptor file and checks its
-// signature, without failing on a bad signature or trust root (those are
-// recorded), so that `stratum guard descriptors` can report them.
+// signature, without failing on a bad signature, trust root or schema
+// (those are recorded), so that `stratum guard descriptors` can report
+// them and apply_upgrade can refuse in the order of spec/guard.md §12.4.
 func (g *Guard) readDescriptorFile() (*descriptorFile, error) {
 	path := g.getenv(EnvUpgradeDescriptors)
 	if path == "" {
@@ -79,10 +88,10 @@ func (g *Guard) readDescriptorFile() (*descriptorFile, error) {
 	}
 	sum := sha256.Sum256(data)
 	df.sha256 = hex.EncodeToString(sum[:])
-	sig, err := os.ReadFile(df.sigPath)
+	sig, err := readBounded(df.sigPath, maxSignatureFile)
 	switch {
 	case err != nil:
-		df.sigErr = fmt.Errorf("not signed: %s is missing or unreadable", df.sigPath)
+		df.sigErr = fmt.Errorf("not signed: %s is missing or unreadable: %v", df.sigPath, err)
 	case df.trustErr != nil:
 		df.sigErr = fmt.Errorf("trust root unusable: %v", df.trustErr)
 	default:
@@ -93,10 +102,26 @@ func (g *Guard) readDescriptorFile() (*descriptorFile, error) {
 			df.signer = &v
 		}
 	}
-	if df.descriptors, err = parseDescriptors(data); err != nil {
-		return nil, unavailable("descriptor file %s: %v", path, err)
-	}
+	df.descriptors, df.parseErr = parseDescriptors(data)
 	return df, nil
+}
+
+// readBounded reads at most limit bytes of the file at path; a longer file
+// is an error.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return data, nil
 }
 
 // loadDescriptor is the whole gate of apply_upgrade (spec/guard.md §12.4):
@@ -115,6 +140,9 @@ func (g *Guard) loadDescriptor(id string) (*descriptorFile, *descriptor, error) 
 	}
 	if df.signer == nil {
 		return nil, nil, unavailable("descriptor file %s: %v", df.path, df.sigErr)
+	}
+	if df.parseErr != nil {
+		return nil, nil, unavailable("descriptor file %s: %v", df.path, df.parseErr)
 	}
 	for i := range df.descriptors {
 		if df.descriptors[i].ID == id {
@@ -334,6 +362,9 @@ func (g *Guard) Descriptors(ctx context.Context) (*DescriptorsResult, error) {
 	df, err := g.readDescriptorFile()
 	if err != nil {
 		return nil, err
+	}
+	if df.parseErr != nil {
+		return nil, unavailable("descriptor file %s: %v", df.path, df.parseErr)
 	}
 	res := &DescriptorsResult{
 		Status: "ok", Path: df.path, SHA256: df.sha256, GroupOrWorldWritable: df.writable,

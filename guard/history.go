@@ -38,12 +38,16 @@ func (g *Guard) History(ctx context.Context, req HistoryRequest) (*HistoryResult
 	if err != nil {
 		return nil, err
 	}
-	for i := range r.Log.Entries {
-		if err := r.Log.Entries[i].DecodeVerdict(); err != nil {
+	entries := r.Log.Entries
+	if entries == nil {
+		entries = []LedgerEntry{} // no ledger file yet: [], never null
+	}
+	for i := range entries {
+		if err := entries[i].DecodeVerdict(); err != nil {
 			return nil, &Error{Code: CodeLedgerCorrupt, Message: err.Error(), Err: err}
 		}
 	}
-	return &HistoryResult{ResourceID: r.ResourceID, CurrentState: r.CurrentState, GraphVersion: r.GraphVersion, Ledger: r.Log.Entries}, nil
+	return &HistoryResult{ResourceID: r.ResourceID, CurrentState: r.CurrentState, GraphVersion: r.GraphVersion, Ledger: entries}, nil
 }
 
 // VerifyResult is the outcome of a strict check of one resource.

@@ -121,10 +121,12 @@ func (g *Guard) makeDir(dir string) error {
 	return nil
 }
 
-// hasGuardData reports whether dir holds a registry or a ledger.
+// hasGuardData reports whether dir holds a registry or a ledger. A file
+// that cannot even be checked counts as present: a directory is claimed
+// only when it provably holds no guard.
 func hasGuardData(dir string) bool {
 	for _, f := range []string{registryFile, ledgerFile} {
-		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+		if _, err := os.Lstat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
 			return true
 		}
 	}

@@ -236,41 +236,52 @@ func TestRegisterValidationOrder(t *testing.T) {
 }
 
 // TestUnregisteredLeavesNothing: every mutation of a never-registered id
-// is guard_not_found and creates nothing, so a later registration works.
+// is guard_not_found and creates nothing (neither the store root nor the
+// resource directory), so a later registration works.
 func TestUnregisteredLeavesNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	id := "never:registered"
-	checks := []func() error{
-		func() error { _, err := f.transition(id, "draft", "review"); return err },
-		func() error {
+	checks := map[string]func() error{
+		"transition": func() error { _, err := f.transition(id, "draft", "review"); return err },
+		"override": func() error {
 			_, err := f.g.Override(ctx, OverrideRequest{ResourceID: id, FromState: "a", ToState: "b", Authorization: "x", Rationale: "r"})
 			return err
 		},
-		func() error {
+		"migrate": func() error {
 			_, err := f.g.Migrate(ctx, MigrateRequest{ResourceID: id, NewGraph: map[string]any{}, NewEdgePredicates: map[string]any{}, Authorization: "x", Rationale: "r"})
 			return err
 		},
-		func() error {
+		"upgrade": func() error {
 			_, err := f.g.Upgrade(ctx, UpgradeRequest{ResourceID: id, NewGraph: map[string]any{}, NewEdgePredicates: map[string]any{}, Rationale: "r"})
 			return err
 		},
-		func() error { _, err := f.g.History(ctx, HistoryRequest{ResourceID: id}); return err },
-		func() error { _, err := f.g.Verify(ctx, id); return err },
+		"history": func() error { _, err := f.g.History(ctx, HistoryRequest{ResourceID: id}); return err },
+		"verify":  func() error { _, err := f.g.Verify(ctx, id); return err },
 	}
-	for i, c := range checks {
-		if err := c(); CodeOf(err) != CodeNotFound {
-			t.Errorf("check %d: %v, want guard_not_found", i, err)
+	leftBehind := func(stage string) {
+		t.Helper()
+		for name, c := range checks {
+			if err := c(); CodeOf(err) != CodeNotFound {
+				t.Errorf("%s, %s: %v, want guard_not_found", stage, name, err)
+			}
+		}
+		// authorize is read-only: a missing resource has the empty head.
+		if res, err := f.g.Authorize(ctx, AuthorizeRequest{Kind: "override", ResourceID: id, FromState: "a", ToState: "b", Rationale: "r"}); err != nil ||
+			!strings.Contains(res.Payload, `"ledger_head":""`) {
+			t.Errorf("%s, authorize: %+v %v", stage, res, err)
+		}
+		if _, err := os.Stat(f.dir(id)); !os.IsNotExist(err) {
+			t.Fatalf("%s: a directory was left behind for %s", stage, id)
 		}
 	}
-	// Also with the store root existing (another resource registered).
+	leftBehind("empty store")
+	if _, err := os.Stat(f.root); !os.IsNotExist(err) {
+		t.Fatalf("operations on an unknown id created the store root: %v", err)
+	}
+	// Again with the store root existing (another resource registered).
 	f.register(f.featureRequest("other"))
-	if _, err := f.transition(id, "draft", "review"); CodeOf(err) != CodeNotFound {
-		t.Fatalf("transition: %v", err)
-	}
-	if _, err := os.Stat(f.dir(id)); !os.IsNotExist(err) {
-		t.Fatalf("a directory was left behind for %s", id)
-	}
+	leftBehind("populated store")
 	if r := f.register(f.featureRequest(id)); r.Status != "registered" {
 		t.Fatalf("register after refusals: %+v", r)
 	}
@@ -350,4 +361,19 @@ func TestRegistryLoadFailures(t *testing.T) {
 	wantCode(t, err, CodeTampered, "ledger")
 	_, err = f.transition("a", "review", "draft")
 	wantCode(t, err, CodeTampered, "ledger")
+}
+
+// TestUnreadableIsNotNotFound: a resource path that cannot be checked
+// (here a plain file where its directory should be) is an internal error,
+// never "not registered".
+func TestUnreadableIsNotNotFound(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.featureRequest("other")) // creates the store root
+	if err := os.WriteFile(f.dir("odd"), []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.transition("odd", "draft", "review")
+	wantCode(t, err, CodeInternal)
+	_, err = f.g.Register(context.Background(), f.featureRequest("odd"))
+	wantCode(t, err, CodeInternal)
 }

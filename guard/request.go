@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // DecodeRequest decodes a JSON object of guard arguments into dst (a
@@ -23,6 +24,15 @@ func DecodeRequest(data []byte, dst any) error {
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
+	}
+	// encoding/json would silently replace invalid UTF-8 and lone UTF-16
+	// surrogate escapes with U+FFFD, so that a digest or checksum would be
+	// taken over other text than the caller sent (spec §3): refuse them.
+	if !utf8.Valid(data) {
+		return errorf(CodeInvalidArgument, "guard arguments are not valid UTF-8")
+	}
+	if esc, found := loneSurrogate(data); found {
+		return errorf(CodeInvalidArgument, "guard arguments contain the lone UTF-16 surrogate escape %s, which has no UTF-8 form", esc)
 	}
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -75,4 +85,57 @@ func unmarshalReason(err error) string {
 		return fmt.Sprintf("expected %s, got JSON %s", te.Type, te.Value)
 	}
 	return err.Error()
+}
+
+// loneSurrogate finds the first \u escape of a UTF-16 surrogate that is not
+// a high surrogate immediately followed by an escaped low one. Backslashes
+// only occur inside JSON strings, so the text is scanned as a whole.
+func loneSurrogate(data []byte) (string, bool) {
+	hex4 := func(i int) (rune, bool) {
+		if i+4 > len(data) {
+			return 0, false
+		}
+		var r rune
+		for _, c := range data[i : i+4] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i+1 < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		if data[i+1] != 'u' {
+			i++ // an escaped character, possibly a backslash
+			continue
+		}
+		r, ok := hex4(i + 2)
+		if !ok {
+			i++ // malformed: the JSON decoder reports it
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+12 <= len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
+				if lo, ok := hex4(i + 8); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 11
+					continue
+				}
+			}
+			return string(data[i : i+6]), true
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return string(data[i : i+6]), true
+		}
+		i += 5
+	}
+	return "", false
 }

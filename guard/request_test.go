@@ -42,10 +42,30 @@ func TestDecodeRequest(t *testing.T) {
 		{"files not strings", `{"resource_id":"r","from_state":"a","to_state":"b","artifacts":{},"modified_files":[1]}`, `"modified_files"`, &TransitionRequest{}},
 		{"graph not object", `{"resource_id":"r","graph":[],"edge_predicates":{},"initial":"a"}`, `"graph"`, &RegisterRequest{}},
 		{"bad json", `{"resource_id":`, "one JSON object", &HistoryRequest{}},
+		// Text encoding/json would silently turn into U+FFFD (spec §3).
+		{"lone high surrogate", `{"resource_id":"a\ud800b"}`, `\ud800`, &HistoryRequest{}},
+		{"lone low surrogate", `{"resource_id":"\uDC00"}`, `\uDC00`, &HistoryRequest{}},
+		{"high then non-low", `{"resource_id":"\ud83d\u0041"}`, `\ud83d`, &HistoryRequest{}},
+		{"reversed pair", `{"resource_id":"\ude00\ud83d"}`, `\ude00`, &HistoryRequest{}},
+		{"surrogate at the end", `{"resource_id":"\ud83d"}`, `\ud83d`, &HistoryRequest{}},
+		{"surrogate in a key", `{"resource_id":"r","from_state":"a","to_state":"b","artifacts":{"\udfff":1}}`, "surrogate", &TransitionRequest{}},
+		{"invalid utf-8", "{\"resource_id\":\"a\xffb\"}", "UTF-8", &HistoryRequest{}},
 	}
 	for _, c := range cases {
 		err := DecodeRequest([]byte(c.in), c.dst)
 		wantCode(t, err, CodeInvalidArgument, c.msg)
+	}
+	// Pairs and escaped backslashes are fine.
+	for in, want := range map[string]string{
+		`{"resource_id":"\ud83d\ude00 \uD834\uDD1E"}`: "😀 𝄞",
+		`{"resource_id":"\\ud800"}`:                   `\ud800`,
+		`{"resource_id":"\\\ud83d\ude00"}`:            `\😀`,
+		`{"resource_id":"é\u00e9"}`:                   "éé",
+	} {
+		var hr HistoryRequest
+		if err := DecodeRequest([]byte(in), &hr); err != nil || hr.ResourceID != want {
+			t.Errorf("%s: %q, %v; want %q", in, hr.ResourceID, err, want)
+		}
 	}
 	if err := DecodeRequest([]byte(`{}`), HistoryRequest{}); err == nil || CodeOf(err) != CodeInternal {
 		t.Fatalf("non-pointer destination: %v", err)
@@ -56,7 +76,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"resource_id":"r","from_state":"a","to_state":"b","artifacts":{"x":"y"},"modified_files":["a"],"idempotency_key":null}`,
 		`{"resource_id":"r","graph":{"a":["b"]},"edge_predicates":{},"initial":"a","terminal":null}`,
-		``, `[]`, `{"x":1}`, `{"resource_id":null}`,
+		``, `[]`, `{"x":1}`, `{"resource_id":null}`, `{"resource_id":"\ud83d\ude00\\ud800"}`, `{"resource_id":"\udc00"}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -193,8 +193,6 @@ func TestOverride(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp := strings.Fields(alice.pubLine)[1]
-	_ = fp
 	if res.Status != "deviation" || res.CurrentState != "review" || res.Rationale != areq.Rationale || !strings.HasPrefix(res.AuthorizedBy, "alice (SHA256:") || res.PayloadDigest == "" {
 		t.Fatalf("override = %+v", res)
 	}
@@ -239,10 +237,11 @@ func TestTrustRootStates(t *testing.T) {
 		"rsa line":        alice.allowed("alice") + "bob ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ\n",
 		"empty principal": alice.allowed("alice,"),
 	} {
-		f.g.setTrust([]byte(root))
-		_, err := f.g.Override(context.Background(), req)
-		wantCode(t, err, CodeOverrideUnavailable, "trust root is unusable")
-		_ = name
+		t.Run(name, func(t *testing.T) {
+			f.g.setTrust([]byte(root))
+			_, err := f.g.Override(context.Background(), req)
+			wantCode(t, err, CodeOverrideUnavailable, "trust root is unusable")
+		})
 	}
 	f.g.setTrust([]byte(alice.allowed("alice")))
 	if _, err := f.g.Override(context.Background(), req); err != nil {
@@ -417,6 +416,18 @@ func TestUpgrade(t *testing.T) {
 	os.WriteFile(regPath, []byte(strings.Replace(string(reg), `"server_file_exists('PARK')"`, `"server_file_exists('plan.md')"`, 1)), 0o600)
 	_, err = f.g.Upgrade(ctx, grown)
 	wantCode(t, err, CodeTampered)
+
+	// "Existing keys" include edge_predicates and stakes keys that name no
+	// edge of the graph (§12.3 rule 2): they too are frozen.
+	f.register(RegisterRequest{ResourceID: "keys", Graph: obj(t, `{"a":["b"],"b":[]}`), Initial: "a",
+		EdgePredicates: obj(t, `{"x->y":[{"statement":"verdict_receipt_clean('z')"}]}`), Stakes: obj(t, `{"q->r":"cheap"}`)})
+	_, err = f.g.Upgrade(ctx, UpgradeRequest{ResourceID: "keys", NewGraph: obj(t, `{"a":["b","c"],"b":[],"c":[]}`), NewEdgePredicates: obj(t, `{}`), Rationale: "r"})
+	wantCode(t, err, CodeIncompatibleUpgrade, `predicates of existing edge "x->y" changed`, `stake of existing edge "q->r" changed`)
+	res, err = f.g.Upgrade(ctx, UpgradeRequest{ResourceID: "keys", NewGraph: obj(t, `{"a":["b","c"],"b":[],"c":[]}`),
+		NewEdgePredicates: obj(t, `{"x->y":[{"statement":"verdict_receipt_clean('z')"}]}`), NewStakes: obj(t, `{"q->r":"cheap"}`), Rationale: "r"})
+	if err != nil || res.Status != "migrated" {
+		t.Fatalf("keys kept: %+v %v", res, err)
+	}
 }
 
 func TestApplyUpgrade(t *testing.T) {
@@ -467,6 +478,19 @@ func TestApplyUpgrade(t *testing.T) {
 	install(content, bob, NamespaceDescriptors)
 	_, err = apply("v2-relax")
 	wantCode(t, err, CodeDescriptorUnavailable, "not in the trust root")
+	// Nothing of an unauthenticated file is interpreted: a schema error in
+	// an unsigned or untrusted file is reported as the signature failure.
+	install(`{"version": 2}`, bob, NamespaceDescriptors)
+	_, err = apply("v2-relax")
+	wantCode(t, err, CodeDescriptorUnavailable, "not in the trust root")
+	os.Remove(path + ".sig")
+	_, err = apply("v2-relax")
+	wantCode(t, err, CodeDescriptorUnavailable, "not signed")
+	// A signature file is read only up to a bound.
+	install(content, alice, NamespaceDescriptors)
+	os.WriteFile(path+".sig", []byte(strings.Repeat("A", maxSignatureFile+1)), 0o600)
+	_, err = apply("v2-relax")
+	wantCode(t, err, CodeDescriptorUnavailable, "not signed", "larger than")
 	install(content, alice, NamespaceOverride)
 	_, err = apply("v2-relax")
 	wantCode(t, err, CodeDescriptorUnavailable, "namespace")
@@ -486,6 +510,13 @@ func TestApplyUpgrade(t *testing.T) {
 	wantCode(t, err, CodeDescriptorUnavailable)
 	f.g.setTrust([]byte(alice.allowed("alice")))
 
+	// A valid descriptor on a never-registered id: guard_not_found, and
+	// nothing is created.
+	_, err = f.g.ApplyUpgrade(ctx, ApplyUpgradeRequest{ResourceID: "never:registered", DescriptorID: "v2-relax"})
+	wantCode(t, err, CodeNotFound)
+	if _, err := os.Stat(f.dir("never:registered")); !os.IsNotExist(err) {
+		t.Fatal("apply_upgrade on an unknown id created its directory")
+	}
 	// Wrong source policy.
 	_, err = f.g.ApplyUpgrade(ctx, ApplyUpgradeRequest{ResourceID: "fleet:other", DescriptorID: "v2-relax"})
 	wantCode(t, err, CodeDescriptorMismatch, from)

@@ -500,6 +500,10 @@ func (g *Guard) openExisting(ctx context.Context, id string) (*held, *registry, 
 	}
 	dir := g.dir(id)
 	if _, err := os.Stat(filepath.Join(dir, registryFile)); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			// Unreadable is not "not registered".
+			return nil, nil, "", wrapInternal(err, "resource %q", id)
+		}
 		if fi, lerr := os.Stat(filepath.Join(dir, ledgerFile)); lerr == nil && fi.Size() > 0 {
 			return nil, nil, "", errorf(CodeTampered, "resource %q has a ledger but no %s", id, registryFile)
 		}

@@ -207,12 +207,14 @@ func (g *Guard) Transition(ctx context.Context, req TransitionRequest) (*Transit
 	if err := r.tamperCheck(); err != nil {
 		return nil, err
 	}
+	// An edge a concurrent migrate removed is illegal_edge (spec §10.4);
+	// only then is any other policy change stale.
+	if !r.Policy.hasEdge(req.FromState, req.ToState) {
+		return nil, errorf(CodeIllegalEdge, "edge %q is no longer declared in the graph", edge)
+	}
 	if r.Checksum != checksumAtEvaluation {
 		// The verdict was reached under a policy that no longer holds.
 		return nil, errorf(CodeStaleFromState, "the policy changed during evaluation (%s -> %s); evaluate again", short(checksumAtEvaluation), short(r.Checksum))
-	}
-	if !r.Policy.hasEdge(req.FromState, req.ToState) {
-		return nil, errorf(CodeIllegalEdge, "edge %q is no longer declared in the graph", edge)
 	}
 	pd, err := payload.digest(ledger.CurrentPayloadDigestVersion, r.Checksum)
 	if err != nil {

@@ -5,7 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/gofrs/flock"
 
 	"github.com/stratum-go/stratum/guard/internal/ledger"
 	"github.com/stratum-go/stratum/judge"
@@ -375,4 +379,160 @@ func TestTornTailRepairedBeforeAppend(t *testing.T) {
 	wantCode(t, err, CodeLedgerCorrupt, "line 1")
 	_, err = f.g.History(context.Background(), HistoryRequest{ResourceID: "torn"})
 	wantCode(t, err, CodeLedgerCorrupt)
+}
+
+// hookJudge is a judge whose verdict always holds and which, on each of
+// its first calls, first runs the next hook: a concurrent mutation landing
+// while the transition evaluates with no lock held.
+type hookJudge struct {
+	mu    sync.Mutex
+	hooks []func()
+}
+
+func (j *hookJudge) Judge(ctx context.Context, req judge.Request) (judge.Verdict, error) {
+	j.mu.Lock()
+	var hook func()
+	if len(j.hooks) > 0 {
+		hook, j.hooks = j.hooks[0], j.hooks[1:]
+	}
+	j.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return judge.Verdict{Holds: true, Reason: "ok"}, nil
+}
+
+// TestOptimisticCommit: phase 3 re-validates under the lock what phase 1
+// checked, against whatever committed while the predicates were being
+// evaluated (spec §10.4), and writes nothing when the attempt no longer
+// holds.
+func TestOptimisticCommit(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	alice := newKey(t, "alice", "ed25519")
+	graph := `{"a":["b","c"],"b":["a"],"c":["a"]}`
+	preds := `{"a->b":[{"type":"judged","statement":"b is ready"}]}`
+	register := func(id string) {
+		f.register(RegisterRequest{ResourceID: id, Graph: obj(t, graph), EdgePredicates: obj(t, preds), Initial: "a"})
+	}
+	hj := &hookJudge{}
+	f.g = f.newGuard(hj)
+	f.g.setTrust([]byte(alice.allowed("alice")))
+	entries := func(id string) int { return len(f.history(id).Ledger) }
+
+	// The state moved: stale_from_state, and only the other move recorded.
+	register("moved")
+	hj.hooks = []func(){func() { f.mustTransition("moved", "a", "c") }}
+	_, err := f.transition("moved", "a", "b")
+	wantCode(t, err, CodeStaleFromState, "during evaluation")
+	if n := entries("moved"); n != 1 {
+		t.Fatalf("moved: %d entries, want 1", n)
+	}
+
+	// A concurrent migrate removed the edge: illegal_edge, not stale.
+	register("removed")
+	hj.hooks = []func(){func() {
+		newGraph, newPreds := obj(t, `{"a":["c"],"b":["a"],"c":["a"]}`), obj(t, `{}`)
+		p := f.authorizePayload(AuthorizeRequest{Kind: "migrate", ResourceID: "removed", Rationale: "drop a->b", NewGraph: newGraph, NewEdgePredicates: newPreds})
+		if _, err := f.g.Migrate(ctx, MigrateRequest{ResourceID: "removed", NewGraph: newGraph, NewEdgePredicates: newPreds, Rationale: "drop a->b",
+			Authorization: alice.sign(t, NamespaceMigrate, p)}); err != nil {
+			t.Error(err)
+		}
+	}}
+	_, err = f.transition("removed", "a", "b")
+	wantCode(t, err, CodeIllegalEdge, "no longer declared")
+	if n := entries("removed"); n != 1 {
+		t.Fatalf("removed: %d entries, want only the migrate's", n)
+	}
+
+	// The edge survived but the policy changed (an upgrade): the verdict
+	// was reached under the old policy, so it is stale.
+	register("upgraded")
+	hj.hooks = []func(){func() {
+		if _, err := f.g.Upgrade(ctx, UpgradeRequest{ResourceID: "upgraded", NewGraph: obj(t, `{"a":["b","c","d"],"b":["a"],"c":["a"],"d":[]}`),
+			NewEdgePredicates: obj(t, preds), Rationale: "add d"}); err != nil {
+			t.Error(err)
+		}
+	}}
+	_, err = f.transition("upgraded", "a", "b")
+	wantCode(t, err, CodeStaleFromState, "policy changed")
+	if n := entries("upgraded"); n != 1 {
+		t.Fatalf("upgraded: %d entries, want only the upgrade's", n)
+	}
+
+	// The very same request (same key) committed meanwhile: replayed.
+	register("same")
+	var inner *TransitionResult
+	hj.hooks = []func(){func() { inner = f.mustTransition("same", "a", "b", withKey("k")) }}
+	res := f.mustTransition("same", "a", "b", withKey("k"))
+	if res.Status != "replayed" || inner == nil || inner.Status != "applied" || res.LedgerRef != inner.LedgerRef || res.CurrentState != "b" {
+		t.Fatalf("outer %+v, inner %+v", res, inner)
+	}
+	if n := entries("same"); n != 1 {
+		t.Fatalf("same: %d entries, want 1", n)
+	}
+
+	// Nothing concurrent: applied.
+	register("quiet")
+	if res := f.mustTransition("quiet", "a", "b"); res.Status != "applied" {
+		t.Fatal(res.Status)
+	}
+}
+
+// TestLockTimeoutAndFence: a writer that cannot get the resource lock in
+// time gives up with lock_timeout, and a holder whose lock file was
+// removed or replaced writes nothing (lock_lost).
+func TestLockTimeoutAndFence(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	id := "locked"
+	f.register(RegisterRequest{ResourceID: id, Graph: obj(t, `{"a":["b"],"b":["a"]}`), EdgePredicates: obj(t, `{}`), Initial: "a"})
+	dir := f.dir(id)
+	lockPath := filepath.Join(dir, lockFile)
+
+	// Another holder (a separate open file description, as another
+	// process would have).
+	other := flock.New(lockPath)
+	if ok, err := other.TryLock(); err != nil || !ok {
+		t.Fatalf("TryLock: %v %v", ok, err)
+	}
+	g, err := New(Options{Root: f.root, Getenv: f.env.get, LockTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Transition(ctx, TransitionRequest{ResourceID: id, FromState: "a", ToState: "b", Artifacts: map[string]any{}})
+	wantCode(t, err, CodeLockTimeout)
+	other.Unlock()
+	if n := len(f.history(id).Ledger); n != 0 {
+		t.Fatalf("%d entries written without the lock", n)
+	}
+
+	// The fence: the lock file is removed (or replaced) while held.
+	for name, swap := range map[string]func(){
+		"removed":  func() { os.Remove(lockPath) },
+		"replaced": func() { os.Remove(lockPath); os.WriteFile(lockPath, nil, 0o644) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, err := f.g.lock(ctx, id, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.unlock()
+			r, err := f.g.load(id, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(filepath.Join(dir, ledgerFile))
+			reg, _ := os.ReadFile(filepath.Join(dir, registryFile))
+			swap()
+			e := &ledger.Entry{FromState: "a", ToState: "b", Outcome: "applied", Kind: "transition", ResolvedBy: "agent"}
+			wantCode(t, f.g.appendEntry(h, dir, r, e), CodeLockLost)
+			wantCode(t, f.g.save(h, dir, r), CodeLockLost)
+			after, _ := os.ReadFile(filepath.Join(dir, ledgerFile))
+			reg2, _ := os.ReadFile(filepath.Join(dir, registryFile))
+			if string(before) != string(after) || string(reg) != string(reg2) {
+				t.Fatal("a write went through after the fence failed")
+			}
+		})
+	}
 }

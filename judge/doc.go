@@ -9,6 +9,6 @@
 // be plugged in without Stratum holding API keys. With no judge configured,
 // callers must fail closed (the guard refuses, never applies).
 //
-// judge imports only internal/procgroup of the module; guard and engine
+// judge imports only internal/proc of the module; guard and engine
 // import judge, never the reverse.
 package judge

@@ -9,5 +9,5 @@
 // root: paths are joined onto the root's real path, symlinks are resolved
 // and anything that ends up outside is refused.
 //
-// evidence imports only internal/procgroup of the module.
+// evidence imports only internal/proc of the module.
 package evidence

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/stratum-go/stratum/internal/proc"
@@ -211,9 +210,9 @@ func fileContains(root, path, text string) Result {
 	if err != nil {
 		return unmet("%v", err)
 	}
-	// O_NOFOLLOW: the last component was just resolved; refuse it if it was
-	// swapped for a symlink in between.
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// openFlags: no symlink swapped in since the resolution, no blocking on
+	// a FIFO (open_unix.go).
+	f, err := os.OpenFile(real, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return unmet("%s missing", path)
 	}
@@ -237,12 +236,17 @@ func fileContains(root, path, text string) Result {
 }
 
 func gitCommitExists(ctx context.Context, root, rev string) Result {
+	short := prefix(rev, 12)
+	if strings.HasPrefix(rev, "-") {
+		// No revision starts with '-'; git would read it as an option.
+		return unmet("git rev-parse failed: revision %q starts with '-'", short)
+	}
 	res, err := proc.Run(ctx, proc.Spec{
 		Argv:    []string{"git", "rev-parse", "--verify", "--quiet", rev + "^{commit}"},
 		Dir:     root,
 		Timeout: GitTimeout,
+		Stdout:  io.Discard, // only the exit status counts
 	})
-	short := prefix(rev, 12)
 	switch {
 	case err != nil:
 		return unmet("git rev-parse failed: %v", err)
@@ -267,7 +271,8 @@ func commandExitZero(ctx context.Context, env Env, argv []string) Result {
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
 	}
-	res, err := proc.Run(ctx, proc.Spec{Argv: argv, Dir: env.WorkspaceRoot, Timeout: timeout})
+	// stdout is discarded, not buffered: only the exit status counts.
+	res, err := proc.Run(ctx, proc.Spec{Argv: argv, Dir: env.WorkspaceRoot, Timeout: timeout, Stdout: io.Discard})
 	switch {
 	case err != nil:
 		return unmet("command failed: %v", err)

@@ -109,6 +109,29 @@ func TestFileEvidence(t *testing.T) {
 		{`server_file_contains('docs/plan.md')`, false, "expects two string"},
 	})
 
+	// A named pipe in place of the file: refused at once, never a hang
+	// waiting for a writer.
+	if err := syscall.Mkfifo(filepath.Join(root, "pipe.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Result, 1)
+	go func() {
+		done <- Evaluate(context.Background(), mustParse(t, `server_file_contains('pipe.md', 'x')`), env)
+	}()
+	select {
+	case r := <-done:
+		if r.Met || !strings.Contains(r.Evidence, "pipe.md missing") {
+			t.Errorf("fifo: %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock the stuck open so the test process can finish.
+		if w, err := os.OpenFile(filepath.Join(root, "pipe.md"), os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("server_file_contains blocked on a FIFO")
+	}
+	runCases(t, env, []evalCase{{`server_file_exists('pipe.md')`, false, "pipe.md missing"}})
+
 	// The workspace root itself reached through a symlink: paths are judged
 	// against its real location.
 	viaLink := filepath.Join(tmp, "ws-link")
@@ -173,6 +196,9 @@ func TestGitEvidence(t *testing.T) {
 		{`git_commit_exists('` + blob + `')`, false, "absent"}, // a blob is not a commit
 		{`git_commit_exists('nosuchbranch')`, false, "absent"},
 		{`git_commit_exists()`, false, "expects one string"},
+		// Never passed to git as an option.
+		{`git_commit_exists('--all')`, false, `revision "--all" starts with '-'`},
+		{`git_commit_exists('-h')`, false, "starts with '-'"},
 	})
 	runCases(t, Env{WorkspaceRoot: sub}, []evalCase{{`git_commit_exists('HEAD')`, true, "present"}})
 	runCases(t, Env{WorkspaceRoot: t.TempDir()}, []evalCase{{`git_commit_exists('HEAD')`, false, "absent"}})

@@ -422,22 +422,26 @@ func Read(path string) (*Log, error) {
 // Repair makes the file at path safe to append to, given l as just read
 // from it under the resource lock: a torn tail is copied to a
 // ledger.torn-<ns> file beside the ledger (evidence is kept, not
-// destroyed) and truncated away, and an unterminated last line is ended.
-// It is a no-op for a clean ledger.
+// destroyed) and truncated away, as is any blank text after the last valid
+// line (a line appended after it would start with that whitespace, fail
+// verification and be dropped as torn itself), and an unterminated last
+// line is ended. It is a no-op for a clean ledger.
 func Repair(path string, l *Log, now time.Time) error {
-	if l.Torn {
+	if l.ValidEnd < l.Size {
 		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
 			return fmt.Errorf("repair ledger: %w", err)
 		}
 		defer f.Close()
-		tail := make([]byte, l.Size-l.ValidEnd)
-		if _, err := f.ReadAt(tail, l.ValidEnd); err != nil {
-			return fmt.Errorf("repair ledger: read torn tail: %w", err)
-		}
-		keep := filepath.Join(filepath.Dir(path), "ledger.torn-"+strconv.FormatInt(now.UnixNano(), 10))
-		if err := atomicfile.WriteFile(keep, tail, 0o600); err != nil {
-			return fmt.Errorf("repair ledger: keep torn tail: %w", err)
+		if l.Torn {
+			tail := make([]byte, l.Size-l.ValidEnd)
+			if _, err := f.ReadAt(tail, l.ValidEnd); err != nil {
+				return fmt.Errorf("repair ledger: read torn tail: %w", err)
+			}
+			keep := filepath.Join(filepath.Dir(path), "ledger.torn-"+strconv.FormatInt(now.UnixNano(), 10))
+			if err := atomicfile.WriteFile(keep, tail, 0o600); err != nil {
+				return fmt.Errorf("repair ledger: keep torn tail: %w", err)
+			}
 		}
 		if err := f.Truncate(l.ValidEnd); err != nil {
 			return fmt.Errorf("repair ledger: truncate torn tail: %w", err)

@@ -241,12 +241,9 @@ func TestTamperDeleteReorder(t *testing.T) {
 		for j := i + 1; j < n; j++ {
 			sw := append([]string{}, lines...)
 			sw[i], sw[j] = sw[j], sw[i]
-			name := fmt.Sprintf("swap lines %d and %d", i+1, j+1)
-			if i == n-2 && j == n-1 {
-				expectRead(t, name, join(sw), 0, true) // line n-1 is now interior and broken
-				continue
-			}
-			expectRead(t, name, join(sw), 0, true)
+			// Even swapping the last two: the old last line is now interior
+			// and does not link.
+			expectRead(t, fmt.Sprintf("swap lines %d and %d", i+1, j+1), join(sw), 0, true)
 		}
 	}
 	// Duplicating a line is a broken link too.
@@ -327,6 +324,53 @@ func TestTruncateEveryPosition(t *testing.T) {
 				t.Fatalf("%s: torn tail not kept: %v", name, err)
 			}
 		}
+	}
+}
+
+// TestRepairTails: whatever follows the last valid line — blank text, or a
+// complete but invalid line with its newline (a tampered or half-synced
+// last entry) — is gone before the next append, so the appended entry
+// verifies; only a non-blank tail is kept aside.
+func TestRepairTails(t *testing.T) {
+	data, lines := build(t, 3)
+	forged := strings.Replace(lines[2], `"s2"`, `"s9"`, 1)
+	for _, c := range []struct {
+		name, text string
+		kept       bool
+	}{
+		{"blank tail", string(data) + "  \n \t", false},
+		{"blank lines", string(data) + "\n\r\n", false},
+		{"invalid complete last line", strings.Join(lines[:2], "") + forged, true},
+		{"invalid last line, then blanks", strings.Join(lines[:2], "") + forged + "\n \n", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "ledger.jsonl")
+			if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			valid := len(l.Entries)
+			if err := Repair(path, l, time.Unix(0, 42)); err != nil {
+				t.Fatal(err)
+			}
+			e := entry(100)
+			if err := Append(path, l, &e); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := os.ReadFile(path)
+			strict, err := ParseStrict(after)
+			if err != nil || len(strict.Entries) != valid+1 || strict.Head != e.EntryDigest {
+				t.Fatalf("after repair and append: %v\n%q", err, after)
+			}
+			kept, err := os.ReadFile(filepath.Join(dir, "ledger.torn-42"))
+			if c.kept != (err == nil) || (c.kept && !strings.HasPrefix(string(kept), forged)) {
+				t.Fatalf("kept %q, %v; want kept=%v", kept, err, c.kept)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sort"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/store"
+)
+
+// queryCmd is "stratum query flows|flow RUN|gates": read persisted runs.
+type queryCmd struct{}
+
+func (*queryCmd) Name() string     { return "query" }
+func (*queryCmd) Synopsis() string { return "flows | flow RUN | gates" }
+func (*queryCmd) Short() string {
+	return "list runs, show one run, or list the gates awaiting a decision"
+}
+func (*queryCmd) Long() string {
+	return `Query reads the persisted runs of the state root ($STRATUM_HOME/flows, or
+$STRATUM_STATE_ROOT) and prints JSON (two-space indented):
+
+  query flows      one summary per run, newest first:
+                   {_schema_version, flow_id, flow_name, status, current_step_id,
+                    step_count, completed_steps, round, terminal_status, synthetic}
+  query flow RUN   the summary of RUN plus ordered_steps: [{id, function, mode,
+                   status}] in declaration order (function is a do step's task,
+                   mode is gate or step)
+  query gates      every gate awaiting a decision, in every running run:
+                   {_schema_version, flow_id, flow_name, step_id, function,
+                    on_approve, on_revise, on_kill, timeout, gate_token, round,
+                    max_rounds}
+
+status is complete, failed, killed (a gate's kill ended the run),
+budget_exhausted, cancelled, awaiting_gate or running; terminal_status is the
+run's own status once it has finished (null while it runs).
+
+A run that cannot be read is skipped with a message on stderr. An unknown
+RUN prints {"error": {"code": "NOT_FOUND", ...}} and exits 1.`
+}
+
+func (*queryCmd) SetFlags(*flag.FlagSet) {}
+
+func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
+	switch {
+	case len(args) == 1 && args[0] == "flows":
+	case len(args) == 2 && args[0] == "flow":
+	case len(args) == 1 && args[0] == "gates":
+	default:
+		return usagef("expected flows, flow RUN or gates")
+	}
+	e, st, err := openEngine(env, engine.Options{})
+	if err != nil {
+		return fail(env, "INVALID", err.Error())
+	}
+	defer e.Close()
+	switch args[0] {
+	case "flows":
+		runs, err := e.ListRuns(ctx)
+		if err != nil {
+			return fail(env, "INVALID", err.Error())
+		}
+		out := []flowSummary{}
+		for _, r := range runs {
+			if r.Error != "" {
+				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %s\n", r.RunID, r.Error)
+				continue
+			}
+			s, err := summarize(ctx, e, st, r.RunID)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %v\n", r.RunID, err)
+				continue
+			}
+			out = append(out, s.flowSummary)
+		}
+		return writeJSON(env.Stdout, out)
+	case "flow":
+		id := args[1]
+		if err := checkRunID(env, id); err != nil {
+			return err
+		}
+		s, err := summarize(ctx, e, st, id)
+		if isNotFound(err) {
+			return fail(env, "NOT_FOUND", fmt.Sprintf("Flow '%s' not found", id))
+		}
+		if err != nil {
+			return fail(env, engineCode(err), err.Error())
+		}
+		return writeJSON(env.Stdout, s)
+	default:
+		gates, err := e.ListGates(ctx, "")
+		if err != nil {
+			return fail(env, "INVALID", err.Error())
+		}
+		out := make([]gateSummary, 0, len(gates))
+		for _, g := range gates {
+			out = append(out, gateSummary{
+				SchemaVersion: schemaVersion, FlowID: g.RunID, FlowName: g.Flow, StepID: g.StepID, Function: g.StepID,
+				OnApprove: nullable(g.OnApprove), OnRevise: nullable(g.OnRevise), OnKill: nullable(g.OnKill),
+				GateToken: g.GateToken, Round: g.Round, MaxRounds: g.MaxRounds,
+			})
+		}
+		return writeJSON(env.Stdout, out)
+	}
+}
+
+type flowSummary struct {
+	SchemaVersion  string  `json:"_schema_version"`
+	FlowID         string  `json:"flow_id"`
+	FlowName       string  `json:"flow_name"`
+	Status         string  `json:"status"`
+	CurrentStepID  *string `json:"current_step_id"`
+	StepCount      int     `json:"step_count"`
+	CompletedSteps int     `json:"completed_steps"`
+	Round          int     `json:"round"`
+	TerminalStatus *string `json:"terminal_status"`
+	Synthetic      bool    `json:"synthetic"`
+}
+
+type flowDetail struct {
+	flowSummary
+	OrderedSteps []orderedStep   `json:"ordered_steps"`
+	Failure      *engine.Failure `json:"failure,omitempty"`
+	Output       engine.Value    `json:"output,omitzero"`
+}
+
+type orderedStep struct {
+	ID       string `json:"id"`
+	Function string `json:"function"`
+	Mode     string `json:"mode"`
+	Status   string `json:"status"`
+}
+
+type gateSummary struct {
+	SchemaVersion string  `json:"_schema_version"`
+	FlowID        string  `json:"flow_id"`
+	FlowName      string  `json:"flow_name"`
+	StepID        string  `json:"step_id"`
+	Function      string  `json:"function"`
+	OnApprove     *string `json:"on_approve"`
+	OnRevise      *string `json:"on_revise"`
+	OnKill        *string `json:"on_kill"`
+	Timeout       *int    `json:"timeout"`
+	GateToken     string  `json:"gate_token"`
+	Round         int     `json:"round"`
+	MaxRounds     int     `json:"max_rounds"`
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// summarize builds the query view of one run (spec/cli.md 5.2-5.4).
+func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID string) (*flowDetail, error) {
+	a, err := e.Audit(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	// Without the spec the steps are listed by id, every one a "step"
+	// whose function is its id.
+	var flow *ir.Flow
+	if plan, err := e.RunPlan(ctx, runID); err == nil {
+		flow = plan.Flow(a.Flow)
+	}
+	name := a.Flow
+	if name == "" {
+		name = runID
+	}
+	d := &flowDetail{flowSummary: flowSummary{
+		SchemaVersion: schemaVersion, FlowID: runID, FlowName: name,
+		Status: projectStatus(a, flow), Round: a.Rounds,
+	}, Failure: a.Failure, Output: a.Output}
+	if a.Status != engine.StatusRunning {
+		s := a.Status
+		d.TerminalStatus = &s
+	}
+	var steps []orderedStep
+	if flow != nil {
+		for _, s := range flow.Steps {
+			os := orderedStep{ID: s.ID, Function: s.ID, Mode: "step"}
+			if s.Kind == ir.KindDo && s.Do != nil {
+				os.Function = s.Do.Text
+			}
+			if s.Kind == ir.KindGate {
+				os.Mode = "gate"
+			}
+			steps = append(steps, os)
+		}
+	} else {
+		for id := range a.Steps {
+			steps = append(steps, orderedStep{ID: id, Function: id, Mode: "step"})
+		}
+		sort.Slice(steps, func(i, j int) bool { return steps[i].ID < steps[j].ID })
+	}
+	d.StepCount = len(steps)
+	d.OrderedSteps = make([]orderedStep, 0, len(steps))
+	for _, os := range steps {
+		os.Status = engine.StepPending
+		if ss := a.Steps[os.ID]; ss != nil {
+			os.Status = ss.Status
+		}
+		if os.Status == engine.StepSucceeded || os.Status == engine.StepSkipped {
+			d.CompletedSteps++
+		}
+		d.OrderedSteps = append(d.OrderedSteps, os)
+	}
+	if a.Status == engine.StatusRunning {
+		for _, want := range []string{engine.StepWaitingGate, engine.StepRunning, engine.StepReady, engine.StepPending} {
+			for _, s := range d.OrderedSteps {
+				if s.Status == want {
+					id := s.ID
+					d.CurrentStepID = &id
+					break
+				}
+			}
+			if d.CurrentStepID != nil {
+				break
+			}
+		}
+	}
+	return d, nil
+}
+
+// projectStatus maps a run's status to the query vocabulary (spec/cli.md
+// 5.2).
+func projectStatus(a *engine.AuditReport, flow *ir.Flow) string {
+	switch a.Status {
+	case engine.StatusCompleted:
+		return "complete"
+	case engine.StatusFailed:
+		if f := a.Failure; f != nil && f.Attempt == 0 && flow != nil {
+			for _, s := range flow.Steps {
+				if s.Kind == ir.KindGate && f.Reason == fmt.Sprintf("gate %s killed flow", s.ID) {
+					return "killed"
+				}
+			}
+		}
+		return "failed"
+	case engine.StatusRunning:
+		if gateWaits(a.Steps) {
+			return "awaiting_gate"
+		}
+		return "running"
+	}
+	return a.Status
+}
+
+// gateWaits reports whether a gate of the steps, or of a subflow they run,
+// waits for a decision.
+func gateWaits(steps map[string]*engine.StepState) bool {
+	for _, ss := range steps {
+		if ss.Status == engine.StepWaitingGate || ss.Sub != nil && gateWaits(ss.Sub.Steps) {
+			return true
+		}
+	}
+	return false
+}
+
+// engineCode is the stable code of an engine error for a JSON error
+// document.
+func engineCode(err error) string {
+	if code := engine.CodeOf(err); code != engine.CodeInternal {
+		return code
+	}
+	return "INVALID"
+}

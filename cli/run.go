@@ -1,0 +1,369 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/stratum-go/stratum/agent"
+	"github.com/stratum-go/stratum/driver"
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/ir"
+)
+
+// ExitGate is the exit status of a stratum run that stopped at a gate.
+const ExitGate = 3
+
+// runCmd is "stratum run": drive a flow end to end on this machine.
+type runCmd struct {
+	inputs      multiFlag
+	inputJSON   string
+	agent       string
+	gate        string
+	workspace   string
+	json        bool
+	resume      string
+	concurrency int
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func (*runCmd) Name() string { return "run" }
+func (*runCmd) Synopsis() string {
+	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--json]"
+}
+func (*runCmd) Short() string { return "run a flow end to end with local agents" }
+func (*runCmd) Long() string {
+	return `Run plans a run of SPEC's entry flow and drives it to the end on this
+machine, without an MCP host: every ready do step (and consumer fanout
+item) is handed to an agent, its JSON answer checked against the step's
+contract and ensures (a rejected answer is retried with the failure as
+previousFailure), engine fanouts run their items through the same agents,
+and gates are decided as --gate says. The run is an ordinary persisted
+run: "stratum query", "stratum audit", "stratum watch", "stratum gate" and
+"stratum flow cancel" see it while it runs.
+
+Input: --input-json gives the whole input object (JSON text, or @FILE);
+each --input k=v sets one field, converted by the field's declared type
+(numbers, booleans and JSON for arrays and objects; strings as typed).
+
+Agents (--agent, for every step; see docs/agents.md): claude, codex, human,
+or a command line run for each attempt, reading the task as JSON on stdin
+and printing the output as JSON on stdout. Without --agent each step's
+agent: decides (claude by default), using the claude or codex CLI on PATH.
+
+Gates (--gate): ask prompts approve/revise/kill on the terminal (the
+default when standard input is a terminal; a decision made elsewhere
+with "stratum gate" is accepted too); approve or kill decide every gate
+(for CI); wait waits for a decision made elsewhere; stop (the default
+otherwise) stops at the gate: decide with "stratum gate" and continue with
+"stratum run --resume RUN".
+
+Progress goes to stderr, one line per event; the flow's output goes to
+stdout as JSON (with --json: the run's final state, {status, runId,
+output|failure|waiting, ledger}).
+
+Exit status: 0 completed; 1 failed, killed, budget exhausted, cancelled,
+or stopped by a problem outside the run (resumable); 2 usage, invalid
+spec or invalid input; 3 stopped at a gate.`
+}
+
+func (c *runCmd) SetFlags(fs *flag.FlagSet) {
+	fs.Var(&c.inputs, "input", "set input field `k=v` (repeatable)")
+	fs.StringVar(&c.inputJSON, "input-json", "", "the input object as `JSON` text or @FILE")
+	fs.StringVar(&c.agent, "agent", "", "agent for every step: claude, codex, human or a command `line`")
+	fs.StringVar(&c.gate, "gate", "", "at gates: ask, approve, kill, wait or stop (default ask on a terminal, else stop)")
+	fs.StringVar(&c.workspace, "workspace", "", "workspace root `DIR` (default: the current directory)")
+	fs.BoolVar(&c.json, "json", false, "print the final run state as JSON")
+	fs.StringVar(&c.resume, "resume", "", "continue the persisted run `RUN`")
+	fs.IntVar(&c.concurrency, "concurrency", driver.DefaultConcurrency, "at most `N` agents at once for do steps")
+}
+
+func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
+	interactive := isTerminal(env.Stdin)
+	mode := driver.GateMode(c.gate)
+	switch mode {
+	case "":
+		mode = driver.GateStop
+		if interactive {
+			mode = driver.GateAsk
+		}
+	case driver.GateAsk, driver.GateApprove, driver.GateKill, driver.GateWait, driver.GateStop:
+	default:
+		return usagef("unknown --gate %q (want ask, approve, kill, wait or stop)", c.gate)
+	}
+	if c.concurrency < 1 {
+		return usagef("--concurrency must be at least 1")
+	}
+	if c.resume != "" {
+		if len(args) != 0 || len(c.inputs) > 0 || c.inputJSON != "" || c.workspace != "" {
+			return usagef("--resume takes no SPEC, --input, --input-json or --workspace: the run keeps its own")
+		}
+	} else if len(args) != 1 {
+		return usagef("expected one spec file (or - for standard input), got %d arguments", len(args))
+	}
+	if c.agent != "" && c.agent != "claude" && c.agent != "codex" && c.agent != "human" {
+		// A command line is checked now (its program must exist), so a
+		// typo costs no run.
+		if _, err := (&agent.Resolver{}).Resolve(c.agent, ""); err != nil {
+			return usagef("--agent: %v", err)
+		}
+	}
+
+	var plan *ir.Plan
+	var req engine.PlanRequest
+	if c.resume == "" {
+		src, display, err := readSpec(env, args[0])
+		if err != nil {
+			return err
+		}
+		if args[0] == "-" && (mode == driver.GateAsk || c.agent == "human") {
+			return usagef("the spec cannot come from standard input when the terminal answers gates or steps")
+		}
+		var ds ir.Diagnostics
+		plan, ds = ir.Build(src)
+		if len(ds) > 0 {
+			_ = writeResult(env.Stderr, "text", display, ds)
+			fmt.Fprintf(env.Stderr, "invalid: %s in %s\n", plural(len(ds), "problem"), display)
+			return exitCode(ExitUsage)
+		}
+		input, err := c.buildInput(plan.EntryFlow())
+		if err != nil {
+			return err
+		}
+		req = engine.PlanRequest{Spec: src, Input: input}
+		if c.workspace != "" {
+			abs, err := filepath.Abs(c.workspace)
+			if err != nil {
+				return usagef("--workspace: %v", err)
+			}
+			if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+				return usagef("--workspace %s is not a directory", c.workspace)
+			}
+			req.WorkspaceRoot = abs
+		}
+	} else if err := checkRunID(env, c.resume); err != nil {
+		return err
+	}
+
+	st, err := openStore(env)
+	if err != nil {
+		return err
+	}
+	var term *terminal
+	resolver := &agent.Resolver{}
+	if mode == driver.GateAsk || c.agent == "human" || plan == nil || usesHuman(plan) {
+		term = newTerminal(env.Stdin)
+		resolver.Human = agent.NewHuman(&humanInput{t: term}, env.Stderr)
+	}
+	var mu sync.Mutex // progress lines come from the drive and the dispatcher
+	say := func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(env.Stderr, format+"\n", a...)
+	}
+	if c.resume != "" {
+		reader := engine.New(st, engine.Options{})
+		if p, err := reader.RunPlan(ctx, c.resume); err == nil {
+			plan = p // contract fields in declaration order; optional
+		}
+		reader.Close()
+	}
+	var e *engine.Engine // the gate question reads the run through it
+	opts := driver.Options{
+		Agent: c.agent, Resolver: resolver, Gates: mode, Concurrency: c.concurrency, Plan: plan,
+		Event: func(ev engine.Event) {
+			if d := describeEvent(ev); d != "" {
+				say("%s", d)
+			}
+		},
+		Notice: func(msg string) { say("note: %s", msg) },
+	}
+	if mode == driver.GateAsk {
+		opts.AskGate = func(ctx context.Context, g engine.WaitingGate) (string, error) {
+			return askGate(ctx, env, term, e, plan, g)
+		}
+	}
+	d := driver.New(opts)
+	e = engine.New(st, engine.Options{Dispatcher: d.Dispatcher()})
+	defer e.Close()
+
+	var out *driver.Outcome
+	if c.resume != "" {
+		say("resuming run %s", c.resume)
+		out, err = d.Resume(ctx, e, c.resume)
+	} else {
+		out, err = d.Start(ctx, e, req)
+	}
+	return c.finish(env, out, err, say)
+}
+
+// usesHuman reports whether a step of the plan names the human agent.
+func usesHuman(p *ir.Plan) bool {
+	for _, f := range p.Flows {
+		for _, s := range f.Steps {
+			if s.Agent == "human" {
+				return true
+			}
+			if s.Fanout != nil {
+				for _, st := range s.Fanout.Stages {
+					if st.Agent == "human" {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// finish reports how the drive ended and picks the exit status.
+func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(string, ...any)) error {
+	var ee *engine.Error
+	var halt *driver.HaltError
+	switch {
+	case errors.As(err, &ee) && errors.Is(err, engine.ErrInvalidSpec):
+		for _, d := range ee.Diagnostics {
+			say("%d:%d: %s: %s (at %s)", d.Line, d.Column, d.Code, d.Message, d.Path)
+		}
+		return exitCode(ExitUsage)
+	case errors.As(err, &ee) && errors.Is(err, engine.ErrInvalidInput):
+		say("stratum run: the input does not match the flow's input contract:")
+		for _, d := range ee.Details {
+			say("  %s: %s", d.Path, d.Message)
+		}
+		if len(ee.Details) == 0 {
+			say("  %s", ee.Message)
+		}
+		return exitCode(ExitUsage)
+	case errors.As(err, &halt):
+		say("stratum run: %v", err)
+		say("the run is still running; continue it with: stratum run --resume %s%s", halt.RunID, c.agentArg())
+		return exitCode(ExitFailure)
+	case err != nil:
+		if c.resume != "" && isNotFound(err) {
+			say("stratum run: run %s not found", c.resume)
+			return exitCode(ExitFailure)
+		}
+		say("stratum run: %v", err)
+		return exitCode(ExitFailure)
+	}
+	resp := out.Response
+	if c.json {
+		if err := writeJSON(env.Stdout, resp); err != nil {
+			return err
+		}
+	}
+	switch resp.Status {
+	case engine.StatusCompleted:
+		if !c.json {
+			if err := writeJSON(env.Stdout, resp.Output); err != nil {
+				return err
+			}
+		}
+		say("run %s completed", out.RunID)
+		return nil
+	case engine.StatusRunning:
+		ids := make([]string, len(out.Gates))
+		for i, g := range out.Gates {
+			ids[i] = g.StepID
+		}
+		sort.Strings(ids)
+		say("run %s is waiting at %s %s", out.RunID, plural(len(ids), "gate")[2:], strings.Join(ids, ", "))
+		for _, id := range ids {
+			say("  decide:   stratum gate approve|reject|revise %s %s", out.RunID, id)
+		}
+		say("  continue: stratum run --resume %s%s", out.RunID, c.agentArg())
+		return exitCode(ExitGate)
+	}
+	reason := ""
+	if resp.Failure != nil {
+		reason = ": " + resp.Failure.Reason
+	}
+	say("run %s %s%s", out.RunID, strings.ReplaceAll(resp.Status, "_", " "), reason)
+	return exitCode(ExitFailure)
+}
+
+// agentArg repeats --agent for a resume hint (the choice is not part of the
+// run).
+func (c *runCmd) agentArg() string {
+	if c.agent == "" {
+		return ""
+	}
+	return " --agent " + shellQuote(c.agent)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// buildInput assembles the entry input from --input-json and --input k=v,
+// converting each k=v by the declared type of field k.
+func (c *runCmd) buildInput(flow *ir.Flow) (map[string]any, error) {
+	input := map[string]any{}
+	if c.inputJSON != "" {
+		text := []byte(c.inputJSON)
+		if name, ok := strings.CutPrefix(c.inputJSON, "@"); ok {
+			b, err := readFile(name)
+			if err != nil {
+				return nil, usagef("--input-json: %v", err)
+			}
+			text = b
+		}
+		if err := json.Unmarshal(text, &input); err != nil || input == nil {
+			return nil, usagef("--input-json must be a JSON object: %v", err)
+		}
+	}
+	for _, kv := range c.inputs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--input %q is not k=v", kv)
+		}
+		f, ok := flow.Input.Field(k)
+		if !ok {
+			names := make([]string, len(flow.Input.Fields))
+			for i, f := range flow.Input.Fields {
+				names[i] = f.Name
+			}
+			return nil, usagef("--input %s: flow %s has no input field %q (fields: %s)", kv, flow.Name, k, strings.Join(names, ", "))
+		}
+		val, err := convertInput(f.Type, v)
+		if err != nil {
+			return nil, usagef("--input %s: %v", k, err)
+		}
+		input[k] = val
+	}
+	return input, nil
+}
+
+// convertInput converts the text of a k=v input to the field's type.
+func convertInput(t *ir.Type, v string) (any, error) {
+	if t.Optional && v == "null" && t.Kind != ir.TypeString && t.Kind != ir.TypeEnum {
+		return nil, nil
+	}
+	switch t.Kind {
+	case ir.TypeString, ir.TypeEnum:
+		return v, nil
+	}
+	var out any
+	if err := json.Unmarshal([]byte(v), &out); err != nil {
+		return nil, fmt.Errorf("%q is not valid for type %s (numbers, booleans, arrays and objects are written as JSON)", v, t.String())
+	}
+	return out, nil
+}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store"
+)
+
+// schemaVersion is the _schema_version of the query, gate and flow cancel
+// JSON documents (spec/cli.md).
+const schemaVersion = "1"
+
+// openStore opens the run store at the state root (DESIGN decision 6).
+func openStore(env *Env) (*store.FileStore, error) {
+	root, err := store.DefaultRoot(env.getenv)
+	if err != nil {
+		return nil, fmt.Errorf("locate the run store: %w", err)
+	}
+	st, err := store.NewFileStore(root, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open the run store %s: %w", root, err)
+	}
+	return st, nil
+}
+
+// openEngine returns an Engine over the run store with production options.
+// The caller closes it.
+func openEngine(env *Env, opts engine.Options) (*engine.Engine, *store.FileStore, error) {
+	st, err := openStore(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return engine.New(st, opts), st, nil
+}
+
+// writeJSON writes v as two-space indented JSON and a newline (the form
+// of the query, gate and flow cancel documents).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// errorDoc is {"error": {"code", "message"}}.
+type errorDoc struct {
+	Error errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// fail prints an error document on stdout and "stratum: message" on stderr
+// and ends the command with status 1.
+func fail(env *Env, code, message string) error {
+	_ = writeJSON(env.Stdout, errorDoc{Error: errorBody{Code: code, Message: message}})
+	fmt.Fprintf(env.Stderr, "stratum: %s\n", message)
+	return exitCode(ExitFailure)
+}
+
+// checkRunID refuses an id that cannot name a run (an error, not "not
+// found": spec/cli.md 2).
+func checkRunID(env *Env, id string) error {
+	if err := store.ValidateRunID(id); err != nil {
+		return fail(env, "INVALID", fmt.Sprintf("invalid run id %q: run ids are letters, digits and '-'", id))
+	}
+	return nil
+}
+
+func isNotFound(err error) bool {
+	return errors.Is(err, engine.ErrRunNotFound) || errors.Is(err, store.ErrRunNotFound)
+}

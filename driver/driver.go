@@ -1,0 +1,529 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/stratum-go/stratum/agent"
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/ir"
+)
+
+// GateMode says what the driver does when a gate waits for a decision.
+type GateMode string
+
+const (
+	// GateStop ends the drive once nothing but gates is left to wait for;
+	// the run stays at its gates (Outcome.Gates) for a person to decide
+	// with `stratum gate`, and a later Resume continues it.
+	GateStop GateMode = "stop"
+	// GateWait keeps driving until someone else (stratum gate, an MCP
+	// client) decides each gate.
+	GateWait GateMode = "wait"
+	// GateAsk asks Options.AskGate for each gate, while a decision made
+	// elsewhere is still accepted (the question is then withdrawn).
+	GateAsk GateMode = "ask"
+	// GateApprove and GateKill decide every gate at once (CI).
+	GateApprove GateMode = "approve"
+	GateKill    GateMode = "kill"
+)
+
+// DefaultConcurrency bounds how many agent attempts of do steps and
+// consumer fanout items run at once when Options.Concurrency is zero.
+const DefaultConcurrency = 4
+
+// DefaultPollInterval is how often a drive that waits on engine work or on
+// decisions made elsewhere re-reads the run.
+const DefaultPollInterval = 100 * time.Millisecond
+
+// Options configure a Driver.
+type Options struct {
+	// Agent overrides every step's agent (the --agent value): claude,
+	// codex, human or a command line. Empty lets each step's agent: decide.
+	Agent string
+	// Resolver maps agent choices to connectors; nil means a zero
+	// Resolver (claude, codex and commands; no human).
+	Resolver *agent.Resolver
+	// Gates is what to do at gates; empty means GateStop.
+	Gates GateMode
+	// AskGate asks for a decision on a gate (GateAsk): it returns
+	// approve, revise or kill, or an error. ctx ends when the gate is
+	// decided elsewhere or the drive ends. ErrNoAnswer means nobody can
+	// answer: the drive then stops at its gates as with GateStop.
+	AskGate func(ctx context.Context, g engine.WaitingGate) (string, error)
+	// Concurrency bounds concurrent attempts of do steps and consumer
+	// items; zero means DefaultConcurrency. Engine fanouts use their own
+	// declared concurrency.
+	Concurrency int
+	// PollInterval is how often a waiting drive re-reads the run; zero
+	// means DefaultPollInterval.
+	PollInterval time.Duration
+	// Plan is the compiled spec of the runs resumed, when known (Start
+	// compiles its own): it gives contract fields to agents in declaration
+	// order (otherwise sorted by name) and a worktree fanout's pre_merge
+	// commands (otherwise none run).
+	Plan *ir.Plan
+	// Event receives every event of the run in order, as the drive
+	// observes it (for a progress view). Called from the drive's goroutine.
+	Event func(engine.Event)
+	// Notice receives the driver's own messages (worktree merges, steps
+	// handed to agents), one line each, without a newline.
+	Notice func(string)
+}
+
+// ErrNoAnswer is returned by an AskGate that cannot ask anyone (its input
+// ended).
+var ErrNoAnswer = errors.New("no one to answer")
+
+// Outcome is how a drive ended.
+type Outcome struct {
+	RunID string
+	// Response is the run's last actionable state: terminal, or running
+	// at its gates when the drive stopped there.
+	Response *engine.Response
+	// Gates lists the gates awaiting a decision when the drive stopped at
+	// them; empty when the run finished.
+	Gates []engine.WaitingGate
+}
+
+// Finished reports whether the run reached a terminal status.
+func (o *Outcome) Finished() bool { return terminal(o.Response.Status) }
+
+// HaltError reports a drive that stopped before the run finished for a
+// reason outside the run (an agent that cannot be started, an interrupt,
+// a store failure). The run is intact: Resume continues it once the cause
+// is fixed.
+type HaltError struct {
+	RunID string
+	// StepID is the step being dispatched, when the halt is about one.
+	StepID string
+	Err    error
+}
+
+func (e *HaltError) Error() string {
+	if e.StepID != "" {
+		return fmt.Sprintf("run %s: step %s: %v", e.RunID, e.StepID, e.Err)
+	}
+	return fmt.Sprintf("run %s: %v", e.RunID, e.Err)
+}
+
+func (e *HaltError) Unwrap() error { return e.Err }
+
+// Driver drives runs with agent connectors. One Driver serves one engine:
+// make it first, give its Dispatcher to engine.New, then Start or Resume
+// runs on that engine. A Driver is safe for concurrent drives of different
+// runs.
+type Driver struct {
+	opts      Options
+	resolver  *agent.Resolver
+	worktrees *worktrees
+	dispatch  *dispatcher
+	mu        sync.Mutex
+	plans     map[string]*ir.Plan // of the runs being driven
+}
+
+// planOf is the compiled spec of a run being driven, or nil.
+func (d *Driver) planOf(runID string) *ir.Plan {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p := d.plans[runID]; p != nil {
+		return p
+	}
+	return d.opts.Plan
+}
+
+// New returns a Driver.
+func New(opts Options) *Driver {
+	if opts.Gates == "" {
+		opts.Gates = GateStop
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	r := opts.Resolver
+	if r == nil {
+		r = &agent.Resolver{}
+	}
+	d := &Driver{opts: opts, resolver: r, worktrees: newWorktrees(), plans: map[string]*ir.Plan{}}
+	d.dispatch = &dispatcher{d: d}
+	return d
+}
+
+// Dispatcher is the engine.Dispatcher that runs engine-dispatched fanout
+// items with the Driver's connectors (and worktrees).
+func (d *Driver) Dispatcher() engine.Dispatcher { return d.dispatch }
+
+// Start plans a run on e and drives it.
+func (d *Driver) Start(ctx context.Context, e *engine.Engine, req engine.PlanRequest) (*Outcome, error) {
+	plan, ds := ir.Build(req.Spec)
+	if len(ds) > 0 {
+		// The engine reports the same problems with its own error.
+		plan = nil
+	}
+	resp, err := e.Plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if plan != nil {
+		d.mu.Lock()
+		d.plans[resp.RunID] = plan
+		d.mu.Unlock()
+		defer func() {
+			d.mu.Lock()
+			delete(d.plans, resp.RunID)
+			d.mu.Unlock()
+		}()
+	}
+	return d.drive(ctx, e, resp, 0)
+}
+
+// Resume continues a persisted run on e (any process may resume any run)
+// and drives it. A step whose agent was running when the previous drive
+// stopped is handed to an agent again (delivery is at least once).
+func (d *Driver) Resume(ctx context.Context, e *engine.Engine, runID string) (*Outcome, error) {
+	// Events already in the log were shown by the drive that made them;
+	// a resumed drive shows what happens from now on.
+	poll, err := e.Poll(ctx, runID, 0)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := e.Resume(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return d.drive(ctx, e, resp, poll.NextCursor)
+}
+
+func terminal(status string) bool {
+	switch status {
+	case engine.StatusCompleted, engine.StatusFailed, engine.StatusBudgetExhausted, engine.StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// attemptDone is one finished agent attempt of a do step or consumer item.
+type attemptDone struct {
+	entry engine.ReadyEntry
+	res   agent.Result
+	err   error
+}
+
+type gateDone struct {
+	gate     engine.WaitingGate
+	decision string
+	err      error
+}
+
+// run is the state of one drive.
+type run struct {
+	d      *Driver
+	e      *engine.Engine
+	id     string
+	cursor int64
+	resp   *engine.Response
+	// workspace is the run's workspace root (agents' working directory).
+	workspace string
+	inflight  map[string]bool // dispatch tokens handed to agents
+	asking    map[string]context.CancelFunc
+	attempts  chan attemptDone
+	decisions chan gateDone
+	sem       chan struct{}
+	wg        sync.WaitGroup
+}
+
+func (d *Driver) drive(ctx context.Context, e *engine.Engine, resp *engine.Response, cursor int64) (*Outcome, error) {
+	a, err := e.Audit(ctx, resp.RunID)
+	if err != nil {
+		return nil, &HaltError{RunID: resp.RunID, Err: err}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &run{d: d, e: e, id: resp.RunID, cursor: cursor, resp: resp, workspace: a.WorkspaceRoot,
+		inflight: map[string]bool{}, asking: map[string]context.CancelFunc{},
+		attempts: make(chan attemptDone), decisions: make(chan gateDone), sem: make(chan struct{}, d.opts.Concurrency)}
+	defer func() {
+		// Stop agents and questions still running (a halt or an interrupt)
+		// and wait for them: every child process is reaped on return.
+		cancel()
+		r.drain()
+	}()
+	out, err := r.loop(ctx)
+	if out != nil && out.Finished() {
+		d.worktrees.discardRun(context.WithoutCancel(ctx), r.id, d.notice)
+	}
+	return out, err
+}
+
+// drain waits for the attempt and question goroutines, discarding what
+// they report.
+func (r *run) drain() {
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	for {
+		select {
+		case <-r.attempts:
+		case <-r.decisions:
+		case <-done:
+			return
+		}
+	}
+}
+
+func (r *run) loop(ctx context.Context) (*Outcome, error) {
+	ticker := time.NewTicker(r.d.opts.PollInterval)
+	defer ticker.Stop()
+	for {
+		// Show (and act on) what happened before acting on the state: a
+		// fanout that settled is merged before the steps after it run.
+		if err := r.pump(ctx); err != nil {
+			return nil, err
+		}
+		if terminal(r.resp.Status) {
+			return &Outcome{RunID: r.id, Response: r.resp}, nil
+		}
+		for _, entry := range r.resp.Ready {
+			if !r.inflight[entry.DispatchToken] {
+				r.inflight[entry.DispatchToken] = true
+				r.wg.Add(1)
+				go r.attempt(ctx, entry)
+			}
+		}
+		gates, engineWork := 0, false
+		var stalled []string
+		for _, w := range r.resp.Waiting {
+			switch w.Kind {
+			case "gate":
+				gates++
+			case "subflow":
+				// A subflow with no gate and no ready step waits on
+				// nothing that can ever happen.
+				stalled = append(stalled, w.StepID)
+			default:
+				engineWork = true
+			}
+		}
+		if len(stalled) > 0 && gates == 0 && !engineWork && len(r.inflight) == 0 && len(r.resp.Ready) == 0 {
+			return nil, &HaltError{RunID: r.id, StepID: stalled[0], Err: errors.New("the subflow can make no progress: none of its steps can run")}
+		}
+		if gates > 0 {
+			switch r.d.opts.Gates {
+			case GateApprove, GateKill:
+				if err := r.decideAll(ctx, string(r.d.opts.Gates)); err != nil {
+					return nil, err
+				}
+				continue
+			case GateAsk:
+				if err := r.ask(ctx); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if gates > 0 && len(r.inflight) == 0 && len(r.asking) == 0 && !engineWork && len(r.resp.Ready) == 0 &&
+			(r.d.opts.Gates == GateStop || r.d.opts.Gates == GateAsk) {
+			ws, err := r.e.ListGates(ctx, r.id)
+			if err != nil {
+				return nil, &HaltError{RunID: r.id, Err: err}
+			}
+			return &Outcome{RunID: r.id, Response: r.resp, Gates: ws}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, &HaltError{RunID: r.id, Err: context.Cause(ctx)}
+		case done := <-r.attempts:
+			delete(r.inflight, done.entry.DispatchToken)
+			if err := r.report(ctx, done); err != nil {
+				return nil, err
+			}
+		case g := <-r.decisions:
+			r.asking[g.gate.StepID]()
+			delete(r.asking, g.gate.StepID)
+			if errors.Is(g.err, ErrNoAnswer) {
+				// Nobody can answer here: stop at the gates once the rest
+				// of the run's work is done.
+				r.d.opts.Gates = GateStop
+				continue
+			}
+			if g.err != nil {
+				if ctx.Err() != nil || errors.Is(g.err, context.Canceled) {
+					continue // withdrawn: the gate was decided elsewhere
+				}
+				return nil, &HaltError{RunID: r.id, StepID: g.gate.StepID, Err: fmt.Errorf("ask for a gate decision: %w", g.err)}
+			}
+			if err := r.resolve(ctx, g.gate, g.decision); err != nil {
+				return nil, err
+			}
+		case <-ticker.C:
+			if err := r.refresh(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// pump reads the events after the cursor, hands them to Options.Event and
+// merges or discards the worktrees of fanouts that settled.
+func (r *run) pump(ctx context.Context) error {
+	p, err := r.e.Poll(ctx, r.id, r.cursor)
+	if err != nil {
+		return &HaltError{RunID: r.id, Err: err}
+	}
+	r.cursor = p.NextCursor
+	for _, ev := range p.Events {
+		if r.d.opts.Event != nil {
+			r.d.opts.Event(ev)
+		}
+		if err := r.onEvent(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refresh re-reads the run's actionable state.
+func (r *run) refresh(ctx context.Context) error {
+	resp, err := r.e.Status(ctx, r.id)
+	if err != nil {
+		return &HaltError{RunID: r.id, Err: err}
+	}
+	r.resp = resp
+	// Questions about gates decided elsewhere are withdrawn.
+	if len(r.asking) > 0 {
+		waiting := map[string]bool{}
+		for _, w := range resp.Waiting {
+			if w.Kind == "gate" {
+				waiting[w.StepID] = true
+			}
+		}
+		for id, cancel := range r.asking {
+			if !waiting[id] {
+				cancel()
+			}
+		}
+	}
+	return nil
+}
+
+// attempt runs one agent attempt of a ready entry and reports it on
+// r.attempts.
+func (r *run) attempt(ctx context.Context, entry engine.ReadyEntry) {
+	defer r.wg.Done()
+	done := attemptDone{entry: entry}
+	select {
+	case r.sem <- struct{}{}:
+		done.res, done.err = r.d.runEntry(ctx, r.id, r.workspace, entry)
+		<-r.sem
+	case <-ctx.Done():
+		done.err = context.Cause(ctx)
+	}
+	select {
+	case r.attempts <- done:
+	case <-ctx.Done():
+	}
+}
+
+// report sends an attempt's result to the engine.
+func (r *run) report(ctx context.Context, done attemptDone) error {
+	if done.err != nil {
+		if ctx.Err() != nil {
+			return &HaltError{RunID: r.id, Err: context.Cause(ctx)}
+		}
+		return &HaltError{RunID: r.id, StepID: done.entry.ID, Err: done.err}
+	}
+	res := done.res
+	req := engine.StepDoneRequest{RunID: r.id, StepID: done.entry.ID, DispatchToken: done.entry.DispatchToken,
+		Result: engine.StepResult{Output: res.Output, Failure: res.Failure, Usage: usageOf(res.Usage), Telemetry: telemetryOf(res.Telemetry)}}
+	resp, err := r.e.StepDone(ctx, req)
+	if err != nil {
+		return r.refused(ctx, err)
+	}
+	r.resp = resp
+	return nil
+}
+
+// refused handles an engine refusal of a result or decision: one made
+// stale by a change elsewhere (a revise, a revert, a cancel, a decision by
+// someone else) is dropped and the drive carries on from the current
+// state; anything else halts the drive.
+func (r *run) refused(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, engine.ErrStaleToken), errors.Is(err, engine.ErrNotAwaiting),
+		errors.Is(err, engine.ErrRunCancelled), errors.Is(err, engine.ErrRunTerminal):
+		return r.refresh(ctx)
+	}
+	return &HaltError{RunID: r.id, Err: err}
+}
+
+// decideAll resolves every waiting gate with decision.
+func (r *run) decideAll(ctx context.Context, decision string) error {
+	gates, err := r.e.ListGates(ctx, r.id)
+	if err != nil {
+		return &HaltError{RunID: r.id, Err: err}
+	}
+	if len(gates) == 0 {
+		return r.refresh(ctx)
+	}
+	for _, g := range gates {
+		if err := r.resolve(ctx, g, decision); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) resolve(ctx context.Context, g engine.WaitingGate, decision string) error {
+	resp, err := r.e.ResolveGate(ctx, engine.GateRequest{RunID: r.id, StepID: g.StepID, Decision: decision, GateToken: g.GateToken})
+	if err != nil {
+		return r.refused(ctx, err)
+	}
+	r.resp = resp
+	return nil
+}
+
+// ask starts a question for every waiting gate not already asked about.
+func (r *run) ask(ctx context.Context) error {
+	if r.d.opts.AskGate == nil {
+		r.d.opts.Gates = GateStop
+		return nil
+	}
+	gates, err := r.e.ListGates(ctx, r.id)
+	if err != nil {
+		return &HaltError{RunID: r.id, Err: err}
+	}
+	sort.Slice(gates, func(i, j int) bool { return gates[i].StepID < gates[j].StepID })
+	for _, g := range gates {
+		if _, ok := r.asking[g.StepID]; ok {
+			continue
+		}
+		qctx, cancel := context.WithCancel(ctx)
+		r.asking[g.StepID] = cancel
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			decision, err := r.d.opts.AskGate(qctx, g)
+			if qctx.Err() != nil && err == nil {
+				err = context.Cause(qctx)
+			}
+			select {
+			case r.decisions <- gateDone{gate: g, decision: decision, err: err}:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return nil
+}
+
+func (d *Driver) notice(msg string) {
+	if d.opts.Notice != nil {
+		d.opts.Notice(msg)
+	}
+}
