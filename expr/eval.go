@@ -25,6 +25,8 @@ type evaluator struct {
 	checked [4]bool // bindings already found to be JSON within limits
 	steps   int
 	concat  int // bytes produced by '+' on strings so far
+	// matchWork is the regex matching done so far (see MaxMatchWork).
+	matchWork int
 }
 
 // checkEvery is how many nodes are evaluated between cancellation checks.

@@ -609,3 +609,42 @@ func TestVeryDeepBinding(t *testing.T) {
 		{expr: "result", bindings: `{"result": ` + deep + `}`, code: CodeResourceLimit},
 	})
 }
+
+// The regex work of one evaluation is bounded: a single large match is
+// fine, the same match repeated hundreds of times (minutes of CPU for
+// Go's linear-time matcher) is a resource_limit.
+func TestMatchWorkBudget(t *testing.T) {
+	b := Bindings{Result: Bind(strings.Repeat("ab", 2048))}
+	const call = `matches(result, '[^c]{1,4095}c')`
+	if v, err := Evaluate(context.Background(), call, b, nil); err != nil || v != false {
+		t.Fatalf("one large match: %v, %v", v, err)
+	}
+	// Repeated, it would take minutes; the budget stops it after a few.
+	// (Cancelling the context also stops it between two calls.)
+	many := strings.TrimSuffix(strings.Repeat(call+" || ", 500), " || ")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Evaluate(ctx, many, b, nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeResourceLimit || !errors.Is(err, context.Canceled) {
+		t.Errorf("500 large matches, cancelled: %v, want a cancelled resource_limit", err)
+	}
+	// Many large literal patterns over a short text: compiling the
+	// expression compiles none of them, and the evaluation stops after a
+	// few hundred rather than compiling a thousand (seconds, and half a
+	// gigabyte kept by the program).
+	large := strings.TrimSuffix(strings.Repeat(`matches(item, '[\\p{L}\\p{N}]{1,4095}c') || `, 1000), " || ")
+	p, err := Compile(large)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Eval(Bindings{Item: Bind("x")}, nil)
+	if !errors.As(err, &e) || e.Code != CodeResourceLimit || !strings.Contains(e.Message, "regex work budget") {
+		t.Errorf("1000 large patterns: %v, want the regex work budget resource_limit", err)
+	}
+	// Small patterns over short texts never come near it.
+	small := strings.TrimSuffix(strings.Repeat(`matches(item, '^unit-\\d+$') && `, 800), " && ")
+	if v, err := Evaluate(context.Background(), small, Bindings{Item: Bind("unit-3")}, nil); err != nil || v != true {
+		t.Errorf("800 small matches: %v, %v", v, err)
+	}
+}
