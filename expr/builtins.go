@@ -110,7 +110,14 @@ func (ev *evaluator) call(n *node) (any, *Error) {
 	case fnMax, fnMin:
 		return extreme(f, args[0])
 	case fnStr:
-		return Stringify(args[0]), nil
+		s := Stringify(args[0])
+		switch args[0].(type) {
+		case []any, *Object:
+			if err := ev.built(len(s)); err != nil {
+				return nil, err
+			}
+		}
+		return s, nil
 	case fnInt:
 		return toInt(args[0])
 	case fnBool:

@@ -598,6 +598,21 @@ func TestConcatBudget(t *testing.T) {
 	if err != nil || v != float64(2<<20) {
 		t.Errorf("len(result + result) = %v, %v", v, err)
 	}
+
+	// str() of a large array or object counts too: 100 nested comparisons
+	// of str(result) would hold 100 copies at once.
+	arr := Bindings{Result: Bind([]any{big})}
+	nested := strings.Repeat("str(result) == (", 100) + "true" + strings.Repeat(")", 100)
+	if _, err := Evaluate(context.Background(), nested, arr, nil); !errors.As(err, &e) || e.Code != CodeResourceLimit || !strings.Contains(e.Message, "str()") {
+		t.Errorf("100 nested str() of 1 MiB: %v, want resource_limit", err)
+	}
+	if v, err := Evaluate(context.Background(), "len(str(result)) + len(str(result))", arr, nil); err != nil || v != float64(2*(1<<20+4)) {
+		t.Errorf("two str() of 1 MiB = %v, %v", v, err)
+	}
+	// A string argument is returned as it is: nothing is built.
+	if _, err := Evaluate(context.Background(), strings.TrimSuffix(strings.Repeat("len(str(result[0])) + ", 100), " + "), arr, nil); err != nil {
+		t.Errorf("str() of a string: %v", err)
+	}
 }
 
 // A binding far deeper than an expression may read still decodes, and is
