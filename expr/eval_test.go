@@ -663,3 +663,50 @@ func TestMatchWorkBudget(t *testing.T) {
 		t.Errorf("800 small matches: %v, %v", v, err)
 	}
 }
+
+// Rules of spec/ir.md 11.3-11.8 that the tables above do not pin down.
+func TestSpecRules(t *testing.T) {
+	runEvalCases(t, []evalCase{
+		// 11.6: object equality ignores key order; nested arrays are
+		// compared element by element; -0 equals 0 inside containers.
+		{expr: "result.a == result.b", bindings: `{"result": {"a": {"x": 1, "y": [2, {"z": null}]}, "b": {"y": [2, {"z": null}], "x": 1}}}`, want: "true"},
+		{expr: "result.a == result.b", bindings: `{"result": {"a": [0], "b": [-0]}}`, want: "true"},
+		{expr: "result.a == result.b", bindings: `{"result": {"a": [1, 2], "b": [2, 1]}}`, want: "false"},
+		{expr: "result.a != result.b", bindings: `{"result": {"a": {"x": 1}, "b": [1]}}`, want: "true"},
+		// 11.5: unknown names are evaluation errors, raised only if reached.
+		{expr: "false && upper(missing)", want: "false"},
+		{expr: "true || foo()", want: "true"},
+		{expr: "foo(missing)", code: CodeUnknownIdentifier},
+		{expr: "foo(1, 2, 3)", code: CodeUnknownFunction},
+		// 11.5: operands left to right: the left error wins.
+		{expr: "missing + foo()", code: CodeUnknownIdentifier},
+		{expr: "foo() + missing", code: CodeUnknownFunction},
+		{expr: "(1 / 0) < missing", code: CodeType},
+		// 11.3: postfix binds tighter than unary; unary tighter than binary.
+		{expr: "-result.a[1]", bindings: `{"result": {"a": [1, 2]}}`, want: "-2"},
+		{expr: "!result.ok == false", bindings: `{"result": {"ok": true}}`, want: "true"},
+		{expr: "- 2 * 3", want: "-6"},
+		{expr: "len(result.a)[0]", bindings: `{"result": {"a": [1]}}`, code: CodeType},
+		// 11.7: membership in an object is about own keys only, top level.
+		{expr: "'x' in result", bindings: `{"result": {"o": {"x": 1}}}`, want: "false"},
+		{expr: "'valueOf' in result", bindings: `{"result": {}}`, want: "false"},
+		{expr: "'' in result", bindings: `{"result": {"": 1}}`, want: "true"},
+		{expr: "result in result", bindings: `{"result": {}}`, code: CodeType},
+		{expr: "result in 'abc'", bindings: `{"result": ["a"]}`, code: CodeType},
+		// 11.8: arity is checked before argument types, for every builtin.
+		{expr: "int()", code: CodeType},
+		{expr: "bool(1, 2)", code: CodeType},
+		{expr: "all(1, 2)", code: CodeType},
+		{expr: "max([], [])", code: CodeParse}, // no array literals
+		{expr: "min(result, result)", bindings: `{"result": [1]}`, code: CodeType},
+		{expr: "file_contains('a', 'b', 'c')", code: CodeType},
+		// 11.8: max/min of one element; strings by code units.
+		{expr: "max(result)", bindings: `{"result": ["b", "B", "a"]}`, want: `"b"`},
+		{expr: "min(result)", bindings: `{"result": ["b", "B", "a"]}`, want: `"B"`},
+		{expr: "min(result)", bindings: `{"result": [[]]}`, code: CodeType},
+		// 11.9: str of an empty string, a string with quotes (unchanged).
+		{expr: "str('')", want: `""`},
+		{expr: "len(str('a\"b'))", want: "3"},
+		{expr: "str(result)", bindings: `{"result": {"k": [true, null, 1.5, "x"]}}`, want: `"{\"k\":[true,null,1.5,\"x\"]}"`},
+	})
+}
