@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/stratum-go/stratum/expr"
 )
 
 // Location is one place where a construct was detected.
@@ -268,7 +270,7 @@ func propertyName(key *yaml.Node) string {
 		return strconv.FormatBool(coreTrue.MatchString(k.Value))
 	case kindInt, kindFloat:
 		if f, ok := numberValue(k.Value); ok {
-			return jsNumberString(f)
+			return expr.FormatNumber(f)
 		}
 	}
 	return k.Value
@@ -440,7 +442,7 @@ func (s *scanner) checkVersion(root mapping) {
 			s.report.Version, s.report.HasVersion = v.Value, true
 		case kindInt, kindFloat:
 			if f, ok := numberValue(v.Value); ok {
-				s.report.Version, s.report.HasVersion = jsNumberString(f), true
+				s.report.Version, s.report.HasVersion = expr.FormatNumber(f), true
 			} else {
 				// An explicit numeric tag on text that is no number: the
 				// text is what the author wrote.
