@@ -157,9 +157,14 @@ func parseClaudeEnvelope(stdout []byte) (*claudeEnvelope, error) {
 		if err := json.Unmarshal(s, &msgs); err != nil {
 			return nil, err
 		}
+		// Messages are objects: an element is never searched as an array
+		// in turn (nested arrays would be re-decoded at every level, a
+		// quadratic cost on hostile output).
 		for i := len(msgs) - 1; i >= 0; i-- {
-			if env, err := parseClaudeEnvelope(msgs[i]); err == nil {
-				return env, nil
+			if m := bytes.TrimSpace(msgs[i]); len(m) > 0 && m[0] == '{' {
+				if env, err := parseClaudeEnvelope(m); err == nil {
+					return env, nil
+				}
 			}
 		}
 		return nil, fmt.Errorf("no result message in the array")

@@ -232,3 +232,20 @@ func FuzzParseClaudeEnvelope(f *testing.F) {
 		_ = env.model()
 	})
 }
+
+// The verbose form is an array of message objects; an element that is an
+// array is not searched in turn. Searching nested arrays re-decoded them at
+// every level: 300 KB of nested brackets took 20 seconds.
+func TestParseClaudeEnvelopeArrays(t *testing.T) {
+	if env, err := parseClaudeEnvelope([]byte(` [ {"type":"system"}, {"type":"result","result":"1"} ] `)); err != nil || *env.Result != "1" {
+		t.Errorf("message array: %v, %v", env, err)
+	}
+	if _, err := parseClaudeEnvelope([]byte(`[[{"type":"result","result":"1"}]]`)); err == nil {
+		t.Error("a result message inside a nested array was accepted")
+	}
+	sibling := strings.Repeat("[", 3000) + strings.Repeat("]", 3000)
+	hostile := "[" + strings.TrimSuffix(strings.Repeat(sibling+",", 100), ",") + "]"
+	if _, err := parseClaudeEnvelope([]byte(hostile)); err == nil {
+		t.Error("nested arrays accepted as an envelope")
+	}
+}

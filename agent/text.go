@@ -93,12 +93,19 @@ func fencedBlocks(s string) []string {
 		if info := strings.TrimSpace(strings.TrimPrefix(open, "```")); strings.ContainsAny(info, " `") {
 			continue
 		}
+		closed := false
 		for j := i + 1; j < len(lines); j++ {
 			if strings.TrimSpace(lines[j]) == "```" {
 				blocks = append(blocks, strings.Join(lines[i+1:j], "\n"))
-				i = j
+				i, closed = j, true
 				break
 			}
+		}
+		if !closed {
+			// No closing line after this opener means none after any
+			// later one either: stop, rather than rescan the rest of the
+			// text for every opener (quadratic on a hostile answer).
+			break
 		}
 	}
 	return blocks

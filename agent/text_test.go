@@ -91,3 +91,39 @@ func FuzzExtractAnswer(f *testing.F) {
 		}
 	})
 }
+
+func TestFencedBlocks(t *testing.T) {
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"```json\n1\n```", []string{"1"}},
+		{"```a\n```b\n2\n```", []string{"```b\n2"}},
+		{"```\n1\n```\n```x\n2\n```\n```y\n", []string{"1", "2"}},
+		{"```json\n{}", nil},
+		{"``` a b\n1\n```", nil},
+		{"text\n```\n```", []string{""}},
+	}
+	for _, tt := range tests {
+		if got := fencedBlocks(tt.text); strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
+			t.Errorf("fencedBlocks(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+	// Many unclosed openers: linear work (this took tens of seconds when
+	// every opener rescanned the rest of the answer).
+	if _, err := extractAnswer(strings.Repeat("```a\n", 100000)); !errors.Is(err, errNotJSON) {
+		t.Errorf("unclosed openers: %v", err)
+	}
+}
+
+// BenchmarkFencedBlocksUnclosed is an answer of 200,000 unclosed fence
+// openers: every opener used to rescan the rest of the text (quadratic,
+// minutes for one megabyte); it must stay linear.
+func BenchmarkFencedBlocksUnclosed(b *testing.B) {
+	text := strings.Repeat("```a\n", 200000)
+	for b.Loop() {
+		if got := fencedBlocks(text); got != nil {
+			b.Fatalf("%d blocks", len(got))
+		}
+	}
+}

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/stratum-go/stratum/expr/internal/jsregex"
 )
@@ -51,6 +51,15 @@ const (
 	MaxPatternLength = 256
 	MaxMatchInput    = 4096
 )
+
+// MaxMatchWork bounds the regex matching one evaluation may do, counted as
+// the text's length plus compileWork, times the translated pattern's size,
+// for every matches() call: about the steps of compiling the pattern and of
+// Go's linear-time matcher. One call costs at most (4096+129) x 10,000 (a
+// second at worst), so any single call fits, but an expression that repeats
+// a large pattern hundreds of times (minutes of CPU) stops with a
+// resource_limit. The reference has no such bound.
+const MaxMatchWork = 1 << 26
 
 func (ev *evaluator) call(n *node) (any, *Error) {
 	// Arguments are evaluated, left to right, before the name is looked
@@ -101,7 +110,14 @@ func (ev *evaluator) call(n *node) (any, *Error) {
 	case fnMax, fnMin:
 		return extreme(f, args[0])
 	case fnStr:
-		return Stringify(args[0]), nil
+		s := Stringify(args[0])
+		switch args[0].(type) {
+		case []any, *Object:
+			if err := ev.built(len(s)); err != nil {
+				return nil, err
+			}
+		}
+		return s, nil
 	case fnInt:
 		return toInt(args[0])
 	case fnBool:
@@ -242,23 +258,36 @@ func toInt(v any) (any, *Error) {
 	return nil, typeErrorf("int needs a boolean, a number or a string of ASCII digits, received " + typeName(v))
 }
 
-// patternCache is a matches() pattern checked and compiled once.
+// patternCache is a matches() pattern, checked and compiled on first use
+// and then kept. A literal pattern gets one in the syntax tree (shared by
+// concurrent evaluations, hence the sync.Once); compiling lazily means an
+// expression with many large literal patterns costs only for those an
+// evaluation reaches, and those are charged to its regex work budget.
 type patternCache struct {
-	units int    // length in UTF-16 code units
-	err   *Error // why the pattern is refused, or nil
-	re    *regexp.Regexp
+	pattern string
+	units   int // length in UTF-16 code units
+	once    sync.Once
+	err     *Error // why the pattern is refused, or nil
+	re      *jsregex.Regexp
 }
 
-func compilePattern(pattern string) *patternCache {
-	pc := &patternCache{units: utf16Len(pattern)}
-	if pc.units > MaxPatternLength {
-		return pc // refused at evaluation, after the argument checks
-	}
-	if err := jsregex.Shape(pattern); err != nil {
+func newPattern(pattern string) *patternCache {
+	return &patternCache{pattern: pattern, units: utf16Len(pattern)}
+}
+
+// compiled returns the regexp, compiling it on first use. The length limit
+// is checked by the caller first.
+func (pc *patternCache) compiled() (*jsregex.Regexp, *Error) {
+	pc.once.Do(pc.compile)
+	return pc.re, pc.err
+}
+
+func (pc *patternCache) compile() {
+	if err := jsregex.Shape(pc.pattern); err != nil {
 		pc.err = newError(CodeValidation, err.Error())
-		return pc
+		return
 	}
-	re, err := jsregex.Compile(pattern, MaxMatchInput)
+	re, err := jsregex.Compile(pc.pattern, MaxMatchInput)
 	if err != nil {
 		code := CodeValidation
 		var tl *jsregex.TooLargeError
@@ -266,11 +295,15 @@ func compilePattern(pattern string) *patternCache {
 			code = CodeResourceLimit
 		}
 		pc.err = &Error{Code: code, Message: err.Error(), Offset: -1, Err: err}
-		return pc
+		return
 	}
 	pc.re = re
-	return pc
 }
+
+// compileWork is what one matches() call is charged per pattern state on
+// top of the text: about what compiling the pattern costs, so that many
+// large patterns over short texts are bounded too.
+const compileWork = 128
 
 func (ev *evaluator) matches(n *node, textArg, patternArg any) (any, *Error) {
 	text, ok := textArg.(string)
@@ -283,16 +316,25 @@ func (ev *evaluator) matches(n *node, textArg, patternArg any) (any, *Error) {
 	}
 	pc := n.re
 	if pc == nil {
-		pc = compilePattern(pattern)
+		pc = newPattern(pattern)
 	}
 	if pc.units > MaxPatternLength {
 		return nil, newError(CodeResourceLimit, fmt.Sprintf("regex pattern is longer than %d characters", MaxPatternLength))
 	}
-	if utf16Len(text) > MaxMatchInput {
+	textUnits := utf16Len(text)
+	if textUnits > MaxMatchInput {
 		return nil, newError(CodeResourceLimit, fmt.Sprintf("matches text is longer than %d characters", MaxMatchInput))
 	}
-	if pc.err != nil {
-		return nil, pc.err
+	re, err := pc.compiled()
+	if err != nil {
+		return nil, err
 	}
-	return pc.re.MatchString(text), nil
+	ev.matchWork += (textUnits + 1 + compileWork) * re.States
+	if ev.matchWork > MaxMatchWork {
+		return nil, newError(CodeResourceLimit, fmt.Sprintf("the matches() calls of this evaluation exceed the regex work budget (%d: text length plus %d, times pattern size, summed)", MaxMatchWork, compileWork))
+	}
+	if err := ev.cancelled(); err != nil {
+		return nil, err
+	}
+	return re.MatchString(text), nil
 }

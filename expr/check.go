@@ -2,8 +2,8 @@ package expr
 
 // resolve binds names in the tree once, at compile time, so evaluation does
 // no string lookups: identifiers get their binding slot, calls their
-// builtin, and a matches() whose pattern is a string literal gets the
-// pattern checked and compiled. Nothing here reports an error: the spec
+// builtin, and a matches() whose pattern is a string literal gets a cache
+// for the pattern (compiled on first use). Nothing here reports an error: the spec
 // makes unknown names evaluation errors, raised only if reached, after the
 // call's arguments. It reports whether a file function is called anywhere.
 func resolve(n *node) bool {
@@ -23,7 +23,7 @@ func resolve(n *node) bool {
 		}
 		if n.fn != nil && n.fn.id == fnMatches && len(n.args) == 2 && n.args[1].op == opLiteral {
 			if pattern, ok := n.args[1].val.(string); ok {
-				n.re = compilePattern(pattern)
+				n.re = newPattern(pattern)
 			}
 		}
 		for _, a := range n.args {

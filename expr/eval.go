@@ -11,10 +11,11 @@ import (
 // value itself is depth 0); deeper is a resource_limit.
 const MaxBindingDepth = 128
 
-// MaxConcatBytes bounds the bytes that string concatenation may produce in
-// one evaluation. A chain of 2048 '+' over a large bound string would
-// otherwise build gigabytes; the reference is bounded only by V8's maximum
-// string length. Reaching it is a resource_limit.
+// MaxConcatBytes bounds the bytes of new strings one evaluation may build
+// with '+' and with str() of an array or object. A chain of 2048 '+' over a
+// large bound string, or a hundred nested str(result) comparisons, would
+// otherwise build or hold gigabytes; the reference is bounded only by V8's
+// maximum string length. Reaching it is a resource_limit.
 const MaxConcatBytes = 64 << 20
 
 type evaluator struct {
@@ -24,7 +25,9 @@ type evaluator struct {
 	root    string  // workspace root, "" for none
 	checked [4]bool // bindings already found to be JSON within limits
 	steps   int
-	concat  int // bytes produced by '+' on strings so far
+	concat  int // bytes of strings built by '+' and str() so far
+	// matchWork is the regex matching done so far (see MaxMatchWork).
+	matchWork int
 }
 
 // checkEvery is how many nodes are evaluated between cancellation checks.
@@ -191,9 +194,8 @@ func (ev *evaluator) binary(n *node) (any, *Error) {
 		}
 		if a, ok := x.(string); ok {
 			if b, ok := y.(string); ok {
-				ev.concat += len(a) + len(b)
-				if ev.concat > MaxConcatBytes {
-					return nil, newError(CodeResourceLimit, fmt.Sprintf("string concatenation produced more than %d bytes", MaxConcatBytes))
+				if err := ev.built(len(a) + len(b)); err != nil {
+					return nil, err
 				}
 				return a + b, nil
 			}
@@ -228,6 +230,15 @@ func (ev *evaluator) binary(n *node) (any, *Error) {
 		return finite(a/b, "/")
 	}
 	return nil, newError(CodeParse, fmt.Sprintf("unknown operator %d", n.op))
+}
+
+// built charges n bytes of a newly built string to MaxConcatBytes.
+func (ev *evaluator) built(n int) *Error {
+	ev.concat += n
+	if ev.concat > MaxConcatBytes {
+		return newError(CodeResourceLimit, fmt.Sprintf("the strings built by + and str() in this evaluation exceed %d bytes", MaxConcatBytes))
+	}
+	return nil
 }
 
 func finite(f float64, op string) (any, *Error) {

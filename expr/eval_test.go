@@ -598,6 +598,21 @@ func TestConcatBudget(t *testing.T) {
 	if err != nil || v != float64(2<<20) {
 		t.Errorf("len(result + result) = %v, %v", v, err)
 	}
+
+	// str() of a large array or object counts too: 100 nested comparisons
+	// of str(result) would hold 100 copies at once.
+	arr := Bindings{Result: Bind([]any{big})}
+	nested := strings.Repeat("str(result) == (", 100) + "true" + strings.Repeat(")", 100)
+	if _, err := Evaluate(context.Background(), nested, arr, nil); !errors.As(err, &e) || e.Code != CodeResourceLimit || !strings.Contains(e.Message, "str()") {
+		t.Errorf("100 nested str() of 1 MiB: %v, want resource_limit", err)
+	}
+	if v, err := Evaluate(context.Background(), "len(str(result)) + len(str(result))", arr, nil); err != nil || v != float64(2*(1<<20+4)) {
+		t.Errorf("two str() of 1 MiB = %v, %v", v, err)
+	}
+	// A string argument is returned as it is: nothing is built.
+	if _, err := Evaluate(context.Background(), strings.TrimSuffix(strings.Repeat("len(str(result[0])) + ", 100), " + "), arr, nil); err != nil {
+		t.Errorf("str() of a string: %v", err)
+	}
 }
 
 // A binding far deeper than an expression may read still decodes, and is
@@ -607,5 +622,91 @@ func TestVeryDeepBinding(t *testing.T) {
 	runEvalCases(t, []evalCase{
 		{expr: "true || result", bindings: `{"result": ` + deep + `}`, want: "true"},
 		{expr: "result", bindings: `{"result": ` + deep + `}`, code: CodeResourceLimit},
+	})
+}
+
+// The regex work of one evaluation is bounded: a single large match is
+// fine, the same match repeated hundreds of times (minutes of CPU for
+// Go's linear-time matcher) is a resource_limit.
+func TestMatchWorkBudget(t *testing.T) {
+	b := Bindings{Result: Bind(strings.Repeat("ab", 2048))}
+	const call = `matches(result, '[^c]{1,4095}c')`
+	if v, err := Evaluate(context.Background(), call, b, nil); err != nil || v != false {
+		t.Fatalf("one large match: %v, %v", v, err)
+	}
+	// Repeated, it would take minutes; the budget stops it after a few.
+	// (Cancelling the context also stops it between two calls.)
+	many := strings.TrimSuffix(strings.Repeat(call+" || ", 500), " || ")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Evaluate(ctx, many, b, nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeResourceLimit || !errors.Is(err, context.Canceled) {
+		t.Errorf("500 large matches, cancelled: %v, want a cancelled resource_limit", err)
+	}
+	// Many large literal patterns over a short text: compiling the
+	// expression compiles none of them, and the evaluation stops after a
+	// few hundred rather than compiling a thousand (seconds, and half a
+	// gigabyte kept by the program).
+	large := strings.TrimSuffix(strings.Repeat(`matches(item, '[\\p{L}\\p{N}]{1,4095}c') || `, 1000), " || ")
+	p, err := Compile(large)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Eval(Bindings{Item: Bind("x")}, nil)
+	if !errors.As(err, &e) || e.Code != CodeResourceLimit || !strings.Contains(e.Message, "regex work budget") {
+		t.Errorf("1000 large patterns: %v, want the regex work budget resource_limit", err)
+	}
+	// Small patterns over short texts never come near it.
+	small := strings.TrimSuffix(strings.Repeat(`matches(item, '^unit-\\d+$') && `, 800), " && ")
+	if v, err := Evaluate(context.Background(), small, Bindings{Item: Bind("unit-3")}, nil); err != nil || v != true {
+		t.Errorf("800 small matches: %v, %v", v, err)
+	}
+}
+
+// Rules of spec/ir.md 11.3-11.8 that the tables above do not pin down.
+func TestSpecRules(t *testing.T) {
+	runEvalCases(t, []evalCase{
+		// 11.6: object equality ignores key order; nested arrays are
+		// compared element by element; -0 equals 0 inside containers.
+		{expr: "result.a == result.b", bindings: `{"result": {"a": {"x": 1, "y": [2, {"z": null}]}, "b": {"y": [2, {"z": null}], "x": 1}}}`, want: "true"},
+		{expr: "result.a == result.b", bindings: `{"result": {"a": [0], "b": [-0]}}`, want: "true"},
+		{expr: "result.a == result.b", bindings: `{"result": {"a": [1, 2], "b": [2, 1]}}`, want: "false"},
+		{expr: "result.a != result.b", bindings: `{"result": {"a": {"x": 1}, "b": [1]}}`, want: "true"},
+		// 11.5: unknown names are evaluation errors, raised only if reached.
+		{expr: "false && upper(missing)", want: "false"},
+		{expr: "true || foo()", want: "true"},
+		{expr: "foo(missing)", code: CodeUnknownIdentifier},
+		{expr: "foo(1, 2, 3)", code: CodeUnknownFunction},
+		// 11.5: operands left to right: the left error wins.
+		{expr: "missing + foo()", code: CodeUnknownIdentifier},
+		{expr: "foo() + missing", code: CodeUnknownFunction},
+		{expr: "(1 / 0) < missing", code: CodeType},
+		// 11.3: postfix binds tighter than unary; unary tighter than binary.
+		{expr: "-result.a[1]", bindings: `{"result": {"a": [1, 2]}}`, want: "-2"},
+		{expr: "!result.ok == false", bindings: `{"result": {"ok": true}}`, want: "true"},
+		{expr: "- 2 * 3", want: "-6"},
+		{expr: "len(result.a)[0]", bindings: `{"result": {"a": [1]}}`, code: CodeType},
+		// 11.7: membership in an object is about own keys only, top level.
+		{expr: "'x' in result", bindings: `{"result": {"o": {"x": 1}}}`, want: "false"},
+		{expr: "'valueOf' in result", bindings: `{"result": {}}`, want: "false"},
+		{expr: "'' in result", bindings: `{"result": {"": 1}}`, want: "true"},
+		{expr: "result in result", bindings: `{"result": {}}`, code: CodeType},
+		{expr: "result in 'abc'", bindings: `{"result": ["a"]}`, code: CodeType},
+		// 11.8: arity is checked before argument types, for every builtin.
+		{expr: "int()", code: CodeType},
+		{expr: "bool(1, 2)", code: CodeType},
+		{expr: "all(1, 2)", code: CodeType},
+		{expr: "max([], [])", code: CodeParse}, // no array literals
+		{expr: "min(result, result)", bindings: `{"result": [1]}`, code: CodeType},
+		{expr: "file_contains('a', 'b', 'c')", code: CodeType},
+		// 11.8: max/min of one element; strings by code units.
+		{expr: "max(result)", bindings: `{"result": ["b", "B", "a"]}`, want: `"b"`},
+		{expr: "min(result)", bindings: `{"result": ["b", "B", "a"]}`, want: `"B"`},
+		{expr: "min(result)", bindings: `{"result": [[]]}`, code: CodeType},
+		// 11.9: str of an empty string, a string with quotes (unchanged).
+		{expr: "str('')", want: `""`},
+		{expr: "len(str('a\"b'))", want: "3"},
+		{expr: "str(result)", bindings: `{"result": {"k": [true, null, 1.5, "x"]}}`, want: `"{\"k\":[true,null,1.5,\"x\"]}"`},
 	})
 }

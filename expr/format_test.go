@@ -143,3 +143,31 @@ func TestEncodeJSONLikeJavaScript(t *testing.T) {
 		t.Errorf("Stringify(nil) = %q", got)
 	}
 }
+
+// compareStrings is a total order in UTF-16 code units, also on strings
+// that are not valid UTF-8 (each invalid byte stands for U+FFFD, but two
+// different invalid bytes must still compare one way only).
+func TestCompareStrings(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"a", "b", -1},
+		{"ab", "a", 1},
+		{"", "", 0},
+		{"～", "😀", 1}, // U+FF5E against the surrogate U+D83D
+		{"\U0001F600", "\U0001F601", -1},
+		{"\uE000", "\U00010000", 1},
+		{"\xff", "\xfe", 1},
+		{"\xed\xa0\x80", "\xed\xa0\x81", -1},
+		{"x\xff", "x\xff", 0},
+	}
+	for _, tt := range tests {
+		if got := compareStrings(tt.a, tt.b); got != tt.want {
+			t.Errorf("compareStrings(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+		if got := compareStrings(tt.b, tt.a); got != -tt.want {
+			t.Errorf("compareStrings(%q, %q) = %d, want %d", tt.b, tt.a, got, -tt.want)
+		}
+	}
+}

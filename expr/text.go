@@ -57,6 +57,7 @@ func compareStrings(a, b string) int {
 		}
 		return 0
 	}
+	diff := i
 	for i > 0 && !utf8.RuneStart(a[i]) {
 		i--
 	}
@@ -65,6 +66,11 @@ func compareStrings(a, b string) int {
 	ka, kb := firstUnit(ra), firstUnit(rb)
 	if ka == kb {
 		ka, kb = ra, rb // same high surrogate: the low ones follow code point order
+	}
+	if ka == kb {
+		// Both are U+FFFD standing for different invalid bytes: order
+		// by the bytes, so that the order stays antisymmetric.
+		ka, kb = rune(a[diff]), rune(b[diff])
 	}
 	if ka < kb {
 		return -1

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,6 +124,46 @@ func arrayIndex(key string) (uint64, bool) {
 	return n, n <= 4294967294
 }
 
+// objectFromMembers builds an object from distinct keys in first-set order
+// and their values, in O(n log n): index keys sorted numerically first, then
+// the others in the order given.
+func objectFromMembers(keys []string, vals []any) *Object {
+	type indexKey struct {
+		n   uint64
+		pos int
+	}
+	var index []indexKey
+	for i, k := range keys {
+		if n, ok := arrayIndex(k); ok {
+			index = append(index, indexKey{n, i})
+		}
+	}
+	o := &Object{keys: make([]string, 0, len(keys)), vals: make([]any, 0, len(keys)), nIndex: len(index)}
+	if len(index) == 0 {
+		o.keys = append(o.keys, keys...)
+		o.vals = append(o.vals, vals...)
+	} else {
+		slices.SortFunc(index, func(a, b indexKey) int { return cmp.Compare(a.n, b.n) })
+		for _, e := range index {
+			o.keys = append(o.keys, keys[e.pos])
+			o.vals = append(o.vals, vals[e.pos])
+		}
+		for i, k := range keys {
+			if _, ok := arrayIndex(k); !ok {
+				o.keys = append(o.keys, k)
+				o.vals = append(o.vals, vals[i])
+			}
+		}
+	}
+	if len(o.keys) > smallObject {
+		o.pos = make(map[string]int, len(o.keys))
+		for i, k := range o.keys {
+			o.pos[k] = i
+		}
+	}
+	return o
+}
+
 // MarshalJSON writes the object as EncodeJSON does.
 func (o *Object) MarshalJSON() ([]byte, error) {
 	return EncodeJSON(o)
@@ -226,7 +267,13 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 		}
 		switch t {
 		case '{':
-			obj := NewObject(4)
+			// The members are collected first and ordered once at the
+			// end: Set, which keeps index keys sorted as they arrive, is
+			// quadratic on a large object whose index keys come in
+			// descending order or after named keys.
+			var keys []string
+			var vals []any
+			var seen map[string]int // built once the object outgrows a scan
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
@@ -237,12 +284,33 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				obj.Set(key, v)
+				at := -1
+				if seen != nil {
+					if i, ok := seen[key]; ok {
+						at = i
+					}
+				} else {
+					at = slices.Index(keys, key)
+				}
+				if at >= 0 {
+					vals[at] = v // a repeated key keeps its first position
+					continue
+				}
+				keys = append(keys, key)
+				vals = append(vals, v)
+				if seen != nil {
+					seen[key] = len(keys) - 1
+				} else if len(keys) > smallObject {
+					seen = make(map[string]int, 2*len(keys))
+					for i, k := range keys {
+						seen[k] = i
+					}
+				}
 			}
 			if _, err := dec.Token(); err != nil {
 				return nil, fmt.Errorf("decode json: %w", err)
 			}
-			return obj, nil
+			return objectFromMembers(keys, vals), nil
 		case '[':
 			arr := []any{}
 			for dec.More() {

@@ -2,14 +2,18 @@ package migrate
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/stratum-go/stratum/expr"
 )
 
 // Location is one place where a construct was detected.
@@ -208,6 +212,81 @@ func (m mapping) entries() []entry {
 	return out
 }
 
+// properties returns the entries the way the reference iterates the object
+// its YAML library builds from the mapping: keys become property names
+// (null "", booleans "true"/"false", numbers as JavaScript writes them:
+// `1.0:` is "1", `0x10:` is "16"), and the names that are canonical array
+// indices ("0", "1", ... "4294967294") come first in ascending numeric
+// order, then the others in document order. Two keys with the same name
+// are one property: the first position, the last value.
+func (m mapping) properties() []entry {
+	var out []entry
+	at := map[string]int{}
+	for _, e := range m.entries() {
+		e.name = propertyName(e.key)
+		if i, dup := at[e.name]; dup {
+			out[i].value = e.value
+			continue
+		}
+		at[e.name] = len(out)
+		out = append(out, e)
+	}
+	slices.SortStableFunc(out, func(a, b entry) int {
+		ai, aIndex := arrayIndex(a.name)
+		bi, bIndex := arrayIndex(b.name)
+		switch {
+		case aIndex && bIndex:
+			return cmp.Compare(ai, bi)
+		case aIndex:
+			return -1
+		case bIndex:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// propertyName is the JavaScript property name a mapping key becomes.
+func propertyName(key *yaml.Node) string {
+	k := resolve(key)
+	if k == nil {
+		return ""
+	}
+	if k.Kind != yaml.ScalarNode {
+		return k.Value
+	}
+	switch kindOf(k) {
+	case kindNull:
+		return ""
+	case kindBool:
+		if k.Style&yaml.TaggedStyle != 0 {
+			var b bool
+			if k.Decode(&b) == nil {
+				return strconv.FormatBool(b)
+			}
+			return k.Value
+		}
+		return strconv.FormatBool(coreTrue.MatchString(k.Value))
+	case kindInt, kindFloat:
+		if f, ok := numberValue(k.Value); ok {
+			return expr.FormatNumber(f)
+		}
+	}
+	return k.Value
+}
+
+// arrayIndex reports whether name is a canonical array index (an integer
+// from 0 to 2^32-2 without sign or leading zeros), which JavaScript orders
+// before every other property name.
+func arrayIndex(name string) (uint64, bool) {
+	if name == "" || len(name) > 10 || (name[0] == '0' && len(name) > 1) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(name, 10, 64)
+	return n, err == nil && n <= 4294967294
+}
+
 // get returns the entry for key. A key with a null value is present.
 func (m mapping) get(key string) (entry, bool) {
 	if m.node == nil {
@@ -336,14 +415,14 @@ func (s *scanner) scan(rootNode *yaml.Node) {
 	}
 	if e, ok := root.get("functions"); ok {
 		if fns, isMap := asMapping(e.value); isMap {
-			for _, fn := range fns.entries() {
+			for _, fn := range fns.properties() {
 				s.scanFunction("functions."+fn.name, fn.value)
 			}
 		}
 	}
 	if e, ok := root.get("flows"); ok {
 		if flows, isMap := asMapping(e.value); isMap {
-			for _, fl := range flows.entries() {
+			for _, fl := range flows.properties() {
 				s.scanFlow("flows."+fl.name, fl.value)
 			}
 		}
@@ -363,7 +442,7 @@ func (s *scanner) checkVersion(root mapping) {
 			s.report.Version, s.report.HasVersion = v.Value, true
 		case kindInt, kindFloat:
 			if f, ok := numberValue(v.Value); ok {
-				s.report.Version, s.report.HasVersion = jsNumberString(f), true
+				s.report.Version, s.report.HasVersion = expr.FormatNumber(f), true
 			} else {
 				// An explicit numeric tag on text that is no number: the
 				// text is what the author wrote.

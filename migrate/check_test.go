@@ -227,22 +227,6 @@ func TestVersionText(t *testing.T) {
 	}
 }
 
-func TestJSNumberString(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want string
-	}{
-		{0.1, "0.1"}, {1, "1"}, {-2.5, "-2.5"}, {100, "100"}, {1e20, "100000000000000000000"},
-		{1e21, "1e+21"}, {1.5e21, "1.5e+21"}, {1e-6, "0.000001"}, {1.5e-7, "1.5e-7"},
-		{123.456, "123.456"}, {0.3, "0.3"}, {1 / 3.0, "0.3333333333333333"},
-	}
-	for _, tt := range tests {
-		if got := jsNumberString(tt.in); got != tt.want {
-			t.Errorf("jsNumberString(%v) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // TestAliasBombIsLinear makes sure a document whose aliases expand
 // exponentially is scanned without expanding them.
 func TestAliasBombIsLinear(t *testing.T) {

@@ -11,6 +11,7 @@
 // a report.
 //
 // The package owns the catalogue of legacy constructs and the two report
-// formats (text and JSON). It is pure: it does no I/O of its own and must not
-// import any other package of the module.
+// formats (text and JSON). It is pure: it does no I/O of its own and imports
+// only expr (for JavaScript's number-to-text conversion of a numeric
+// version or key) from the module.
 package migrate

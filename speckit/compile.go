@@ -148,9 +148,6 @@ func compileSources(files []source, flowName string) (*Result, error) {
 	if flowName == "" {
 		flowName = DefaultFlowName
 	}
-	if flowName == "entry" {
-		return nil, &Error{Type: CompileFailed, Message: `flow_name 'entry' is reserved: in a v1 spec the key "flows.entry" names the entry flow; choose another name`}
-	}
 	tasks := make([]Task, len(files))
 	firstFile := map[string]string{} // step id -> file that produced it
 	for i, f := range files {
@@ -161,6 +158,11 @@ func compileSources(files []source, flowName string) (*Result, error) {
 				"task file '%s' gives step id '%s', already used by task file '%s'; rename one of the two files", f.name, id, earlier)}
 		}
 		firstFile[id] = f.name
+	}
+	// The reserved name is checked after the step ids (spec/speckit.md
+	// section 6: a collision is reported first).
+	if flowName == "entry" {
+		return nil, &Error{Type: CompileFailed, Message: `flow_name 'entry' is reserved: in a v1 spec the key "flows.entry" names the entry flow; choose another name`}
 	}
 	linkDependencies(tasks)
 

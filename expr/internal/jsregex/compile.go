@@ -63,11 +63,20 @@ type parser struct {
 	i   int
 }
 
+// Regexp is a translated pattern.
+type Regexp struct {
+	*regexp.Regexp
+	// States is the translation's size in atoms after counted repetitions
+	// are expanded (at most MaxStates). RE2 matching costs at most about
+	// States steps per code point of the text.
+	States int
+}
+
 // Compile checks pattern against the ECMAScript grammar in u mode and
 // translates it into a Go regexp that finds a match exactly when JavaScript
 // would, for texts of at most maxInput code points. It does not apply the
 // shape filter; call Shape first.
-func Compile(pattern string, maxInput int) (*regexp.Regexp, error) {
+func Compile(pattern string, maxInput int) (*Regexp, error) {
 	p := &parser{src: []rune(pattern)}
 	tree, err := p.disjunction()
 	if err != nil {
@@ -91,7 +100,7 @@ func Compile(pattern string, maxInput int) (*regexp.Regexp, error) {
 		// reported rather than hidden.
 		return nil, fmt.Errorf("internal error translating regex %q: %w", pattern, err)
 	}
-	return re, nil
+	return &Regexp{Regexp: re, States: max(e.states, 1)}, nil
 }
 
 func (p *parser) peek() (rune, bool) {
