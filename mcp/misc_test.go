@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stratum-go/stratum/engine"
 )
 
 // TestProtocolVersions runs a short run under the oldest protocol version
@@ -176,4 +180,78 @@ func TestExampleMCPConfig(t *testing.T) {
 	if !ok || s.Command != "stratum" || strings.Join(s.Args, " ") != "mcp" || (s.Type != "" && s.Type != "stdio") {
 		t.Errorf("examples/mcp.json: %+v", cfg)
 	}
+}
+
+// TestCorruptRun: a run whose state fails its integrity check is refused
+// with run_corrupt by every tool that reads it.
+func TestCorruptRun(t *testing.T) {
+	f := newFixture(t)
+	run := runID(t, f.plan(linearSpec, map[string]any{"topic": "x"}))
+	p := filepath.Join(f.root, run, "state.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x55
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"stratum_audit", "stratum_resume", "stratum_flow_poll"} {
+		f.call(tool, map[string]any{"runId": run}).mustError(t, "run_corrupt")
+	}
+}
+
+// gatedAgent is an engine dispatcher whose agent is a real child process
+// that answers only once the file release exists.
+type gatedAgent struct{ release string }
+
+func (g gatedAgent) Dispatch(ctx context.Context, req engine.DispatchRequest) (engine.DispatchResult, error) {
+	cmd := exec.CommandContext(ctx, "sh", "-c", `while [ ! -e "$1" ]; do sleep 0.01; done; printf '{"value":"done"}'`, "sh", g.release)
+	out, err := cmd.Output()
+	if err != nil {
+		return engine.DispatchResult{}, err
+	}
+	return engine.DispatchResult{Output: json.RawMessage(out)}, nil
+}
+
+// TestFanoutInFlight: checkpoints wait for a running engine fanout, which
+// the client follows with stratum_flow_poll until the run completes.
+func TestFanoutInFlight(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	f := newFixtureWith(t, fixtureOpts{engine: engine.Options{Dispatcher: gatedAgent{release: release}}})
+	spec := `version: 1
+contracts:
+  Item: {value: string}
+flows:
+  entry: main
+  main:
+    input: {items: "string[]"}
+    output: {from: "${fan.output[0]}", contract: Item}
+    steps:
+      - id: fan
+        fanout:
+          over: "${input.items}"
+          concurrency: 2
+          isolation: none
+          require: all
+          merge: sequential
+          steps:
+            - do: "Do ${item}"
+              out: Item
+`
+	r := f.plan(spec, map[string]any{"items": []any{"a", "b"}}).mustStatus(t, "running")
+	run := runID(t, r)
+	if w := r.Body["waiting"].([]any); len(w) != 1 || w[0].(map[string]any)["kind"] != "fanout" {
+		t.Fatalf("waiting: %s", r.Text)
+	}
+	f.call("stratum_commit", map[string]any{"runId": run, "label": "x"}).mustError(t, "fanout_in_flight")
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t, f.call)
+	end := d.drive(f.call("stratum_flow_poll", map[string]any{"runId": run})).mustStatus(t, "completed")
+	if !strings.Contains(end.Text, `"output":{"value":"done"}`) {
+		t.Errorf("fanout output: %s", end.Text)
+	}
+	f.call("stratum_commit", map[string]any{"runId": run, "label": "x"}).mustStatus(t, "committed")
 }
