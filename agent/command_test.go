@@ -143,8 +143,10 @@ func TestCommandCancel(t *testing.T) {
 	agent := writeScript(t, dir, "agent", "#!/bin/sh\nsleep 300 &\necho $! > \""+pidFile+"\"\nwait\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
+		// Wait for the whole pid line: the shell creates the file before
+		// it writes to it, and a cancel in between would leave it empty.
 		for {
-			if _, err := os.Stat(pidFile); err == nil {
+			if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
 				cancel()
 				return
 			}

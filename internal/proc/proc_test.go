@@ -208,8 +208,10 @@ echo ready >&2
 wait
 `
 	go func() {
+		// Wait for the whole pid line: the shell creates the file before
+		// it writes to it, and a cancel in between would leave it empty.
 		for {
-			if _, err := os.Stat(pidFile); err == nil {
+			if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
 				cancel()
 				return
 			}
