@@ -11,6 +11,9 @@ type gateResolveIn struct {
 	StepID    string      `json:"stepId" jsonschema:"the gate's step id (as listed in waiting; <runStep>/<gate> inside a subflow)"`
 	Decision  decisionArg `json:"decision" jsonschema:"the person's decision: approve (continue), revise (send the work back to the gate's on_revise step for another round), kill (stop, or follow on_kill)"`
 	GateToken string      `json:"gateToken" jsonschema:"the gate's current token, read from stratum_audit at steps.<gateId>.gateToken (inside a subflow: steps.<runStep>.sub.steps.<gateId>.gateToken); it proves the decision was made on the current round"`
+	Rationale string      `json:"rationale,omitempty" jsonschema:"the person's reason for the decision, in their words; recorded in the run's audit trail"`
+	// ResolvedBy is free text on purpose: a person's name is as useful as a role.
+	ResolvedBy string `json:"resolvedBy,omitempty" jsonschema:"who decided: human (the default meaning when a person answered you), agent, system, or a name; recorded in the audit trail"`
 }
 
 func (s *server) gateResolveTool() tool {
@@ -19,12 +22,13 @@ func (s *server) gateResolveTool() tool {
 		title: "Record a person's gate decision",
 		description: `Apply a person's decision to a gate the run is waiting on (a running answer lists it in waiting with kind gate). Only call it with the decision the user gave you; never decide a gate yourself unless the user explicitly asked you to. Read the gate's current gateToken from stratum_audit first.
 Returns the run's next state: ready (approve continues; revise makes the reviewed step ready again), running, completed, or failed (kill with no on_kill route). A token from an older round is refused with error.code stale_token and the current state; nothing changes.
-Example: stratum_gate_resolve {"runId": "4b1f…", "stepId": "review", "decision": "approve", "gateToken": "77d0…"}`,
+The rationale and resolvedBy you pass are recorded in the gate_resolved event of the audit.
+Example: stratum_gate_resolve {"runId": "4b1f…", "stepId": "review", "decision": "approve", "gateToken": "77d0…", "rationale": "the user said it reads well", "resolvedBy": "human"}`,
 		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
 			engine.StatusFailed, engine.StatusBudgetExhausted},
 	}, func(ctx context.Context, c *call, in gateResolveIn) (*RunState, error) {
 		r, err := s.eng.ResolveGate(ctx, engine.GateRequest{RunID: in.RunID, StepID: in.StepID,
-			Decision: string(in.Decision), GateToken: in.GateToken})
+			Decision: string(in.Decision), GateToken: in.GateToken, Rationale: in.Rationale, ResolvedBy: in.ResolvedBy})
 		if err != nil {
 			return nil, err
 		}

@@ -308,9 +308,14 @@ func TestGateResolve(t *testing.T) {
 	}
 	r = f.done(r, "work", map[string]any{"result": "v2"}).mustStatus(t, "running")
 	resolve(run, "approve", tok).mustError(t, "stale_token")
-	r = resolve(run, "approve", f.gateToken(run, "review")).mustStatus(t, "completed")
+	r = f.call("stratum_gate_resolve", map[string]any{"runId": run, "stepId": "review", "decision": "approve",
+		"gateToken": f.gateToken(run, "review"), "rationale": "reads well now", "resolvedBy": "Ada"}).mustStatus(t, "completed")
 	if !strings.Contains(r.Text, `"output":{"result":"v2"}`) {
 		t.Errorf("output after revise and approve:\n%s", r.Text)
+	}
+	audit := f.call("stratum_audit", map[string]any{"runId": run})
+	if !strings.Contains(audit.Text, `"rationale":"reads well now"`) || !strings.Contains(audit.Text, `"resolvedBy":"Ada"`) {
+		t.Errorf("the rationale and resolver are not in the audit:\n%s", audit.Text)
 	}
 	resolve(run, "approve", "x").mustError(t, "run_terminal")
 
