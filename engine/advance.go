@@ -311,6 +311,9 @@ func (t *txn) failAttempt(sc *scope, s *ir.Step, st *StepState, f attemptFailure
 		return
 	}
 	st.Status = StepFailed
+	if s.Kind == ir.KindRun && st.Sub != nil && sc.root() {
+		t.abandonChild(sc, s)
+	}
 	if f.exhaust {
 		t.exhaustRun(fail)
 		return
@@ -320,6 +323,22 @@ func (t *txn) failAttempt(sc *scope, s *ir.Step, st *StepState, f attemptFailure
 		return
 	}
 	t.stepFailed(sc, s, fail)
+}
+
+// abandonChild ends the outstanding issuances of a failed run step's
+// subflow: its ready tasks and waiting gates can never count any more, so
+// they are skipped (their tokens die with them) instead of staying
+// answerable inside a subflow that is over.
+func (t *txn) abandonChild(root *scope, s *ir.Step) {
+	child := t.childScope(root, s)
+	if child == nil {
+		return
+	}
+	for _, cs := range child.flow.Steps {
+		if cst := child.peek(cs); cst != nil && active(cst.Status) {
+			t.skip(child, cs, cst, &SkipInfo{Reason: fmt.Sprintf("abandoned: the subflow ended when run step %q failed", s.ID)})
+		}
+	}
 }
 
 // stepFailed handles an exhausted step: route by on_fail, else fail the

@@ -50,6 +50,9 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 			return t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: run %s has no gate %q", t.st.ID, req.StepID)
 		}
 		st := loc.sc.state(loc.step)
+		if err := t.checkSubflowLive(loc.sc, "gate decision", req.StepID, req.GateToken); err != nil {
+			return err
+		}
 		if st.Status != StepWaitingGate {
 			if req.GateToken != "" && (st.Status != StepPending || st.Epoch > 0) {
 				return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: gate %q is %s; this token was issued for an earlier round", req.StepID, st.Status)

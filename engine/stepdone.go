@@ -96,6 +96,16 @@ func (t *txn) checkToken(stepID, status, current, accepted, token string, issued
 	return t.refuse(ErrNotAwaiting, stepID, "step is not awaiting a client result: %q is %s", stepID, status)
 }
 
+// checkSubflowLive refuses a report or decision for a step of a subflow
+// whose run step is no longer running: every issuance of that subflow is
+// superseded by its end.
+func (t *txn) checkSubflowLive(sc *scope, what, id, token string) error {
+	if sc.root() || sc.parent.Status == StepRunning || token == "" {
+		return nil
+	}
+	return t.refuse(ErrStaleToken, id, "%s is stale: the subflow of %q is over (run step %q is %s)", what, id, sc.parentStep.ID, sc.parent.Status)
+}
+
 func stepIssued(st *StepState) bool {
 	return st.Status != StepPending && st.Status != StepSkipped || len(st.Attempts) > 0 || st.Epoch > 0
 }
@@ -107,6 +117,9 @@ func (t *txn) stepDone(sc *scope, s *ir.Step, req StepDoneRequest) error {
 		return t.refuse(ErrNotAwaiting, id, "step is not awaiting a client result: %q is a %s step, not a do step", id, s.Kind)
 	}
 	st := sc.state(s)
+	if err := t.checkSubflowLive(sc, "step result", id, req.DispatchToken); err != nil {
+		return err
+	}
 	if err := t.checkToken(id, st.Status, st.DispatchToken, st.AcceptedDispatchToken, req.DispatchToken, stepIssued(st)); err != nil {
 		return err
 	}

@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// A subflow with two parallel tasks, one of which fails for good: the run
+// step fails (and routes by on_fail), and the other task's outstanding
+// issuance must die with its subflow.
+const parallelChild = `
+version: 1
+contracts:
+  V: {v: string}
+flows:
+  entry: main
+  sub:
+    input: {}
+    output: {from: "${c2.output}", contract: V}
+    steps:
+      - {id: c1, do: c1, out: V, attempts: 1}
+      - {id: c2, do: c2, out: V}
+      - id: g
+        gate: {on_approve: null, on_revise: null, on_kill: null}
+  main:
+    input: {}
+    output: {from: "${rescue.output}", contract: V}
+    steps:
+      - {id: w, run: sub, with: {}, on_fail: rescue}
+      - {id: rescue, do: rescue, out: V}
+`
+
+func TestDeadSubflowIssuancesRefused(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(parallelChild, map[string]any{})
+	tok2 := entry(t, r, "w/c2").DispatchToken
+	gateTok := h.gateToken(r.RunID, "w/g")
+	r = h.report(r, "w/c1", StepResult{Failure: "broke"})
+	en := entry(t, r, "rescue")
+	if !strings.Contains(en.PreviousFailure.Reason, "broke") {
+		t.Fatalf("rescue %s", dump(en))
+	}
+	before := len(h.audit(r.RunID).Events)
+	_, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "w/c2", DispatchToken: tok2,
+		Result: StepResult{Output: json.RawMessage(`{"v":"late"}`), Usage: map[string]any{"tokens": 5}}})
+	e := wantCode(t, err, ErrStaleToken)
+	if e.State == nil || e.State.Status != StatusReady {
+		t.Fatalf("refusal state %s", dump(e.State))
+	}
+	_, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "w/g", Decision: DecisionApprove, GateToken: gateTok})
+	wantCode(t, err, ErrStaleToken)
+	a := h.audit(r.RunID)
+	if len(a.Events) != before {
+		t.Fatalf("refused reports wrote events: %d -> %d", before, len(a.Events))
+	}
+	if c2 := a.Steps["w"].Sub.Steps["c2"]; c2.DispatchToken != "" || c2.Status == StepSucceeded {
+		t.Fatalf("c2 of the failed subflow %s", dump(c2))
+	}
+	if g := a.Steps["w"].Sub.Steps["g"]; g.GateToken != "" {
+		t.Fatalf("gate of the failed subflow %s", dump(g))
+	}
+	r = h.ok(r, "rescue", `{"v":"r"}`)
+	wantStatus(t, r, StatusCompleted)
+}
