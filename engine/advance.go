@@ -346,12 +346,21 @@ func (t *txn) abandonChild(root *scope, s *ir.Step) {
 func (t *txn) stepFailed(sc *scope, s *ir.Step, fail *Failure) {
 	if s.OnFail != "" {
 		target := sc.flow.Step(s.OnFail)
-		ts := sc.state(target)
-		ts.Routed = fail
+		routeTo(sc.state(target), fail)
 		t.emit("routed", sc.scoped(s.ID), map[string]any{"target": sc.scoped(target.ID), "failure": fail})
 		return
 	}
 	t.scopeFailed(sc, fail)
+}
+
+// routeTo activates a route-only step. Only the first route counts: a
+// target that was already routed, or has already run (another router got
+// there first), is left as it is — a finished step's state is stored once
+// and never rewritten.
+func routeTo(ts *StepState, why *Failure) {
+	if ts.Status == StepPending && ts.Routed == nil {
+		ts.Routed = why
+	}
 }
 
 // scopeFailed fails a scope: the run (root) or the parent run step

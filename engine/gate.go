@@ -106,8 +106,7 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *StepState, decision string) erro
 		st.Decision = decision
 		resolved()
 		if target != "" {
-			ts := sc.state(sc.flow.Step(target))
-			ts.Routed = &Failure{Attempt: 0, Reason: "gate " + decision}
+			routeTo(sc.state(sc.flow.Step(target)), &Failure{Attempt: 0, Reason: "gate " + decision})
 			return nil
 		}
 		if decision == DecisionKill {

@@ -63,3 +63,42 @@ func TestDeadSubflowIssuancesRefused(t *testing.T) {
 	r = h.ok(r, "rescue", `{"v":"r"}`)
 	wantStatus(t, r, StatusCompleted)
 }
+
+// Two steps share an on_fail target: the second failure, arriving after
+// the target already ran, routes to a finished step. The finished step
+// must not be changed (it is stored once, when it finished).
+func TestSecondRouteToFinishedTarget(t *testing.T) {
+	spec := `
+version: 1
+contracts:
+  V: {v: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${fix.output}", contract: V}
+    steps:
+      - {id: a, do: a, out: V, attempts: 1, on_fail: fix}
+      - {id: b, do: b, out: V, attempts: 1, on_fail: fix}
+      - {id: fix, do: fix, out: V}
+`
+	h := newHarness(t, Options{})
+	r := h.plan(spec, map[string]any{})
+	first := r
+	r = h.report(first, "a", StepResult{Failure: "a broke"})
+	if en := entry(t, r, "fix"); en.PreviousFailure == nil || en.PreviousFailure.Reason != "a broke" {
+		t.Fatalf("fix %s", dump(en))
+	}
+	r = h.ok(r, "fix", `{"v":"fixed"}`)
+	fixBefore := dump(h.stepState(r.RunID, "fix"))
+	r = h.report(first, "b", StepResult{Failure: "b broke"})
+	wantStatus(t, r, StatusCompleted)
+	if got := dump(h.stepState(r.RunID, "fix")); got != fixBefore {
+		t.Fatalf("a finished route target changed:\n before %s\n after  %s", fixBefore, got)
+	}
+	// A fresh process sees the same.
+	a, err := h.reopen(Options{}).Audit(h.ctx, r.RunID)
+	if err != nil || dump(a.Steps["fix"]) != fixBefore {
+		t.Fatalf("fresh audit %v %s", err, dump(a.Steps["fix"]))
+	}
+}
