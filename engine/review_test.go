@@ -102,3 +102,83 @@ flows:
 		t.Fatalf("fresh audit %v %s", err, dump(a.Steps["fix"]))
 	}
 }
+
+// Cancel burns every outstanding issuance: a root task, a waiting gate
+// inside a subflow, a consumer item; every later report or decision is
+// refused and changes nothing.
+func TestCancelBurnsEveryToken(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(childAndFanout, map[string]any{"items": []any{"i0", "i1"}})
+	r = h.ok(r, "w/d", `{"value":"d"}`)
+	aTok := entry(t, r, "a").DispatchToken
+	itemTok := entry(t, r, "fan/0").DispatchToken
+	gTok := h.gateToken(r.RunID, "w/g")
+	c, err := h.e.Cancel(h.ctx, r.RunID, "stop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Burned.Steps, ",") != "a,w/g" || c.Burned.Items != 1 {
+		t.Fatalf("burned %s", dump(c.Burned))
+	}
+	before := len(h.audit(r.RunID).Events)
+	_, err = h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "a", DispatchToken: aTok, Result: StepResult{Output: json.RawMessage(`{"v":"x"}`)}})
+	wantCode(t, err, ErrRunCancelled)
+	_, err = h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "fan/0", DispatchToken: itemTok, Result: StepResult{Output: json.RawMessage(`{"value":"x"}`)}})
+	wantCode(t, err, ErrRunCancelled)
+	_, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "w/g", Decision: DecisionApprove, GateToken: gTok})
+	wantCode(t, err, ErrRunCancelled)
+	_, err = h.e.Revert(h.ctx, r.RunID, "x")
+	wantCode(t, err, ErrRunCancelled)
+	a := h.audit(r.RunID)
+	if len(a.Events) != before {
+		t.Fatalf("refusals wrote events")
+	}
+	raw := dump(a.Steps)
+	for _, tok := range []string{aTok, itemTok, gTok} {
+		if strings.Contains(raw, tok) {
+			t.Fatalf("token %s survived the cancel: %s", tok, raw)
+		}
+	}
+	if gates, _ := h.e.ListGates(h.ctx, ""); len(gates) != 0 {
+		t.Fatalf("gates of a cancelled run listed: %s", dump(gates))
+	}
+	// A fresh process agrees.
+	a2, err := h.reopen(Options{}).Audit(h.ctx, r.RunID)
+	if err != nil || dump(a2.Steps) != raw || a2.Status != StatusCancelled {
+		t.Fatalf("fresh audit %v %s", err, dump(a2))
+	}
+}
+
+const childAndFanout = `
+version: 1
+contracts:
+  V: {value: string}
+flows:
+  entry: main
+  sub:
+    input: {}
+    output: {from: "${d.output}", contract: V}
+    steps:
+      - {id: d, do: d, out: V}
+      - id: g
+        after: [d]
+        gate: {on_approve: null, on_revise: null, on_kill: null}
+  main:
+    input:
+      items: string[]
+    output: {from: "${a.output}", contract: V}
+    steps:
+      - {id: a, do: a, out: V}
+      - {id: w, run: sub, with: {}}
+      - id: fan
+        fanout:
+          over: "${input.items}"
+          concurrency: 1
+          isolation: none
+          require: all
+          merge: sequential
+          dispatch: consumer
+          steps:
+            - do: "x ${item}"
+              out: V
+`
