@@ -134,7 +134,7 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 
 func validLedger(l Ledger) bool {
 	for _, f := range []float64{l.USD, l.Tokens, l.Dispatches, l.MS} {
-		if f < 0 || f != f || f > 1e300 {
+		if !validAmount(f) {
 			return false
 		}
 	}

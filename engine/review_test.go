@@ -182,3 +182,50 @@ flows:
             - do: "x ${item}"
               out: V
 `
+
+// Hostile values in a report are failed attempts, never internal errors:
+// an amount large enough to overflow the ledgers, an output nested deep
+// enough to be unstorable.
+func TestHostileReportValues(t *testing.T) {
+	deep := func(n int) json.RawMessage {
+		return json.RawMessage(strings.Repeat("[", n) + strings.Repeat("]", n))
+	}
+	for _, tc := range []struct {
+		name   string
+		first  StepResult
+		second StepResult
+		reason string
+	}{
+		{"usage overflow",
+			StepResult{Output: json.RawMessage(`{"v":1}`), Usage: json.RawMessage(`{"usd":1e308}`)},
+			StepResult{Output: json.RawMessage(`{"v":2}`), Usage: json.RawMessage(`{"usd":1e308}`)},
+			"invalid usage ledger entry"},
+		{"tokens overflow",
+			StepResult{Output: json.RawMessage(`{"v":1}`), Usage: map[string]any{"tokens": 1.7e308}},
+			StepResult{Output: json.RawMessage(`{"v":2}`), Usage: map[string]any{"tokens": 1.7e308}},
+			"invalid usage ledger entry"},
+		{"deep output", StepResult{Output: deep(9999)}, StepResult{Output: deep(10000)}, "nested deeper than"},
+		{"deep telemetry", StepResult{Output: json.RawMessage(`{"v":"x"}`), Telemetry: json.RawMessage(`{"model":` + string(deep(9999)) + `,"durationMs":1}`)},
+			StepResult{Output: json.RawMessage(`{"v":"x"}`), Telemetry: map[string]any{"model": "m", "durationMs": 1, "effort": []any{[]any{}}}}, "invalid connector telemetry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{})
+			r := h.plan(strings.Replace(twoSteps, "attempts: 3", "attempts: 4", 1), map[string]any{"x": "X"})
+			for i, res := range []StepResult{tc.first, tc.second} {
+				en := entry(t, r, "a")
+				var err error
+				r, err = h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "a", DispatchToken: en.DispatchToken, Result: res})
+				if err != nil {
+					t.Fatalf("report %d: %v (code %s)", i+1, err, CodeOf(err))
+				}
+			}
+			en := entry(t, r, "a")
+			if en.PreviousFailure == nil || !strings.Contains(en.PreviousFailure.Reason, tc.reason) {
+				t.Fatalf("entry %s, want a failure containing %q", dump(en), tc.reason)
+			}
+			if _, err := h.reopen(Options{}).Audit(h.ctx, r.RunID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -41,9 +41,55 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// maxValueDepth bounds the nesting of every value a caller hands the
+// engine (inputs, outputs, usage, telemetry). A value is stored inside the
+// run's state document a few levels down, and the document must stay
+// within what a JSON reader accepts (encoding/json stops at 10000 levels);
+// no contract or expression reads anywhere near this deep.
+const maxValueDepth = 1000
+
 // toModel converts a caller's value (already in the expr model, built from
-// Go maps/slices/numbers, or raw JSON) into the expr model.
+// Go maps/slices/numbers, or raw JSON) into the expr model. Values nested
+// deeper than maxValueDepth are refused.
 func toModel(v any) (any, error) {
+	m, err := convertModel(v)
+	if err != nil {
+		return nil, err
+	}
+	if depthExceeds(m, maxValueDepth) {
+		return nil, fmt.Errorf("the value is nested deeper than %d levels", maxValueDepth)
+	}
+	return m, nil
+}
+
+// depthExceeds reports whether v nests arrays and objects more than limit
+// levels deep (a scalar has depth 0).
+func depthExceeds(v any, limit int) bool {
+	switch x := v.(type) {
+	case []any:
+		if limit == 0 {
+			return true
+		}
+		for _, e := range x {
+			if depthExceeds(e, limit-1) {
+				return true
+			}
+		}
+	case *expr.Object:
+		if limit == 0 {
+			return true
+		}
+		for _, k := range x.Keys() {
+			e, _ := x.Get(k)
+			if depthExceeds(e, limit-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func convertModel(v any) (any, error) {
 	switch x := v.(type) {
 	case json.RawMessage:
 		return expr.DecodeJSON(x)
