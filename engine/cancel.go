@@ -70,7 +70,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*CancelResul
 		t.st.CancelRequested = true
 		t.st.Status = StatusCancelled
 		d := map[string]any{"by": "fg", "burned": res.Burned}
-		if r := strings.TrimSpace(reason); r != "" {
+		if r := cleanText(strings.TrimSpace(reason)); r != "" {
 			d["reason"] = r
 		}
 		t.emit("flow_cancelled", "", d)

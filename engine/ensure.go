@@ -91,13 +91,14 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 		v, err = t.e.opts.Judge.Judge(t.ctx, judge.Request{Criterion: en.Statement, Stakes: en.Stakes, Context: judgeCtx})
 		switch {
 		case err != nil:
-			reason = "judged predicate failed: " + err.Error()
+			reason = cleanText("judged predicate failed: " + err.Error())
 		case !validLedger(Ledger{USD: v.Usage.USD, Tokens: float64(v.Usage.Tokens)}):
 			reason = "judge runner returned a malformed outcome"
 		case !v.Holds:
-			reason = fmt.Sprintf("ensure judged %s failed: %s", quote(en.Statement), v.Reason)
+			reason = fmt.Sprintf("ensure judged %s failed: %s", quote(en.Statement), cleanText(v.Reason))
 		}
 	}
+	v.Reason, v.Model = cleanText(v.Reason), cleanText(v.Model)
 	model := v.Model
 	if model == "" {
 		model = "none"

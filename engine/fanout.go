@@ -254,7 +254,7 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *StepState, it *ItemState, r 
 		t.itemAttemptFailed(sc, s, st, it, attempt, kindUsage, "dispatches are engine-accounted; do not report them in usage (other keys were recorded)", ev, usageRec, tele)
 		return
 	case r.failure != "":
-		t.itemAttemptFailed(sc, s, st, it, attempt, kindConnector, r.failure, ev, usageRec, tele)
+		t.itemAttemptFailed(sc, s, st, it, attempt, kindConnector, cleanText(r.failure), ev, usageRec, tele)
 		return
 	case oerr != nil:
 		t.itemAttemptFailed(sc, s, st, it, attempt, kindContract, "output is not a JSON value: "+oerr.Error(), ev, usageRec, tele)

@@ -229,3 +229,33 @@ func TestHostileReportValues(t *testing.T) {
 		})
 	}
 }
+
+// Text that is not valid UTF-8 cannot be stored as JSON as it is: free
+// text (failure reasons, command stderr) is stored with U+FFFD and must be
+// held in memory the same way, and identifiers (receipt ids, labels) are
+// refused, or a second process would not recognise them.
+func TestInvalidUTF8(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(twoSteps, map[string]any{"x": "X"})
+	r = h.report(r, "a", StepResult{Failure: "bad \xce byte"})
+	if en := entry(t, r, "a"); en.PreviousFailure.Reason != "bad \ufffd byte" {
+		t.Fatalf("reason %q", en.PreviousFailure.Reason)
+	}
+	r = h.report(r, "a", StepResult{Output: map[string]any{"v": "x\xff"}, Telemetry: map[string]any{"model": "m\xff", "durationMs": 1}})
+	if st := h.stepState(r.RunID, "a"); jsonOf(t, st.Output.Data) != "{\"v\":\"x\ufffd\"}" || st.Attempts[1].Model != "m\ufffd" {
+		t.Fatalf("a %s", dump(st))
+	}
+	a1 := h.audit(r.RunID)
+	a2, err := h.reopen(Options{}).Audit(h.ctx, r.RunID)
+	if err != nil || dump(a1) != dump(a2) {
+		t.Fatalf("processes disagree: %v\n%s\n%s", err, dump(a1.Steps), dump(a2.Steps))
+	}
+	_, err = h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d\xff", Source: "s", Usage: map[string]any{"tokens": 1}})
+	wantCode(t, err, ErrInvalidReceipt)
+	_, err = h.e.Commit(h.ctx, r.RunID, "l\xff")
+	wantCode(t, err, ErrInvalidLabel)
+
+	cmd := `printf 'broken \377 stderr' >&2; exit 1`
+	r = h.plan(evaluateSpec(cmd, 5000), map[string]any{"n": 1})
+	wantFailure(t, r, StatusFailed, "broken \ufffd stderr")
+}

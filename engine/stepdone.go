@@ -170,7 +170,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *StepState, req StepDoneRequ
 		return
 	}
 	if res.Failure != "" {
-		fail(attemptFailure{reason: res.Failure, usage: usageRec, tele: tele})
+		fail(attemptFailure{reason: cleanText(res.Failure), usage: usageRec, tele: tele})
 		return
 	}
 	output, err := toModel(res.Output)

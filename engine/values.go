@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/expr"
 )
@@ -39,6 +41,27 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	}
 	*v = Value{Data: d, Present: true}
 	return nil
+}
+
+// cleanText is s with every byte that is not part of valid UTF-8 replaced
+// by U+FFFD, exactly as encoding/json writes it: text held in memory must
+// equal what a fresh process reads back from the store.
+func cleanText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // maxValueDepth bounds the nesting of every value a caller hands the
@@ -95,7 +118,9 @@ func convertModel(v any) (any, error) {
 		return expr.DecodeJSON(x)
 	case []byte:
 		return expr.DecodeJSON(x)
-	case nil, bool, float64, string:
+	case string:
+		return cleanText(x), nil
+	case nil, bool, float64:
 		if f, ok := x.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
 			return nil, fmt.Errorf("non-finite number %v", f)
 		}
@@ -113,8 +138,10 @@ func isModel(v any, depth int) bool {
 		return false
 	}
 	switch x := v.(type) {
-	case nil, bool, string:
+	case nil, bool:
 		return true
+	case string:
+		return utf8.ValidString(x) // else re-encoded, as the store will
 	case float64:
 		return !math.IsNaN(x) && !math.IsInf(x, 0)
 	case []any:
@@ -127,7 +154,7 @@ func isModel(v any, depth int) bool {
 	case *expr.Object:
 		for _, k := range x.Keys() {
 			e, _ := x.Get(k)
-			if !isModel(e, depth+1) {
+			if !utf8.ValidString(k) || !isModel(e, depth+1) {
 				return false
 			}
 		}
