@@ -259,3 +259,209 @@ func TestInvalidUTF8(t *testing.T) {
 	r = h.plan(evaluateSpec(cmd, 5000), map[string]any{"n": 1})
 	wantFailure(t, r, StatusFailed, "broken \ufffd stderr")
 }
+
+// A revise resets exactly the closure of its target (dependents and
+// routes, a run step's subflow and a fanout's items dropped) and nothing
+// else; rounds are checked and carry on_revise values resolved before
+// anything changes.
+const reviseClosure = `
+version: 1
+contracts:
+  V: {v: string}
+flows:
+  entry: main
+  sub:
+    input: {}
+    output: {from: "${c.output}", contract: V}
+    steps:
+      - {id: c, do: c, out: V}
+  main:
+    input:
+      items: string[]
+      flag: boolean
+    output: {from: "${side.output}", contract: V}
+    max_rounds: 2
+    carry:
+      wave:
+        initial: "${plan.output.v}"
+        on_revise:
+          review: "${maybe.output.v}"
+    steps:
+      - {id: prep, do: prep, out: V}
+      - {id: plan, do: plan, out: V, after: [prep]}
+      - id: maybe
+        when: "input.flag == true"
+        do: maybe
+        out: V
+      - id: fan
+        after: [plan]
+        fanout:
+          over: "${input.items}"
+          concurrency: 2
+          isolation: none
+          require: all
+          merge: sequential
+          dispatch: consumer
+          steps:
+            - {do: "x ${item} ${wave}", out: V}
+      - {id: w, run: sub, with: {}, after: [plan]}
+      - id: review
+        after: [fan, w, maybe]
+        gate: {on_approve: null, on_revise: plan, on_kill: null}
+      - {id: side, do: side, out: V, after: [prep]}
+`
+
+func TestReviseClosure(t *testing.T) {
+	sc := script{"prep": {`{"v":"p"}`}, "maybe": {`{"v":"m"}`}, "side": {`{"v":"s"}`}, "plan": {`{"v":"w1"}`},
+		"fan/*": {`{"v":"f"}`}, "w/c": {`{"v":"c"}`}}
+	t.Run("unresolved carry refuses before any change", func(t *testing.T) {
+		h := newHarness(t, Options{})
+		r := h.drive(h.plan(reviseClosure, map[string]any{"items": []any{"i0"}, "flag": false}), sc)
+		wantStatus(t, r, StatusRunning)
+		tok := h.gateToken(r.RunID, "review")
+		before := h.audit(r.RunID)
+		_, err := h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionRevise, GateToken: tok})
+		e := wantCode(t, err, ErrCarryReviseUnresolved)
+		if !strings.Contains(e.Message, "maybe") || e.State == nil || e.State.Status != StatusRunning {
+			t.Fatalf("refusal %q %s", e.Message, dump(e.State))
+		}
+		if after := h.audit(r.RunID); dump(after) != dump(before) {
+			t.Fatalf("a refused revise changed the run:\n%s\n%s", dump(before), dump(after))
+		}
+		// The token is still valid.
+		r, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionApprove, GateToken: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, r, StatusCompleted)
+	})
+	t.Run("reset closure", func(t *testing.T) {
+		h := newHarness(t, Options{})
+		r := h.drive(h.plan(reviseClosure, map[string]any{"items": []any{"i0"}, "flag": true}), sc)
+		wantStatus(t, r, StatusRunning)
+		before := h.audit(r.RunID)
+		r = h.resolve(r.RunID, "review", DecisionRevise)
+		a := h.audit(r.RunID)
+		for _, id := range []string{"prep", "maybe", "side"} {
+			if dump(a.Steps[id]) != dump(before.Steps[id]) {
+				t.Fatalf("%s is outside the closure but changed: %s", id, dump(a.Steps[id]))
+			}
+		}
+		for _, id := range []string{"plan", "fan", "w", "review"} {
+			st := a.Steps[id]
+			if st.Epoch != 1 || len(st.Attempts) != 0 || st.Output.Present || st.Fanout != nil || st.Sub != nil || !st.Spent.IsZero() && id != "plan" {
+				t.Fatalf("%s was not reset: %s", id, dump(st))
+			}
+		}
+		if a.Steps["fan"].FanoutEpoch != 1 || a.Steps["review"].Iterations != 1 || a.Rounds != 1 {
+			t.Fatalf("fan %s review %s rounds %d", dump(a.Steps["fan"]), dump(a.Steps["review"]), a.Rounds)
+		}
+		var reset map[string]any
+		for _, ev := range a.Events {
+			if ev.Type == "step_reset" {
+				if ev.StepID != "plan" {
+					t.Fatalf("step_reset on %s", ev.StepID)
+				}
+				_ = json.Unmarshal(ev.Detail, &reset)
+			}
+		}
+		if got := dump(reset); got != `{"reason":"revise","reset":[{"fromEpoch":0,"stepId":"plan","toEpoch":1},{"fromEpoch":0,"stepId":"fan","toEpoch":1},{"fromEpoch":0,"stepId":"w","toEpoch":1},{"fromEpoch":0,"stepId":"review","toEpoch":1}],"subflowsDropped":["w"]}` {
+			t.Fatalf("step_reset %s", got)
+		}
+		// Spend is never erased; the new issuance of plan is reserved.
+		if a.FlowSpent.Dispatches != before.FlowSpent.Dispatches+1 {
+			t.Fatalf("spent %s -> %s", dump(before.FlowSpent), dump(a.FlowSpent))
+		}
+		if en := entry(t, r, "plan"); en.Epoch != 1 || en.Attempt != 1 {
+			t.Fatalf("plan %s", dump(en))
+		}
+		r = h.ok(r, "plan", `{"v":"w2"}`)
+		// The revise-written carry survives plan running again.
+		if en := entry(t, r, "fan/0"); en.Do != "x i0 m" {
+			t.Fatalf("fan/0 %s", dump(en))
+		}
+		r = h.drive(r, sc)
+		r = h.resolve(r.RunID, "review", DecisionApprove)
+		wantStatus(t, r, StatusCompleted)
+	})
+}
+
+// The step_done checks of spec/engine.md 4.1 in order: each case breaks
+// two rules at once and the earlier one must be the reason; what is
+// recorded (usage) follows from where the pipeline stopped.
+func TestStepDoneCheckOrder(t *testing.T) {
+	spec := `
+version: 1
+contracts:
+  R: {v: string, n: number, opt: "integer?"}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${a.output}", contract: R}
+    budget: {usd: 10}
+    steps:
+      - id: a
+        do: a
+        out: R
+        attempts: 5
+        budget: {tokens: 100}
+        ensure:
+          - expr: "result.n > 0"
+          - expr: "result.n > 10"
+`
+	good := json.RawMessage(`{"v":"x","n":50}`)
+	tele := map[string]any{"durationMs": 1, "model": "m"}
+	for _, tc := range []struct {
+		name   string
+		res    StepResult
+		reason string // the whole failure reason
+		spent  Ledger // flow spend after the report (1 dispatch each issuance)
+	}{
+		{"telemetry before usage", StepResult{Output: good, Telemetry: map[string]any{"model": "m"}, Usage: map[string]any{"usd": -1}},
+			"invalid connector telemetry (nothing recorded)", Ledger{Dispatches: 2}},
+		{"usage shape before budget", StepResult{Output: good, Usage: map[string]any{"usd": 1, "tokens": "9"}},
+			"invalid usage ledger entry (nothing recorded)", Ledger{Dispatches: 2}},
+		{"task budget before dispatches and failure", StepResult{Failure: "no", Usage: map[string]any{"tokens": 101, "dispatches": 1}, Telemetry: tele},
+			"task budget exhausted", Ledger{Tokens: 101, Dispatches: 1}},
+		{"dispatches before failure", StepResult{Failure: "no", Usage: map[string]any{"tokens": 5, "dispatches": 1}},
+			"dispatches are engine-accounted; do not report them in usage (other keys were recorded)", Ledger{Tokens: 5, Dispatches: 2}},
+		{"failure before contract", StepResult{Failure: "could not", Output: json.RawMessage(`{"v":1}`)},
+			"could not", Ledger{Dispatches: 2}},
+		{"contract before ensures", StepResult{Output: json.RawMessage(`{"v":"x","n":-1,"opt":1.5}`)},
+			"output failed the R contract: result.opt: expected an integer, got 1.5", Ledger{Dispatches: 2}},
+		{"first ensure first", StepResult{Output: json.RawMessage(`{"v":"x","n":-1,"opt":null}`)},
+			`ensure "result.n > 0" failed: evaluated to false on result {"v":"x","n":-1,"opt":null}`, Ledger{Dispatches: 2}},
+		{"second ensure", StepResult{Output: json.RawMessage(`{"v":"x","n":5}`)},
+			`ensure "result.n > 10" failed: evaluated to false on result {"v":"x","n":5}`, Ledger{Dispatches: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{})
+			r := h.report(h.plan(spec, map[string]any{}), "a", tc.res)
+			st := h.stepState(r.RunID, "a")
+			if st.Failure == nil || st.Failure.Reason != tc.reason {
+				t.Fatalf("reason %s\nwant %q", dump(st.Failure), tc.reason)
+			}
+			if r.Ledger.Spent != tc.spent {
+				t.Fatalf("spent %s, want %s", dump(r.Ledger.Spent), dump(tc.spent))
+			}
+		})
+	}
+}
+
+// attempts defaults to 2: the second failure of a step that declares no
+// attempts is final.
+func TestDefaultAttempts(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(twoSteps, map[string]any{"x": "X"})
+	r = h.ok(r, "a", `{"v":"A"}`)
+	r = h.report(r, "b", StepResult{Failure: "one"})
+	if en := entry(t, r, "b"); en.Attempt != 2 {
+		t.Fatalf("b %s", dump(en))
+	}
+	r = h.report(r, "b", StepResult{Failure: "two"})
+	wantFailure(t, r, StatusFailed, "two")
+	if r.Failure.Attempt != 2 {
+		t.Fatalf("failure %s", dump(r.Failure))
+	}
+}
