@@ -19,6 +19,13 @@ func (t *txn) running() bool {
 	return t.st.Status == StatusRunning && !t.st.CancelRequested
 }
 
+// scopeLive reports whether a scope may still schedule: the run is
+// running and, for a child scope, its run step still is too (a subflow
+// budget breach or a child failure ends it in the middle of a pass).
+func (t *txn) scopeLive(sc *scope) bool {
+	return t.running() && (sc.root() || sc.parent.Status == StepRunning)
+}
+
 // advance schedules until nothing changes (spec/engine.md 2): carry
 // materialisation, a pass over the root scope, a pass over each active
 // subflow and its settlement, repeated while anything changed; then
@@ -57,13 +64,19 @@ func (t *txn) advance() {
 	t.finishRoot()
 }
 
-// pass sweeps a scope in declaration order until a sweep changes nothing.
+// pass sweeps a scope in declaration order until a sweep changes nothing
+// (or the scope ends: the run, or a child's run step, is no longer
+// running).
 func (t *txn) pass(sc *scope) bool {
 	any := false
-	for t.running() {
+	for sweep := 0; t.scopeLive(sc); sweep++ {
+		if sweep >= maxAdvanceRounds {
+			t.failRun(&Failure{Reason: "internal error: scheduling did not settle"})
+			return true
+		}
 		changed := false
 		for _, s := range sc.flow.Steps {
-			if !t.running() {
+			if !t.scopeLive(sc) {
 				return true
 			}
 			st := sc.state(s)

@@ -465,3 +465,46 @@ func TestDefaultAttempts(t *testing.T) {
 		t.Fatalf("failure %s", dump(r.Failure))
 	}
 }
+
+// A subflow's dispatch budget is reserved at readiness: the child task
+// that would be the second dispatch of a `budget: {dispatches: 1}` run
+// step is never issued, and the run step fails (routing by on_fail).
+func TestSubflowDispatchReservation(t *testing.T) {
+	spec := `
+version: 1
+contracts:
+  V: {v: string}
+flows:
+  entry: main
+  sub:
+    input: {}
+    output: {from: "${c2.output}", contract: V}
+    steps:
+      - {id: c1, do: c1, out: V}
+      - {id: c2, do: c2, out: V, after: [c1]}
+  main:
+    input: {}
+    output: {from: "${rescue.output}", contract: V}
+    steps:
+      - {id: w, run: sub, with: {}, budget: {dispatches: 1}, on_fail: rescue}
+      - {id: rescue, do: rescue, out: V}
+`
+	h := newHarness(t, Options{})
+	r := h.plan(spec, map[string]any{})
+	r = h.ok(r, "w/c1", `{"v":"1"}`)
+	en := entry(t, r, "rescue")
+	if en.PreviousFailure == nil || en.PreviousFailure.Reason != `subflow "sub": subflow budget exhausted` {
+		t.Fatalf("rescue %s", dump(en))
+	}
+	a := h.audit(r.RunID)
+	if w := a.Steps["w"]; w.Spent.Dispatches != 1 || w.Status != StepFailed {
+		t.Fatalf("w %s", dump(w))
+	}
+	if c2 := a.Steps["w"].Sub.Steps["c2"]; c2.Status != StepPending || c2.DispatchToken != "" {
+		t.Fatalf("c2 was issued beyond the subflow budget: %s", dump(c2))
+	}
+	if a.FlowSpent.Dispatches != 2 { // c1 and rescue
+		t.Fatalf("flow spent %s", dump(a.FlowSpent))
+	}
+}
+
