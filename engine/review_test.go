@@ -508,3 +508,41 @@ flows:
 	}
 }
 
+// Revert: the waiting gate gets a new token (the old one is stale), spend
+// reported after the commit stays spent, and a receipt stays idempotent
+// across the revert and across processes.
+func TestRevertGateTokenAndSpend(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(string(example(t, "full-gate.stratum.yaml")), map[string]any{"text": "t"})
+	r = h.ok(r, "work", goodWork)
+	old := h.gateToken(r.RunID, "review")
+	if _, err := h.e.Commit(h.ctx, r.RunID, "gate"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "ext-1", StepID: "work", Source: "agent", Usage: map[string]any{"usd": 2.5}, USDSource: "reported"})
+	if err != nil || u.Status != "ok" {
+		t.Fatalf("receipt %s %v", dump(u), err)
+	}
+	spent := u.Ledger.Spent
+	rv, err := h.e.Revert(h.ctx, r.RunID, "gate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv.Ledger.Spent != spent {
+		t.Fatalf("spend after revert %s, before %s", dump(rv.Ledger.Spent), dump(spent))
+	}
+	if tok := h.gateToken(r.RunID, "review"); tok == old {
+		t.Fatal("revert kept the gate token")
+	}
+	_, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionApprove, GateToken: old})
+	wantCode(t, err, ErrStaleToken)
+	dup, err := h.reopen(Options{}).UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "ext-1", Source: "agent", Usage: map[string]any{"usd": 2.5}, USDSource: "reported"})
+	if err != nil || dup.Status != "duplicate" || dup.Seq != u.Seq || dup.Ledger.Spent != spent {
+		t.Fatalf("duplicate after revert in another process %s %v", dump(dup), err)
+	}
+	r = h.resolve(r.RunID, "review", DecisionApprove)
+	wantStatus(t, r, StatusCompleted)
+	if r.Ledger.Spent.USD != 2.5 {
+		t.Fatalf("ledger %s", dump(r.Ledger))
+	}
+}
