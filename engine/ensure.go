@@ -121,6 +121,9 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 			tele.Model = "unknown"
 		}
 		t.receipt("judged", "", ec.stepID, amt, tele, nil)
+		if ec.itemIndex != nil {
+			t.emit("fanout_ledger_debit", ec.stepID, map[string]any{"itemIndex": *ec.itemIndex, "amount": amt, "source": "judged"})
+		}
 		switch lvl := t.settle(ec.sc, ec.step, ec.st, amt, ec.task); lvl {
 		case levelFlow:
 			res = ensureResult{reason: "flow budget exhausted (judged predicate)", breach: levelFlow}

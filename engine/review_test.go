@@ -546,3 +546,46 @@ func TestRevertGateTokenAndSpend(t *testing.T) {
 		t.Fatalf("ledger %s", dump(r.Ledger))
 	}
 }
+
+// Inside a fanout item, a judge's usage is also a fanout ledger debit
+// (source judged), and its judged event names the item and stage; a stage
+// `when` that cannot be evaluated skips the stage with the reason.
+func TestFanoutItemJudgeAndStageWhen(t *testing.T) {
+	stages := `            - do: "Inspect ${item}"
+              out: V
+              ensure:
+                - judged: {statement: ok, stakes: default}
+            - do: "Again ${item}"
+              when: "prev.value.missing.deeper == 1"
+              out: V`
+	h := newHarness(t, Options{Judge: &wordJudge{}})
+	r := h.plan(consumerSpec("any", stages), map[string]any{"items": []any{"a"}})
+	r = h.ok(r, "fan/0", `{"value":"ok"}`)
+	// The last stage was skipped, so the item is skipped: require any is
+	// not met and the fanout routes to rescue.
+	entry(t, r, "rescue")
+	var debit, judged, skipped map[string]any
+	for _, ev := range h.audit(r.RunID).Events {
+		var d map[string]any
+		_ = json.Unmarshal(ev.Detail, &d)
+		switch {
+		case ev.Type == "fanout_ledger_debit" && d["source"] == "judged":
+			debit = d
+		case ev.Type == "judged":
+			judged = d
+		case ev.Type == "fanout_item_skipped":
+			skipped = d
+		}
+	}
+	if debit == nil || dump(debit["amount"]) != `{"tokens":100,"usd":0.01}` || debit["itemIndex"] != 0.0 {
+		t.Fatalf("judged fanout debit %s", dump(debit))
+	}
+	if judged == nil || judged["itemIndex"] != 0.0 || judged["stage"] != 0.0 {
+		t.Fatalf("judged %s", dump(judged))
+	}
+	if skipped == nil || skipped["stage"] != 1.0 || !strings.Contains(fmtAny(skipped["reason"]), "prev.value.missing.deeper") {
+		t.Fatalf("skipped %s", dump(skipped))
+	}
+}
+
+func fmtAny(v any) string { s, _ := v.(string); return s }
