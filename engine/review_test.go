@@ -589,3 +589,19 @@ func TestFanoutItemJudgeAndStageWhen(t *testing.T) {
 }
 
 func fmtAny(v any) string { s, _ := v.(string); return s }
+
+// Failure reasons quote expressions as JSON strings (spec/engine.md 4.2),
+// not as Go literals: control characters are \u escapes, other characters
+// are kept.
+func TestReasonQuotesJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		"result.v == \"a\"": `"result.v == \"a\""`,
+		"x\x01y":            `"x\u0001y"`,
+		"x\u2028y\u200bz":   "\"x\u2028y\u200bz\"",
+		"tab\there":         `"tab\there"`,
+	} {
+		if got := quote(in); got != want {
+			t.Errorf("quote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -276,8 +276,15 @@ func compactJSON(v any) string {
 	return string(b)
 }
 
-// quote is a string as a JSON string literal (for messages).
-func quote(s string) string { return strconv.Quote(s) }
+// quote is a string as a JSON string literal, as JSON.stringify writes it
+// (for messages: spec/engine.md 4.2 quotes expressions as JSON strings).
+func quote(s string) string {
+	b, err := expr.EncodeJSON(cleanText(s))
+	if err != nil {
+		return strconv.Quote(s) // unreachable: a valid string always encodes
+	}
+	return string(b)
+}
 
 // objectOf builds an ordered object from key/value pairs.
 func objectOf(kv ...any) *expr.Object {
