@@ -605,3 +605,103 @@ func TestReasonQuotesJSON(t *testing.T) {
 		}
 	}
 }
+
+// Decision 4 inside a subflow: the on_fail example's flow called by a run
+// step completes on its failure path too (the reference leaves such a
+// child stalled and the run running forever), and a killed child gate
+// with a target skips the gate's successors in the child.
+func TestChildScopeRoutingCompletes(t *testing.T) {
+	spec := `
+version: 1
+contracts:
+  TaskResult: {ok: boolean, details: string}
+flows:
+  entry: main
+  build:
+    input: {spec: string}
+    output: {from: "${publish.output}", contract: TaskResult}
+    steps:
+      - {id: generate, do: "gen ${input.spec}", out: TaskResult, attempts: 1, on_fail: recover}
+      - {id: verify, after: [generate], when: "result.generate.ok == true", do: verify, out: TaskResult}
+      - {id: recover, do: recover, out: TaskResult}
+      - {id: check, after: [verify, recover], gate: {on_approve: null, on_revise: null, on_kill: cleanup}}
+      - {id: publish, after: [check], do: publish, out: TaskResult}
+      - {id: cleanup, do: cleanup, out: TaskResult}
+  main:
+    input: {spec: string}
+    output: {from: "${wrap.output}", contract: TaskResult}
+    steps:
+      - {id: wrap, run: build, with: {spec: "${input.spec}"}, on_fail: fallback}
+      - {id: fallback, do: fallback, out: TaskResult}
+`
+	ok := `{"ok":true,"details":"d"}`
+	t.Run("failure path and approve", func(t *testing.T) {
+		h := newHarness(t, Options{})
+		r := h.plan(spec, map[string]any{"spec": "s"})
+		r = h.report(r, "wrap/generate", StepResult{Failure: "crashed"})
+		r = h.ok(r, "wrap/recover", ok)
+		if st := h.stepState(r.RunID, "wrap/verify"); st.Status != StepSkipped || st.Skip.Source != "generate" {
+			t.Fatalf("verify %s", dump(st))
+		}
+		r = h.resolve(r.RunID, "wrap/check", DecisionApprove)
+		r = h.ok(r, "wrap/publish", ok)
+		wantStatus(t, r, StatusCompleted)
+		if st := h.stepState(r.RunID, "wrap/cleanup"); st.Status != StepSkipped || !strings.Contains(st.Skip.Reason, "route target was never chosen") {
+			t.Fatalf("cleanup %s", dump(st))
+		}
+	})
+	t.Run("kill with a target", func(t *testing.T) {
+		h := newHarness(t, Options{})
+		r := h.plan(spec, map[string]any{"spec": "s"})
+		r = h.ok(r, "wrap/generate", ok)
+		r = h.ok(r, "wrap/verify", ok)
+		r = h.resolve(r.RunID, "wrap/check", DecisionKill)
+		if ids := readyIDs(r); len(ids) != 1 || ids[0] != "wrap/cleanup" {
+			t.Fatalf("ready %v", ids)
+		}
+		r = h.ok(r, "wrap/cleanup", ok)
+		// publish (the flow output's source) was skipped by the kill: the
+		// subflow cannot produce its output, so the run step fails and
+		// routes to fallback — nothing waits forever.
+		en := entry(t, r, "fallback")
+		if !strings.Contains(en.PreviousFailure.Reason, "flow output ${publish.output} is unavailable") {
+			t.Fatalf("fallback %s", dump(en))
+		}
+		r = h.ok(r, "fallback", ok)
+		wantFailure(t, r, StatusFailed, "flow output ${wrap.output} is unavailable")
+	})
+}
+
+// With decision 4 a consistent run never dead-ends, so the last line of
+// defence is exercised on a state no scheduler path produces (a step in a
+// status the scheduler does not know): the scope fails with the precise
+// reason instead of answering running forever, in the root and in a child.
+func TestDeadEndFailsPrecisely(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.e.verifyWrites = false
+	r := h.plan(twoSteps, map[string]any{"x": "X"})
+	t1, err := h.e.mutate(h.ctx, r.RunID, func(t *txn) error {
+		t.rootScope().state(t.c.plan.EntryFlow().Step("a")).Status = "limbo"
+		t.advance()
+		t.result = t.response()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFailure(t, t1.result, StatusFailed, `no runnable steps remain: "b" waits on "a" (limbo)`)
+
+	r = h.plan(childGate, map[string]any{"x": "X"})
+	t2, err := h.e.mutate(h.ctx, r.RunID, func(t *txn) error {
+		root := t.rootScope()
+		child := t.childScope(root, root.flow.Step("wrap"))
+		child.state(child.flow.Step("draft")).Status = "limbo"
+		t.advance()
+		t.result = t.response()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFailure(t, t2.result, StatusFailed, `subflow "sub": no runnable steps remain: "wrap/check" waits on "draft" (limbo)`)
+}
