@@ -393,23 +393,20 @@ func (t *txn) scopeFailed(sc *scope, fail *Failure) {
 }
 
 // failRun terminates the run as failed.
-func (t *txn) failRun(fail *Failure) {
-	if t.st.Status != StatusRunning {
-		return
-	}
-	t.st.Status = StatusFailed
-	t.st.Failure = fail
-	t.emit("failed", "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
-}
+func (t *txn) failRun(fail *Failure) { t.endRun(StatusFailed, fail) }
 
 // exhaustRun terminates the run as budget_exhausted.
-func (t *txn) exhaustRun(fail *Failure) {
+func (t *txn) exhaustRun(fail *Failure) { t.endRun(StatusBudgetExhausted, fail) }
+
+// endRun terminates a running run with a failure; the event is named
+// after the status.
+func (t *txn) endRun(status string, fail *Failure) {
 	if t.st.Status != StatusRunning {
 		return
 	}
-	t.st.Status = StatusBudgetExhausted
+	t.st.Status = status
 	t.st.Failure = fail
-	t.emit("budget_exhausted", "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
+	t.emit(status, "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
 }
 
 // active reports a step that is doing something (not pending, not

@@ -323,7 +323,7 @@ func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error
 		if err := fn(t); err != nil {
 			return nil, err
 		}
-		if len(t.events) == 0 && !t.dirty {
+		if len(t.events) == 0 { // every state change records an event
 			doc = cur.State
 			return nil, nil
 		}

@@ -99,8 +99,6 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *StepState, decision string) erro
 	}
 	switch decision {
 	case DecisionApprove, DecisionKill:
-		token := st.GateToken
-		_ = token
 		st.GateToken = ""
 		st.Status = StepSucceeded
 		st.Decision = decision

@@ -23,8 +23,6 @@ type txn struct {
 	events []store.NewEvent
 	// headSeq is the event log head the transition started from.
 	headSeq int64
-	// dirty marks a state change that records no event.
-	dirty bool
 	// engineWork: an engine-dispatched fanout needs driving after commit.
 	engineWork bool
 	// root and children cache the scopes of the transition.
