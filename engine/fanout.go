@@ -319,7 +319,9 @@ func (t *txn) itemDone(loc located, req StepDoneRequest) error {
 	if req.DispatchToken == "" {
 		return t.refuse(ErrStaleToken, id, "step result is stale: dispatchToken is required for a consumer fanout item (%q)", id)
 	}
-	issued := it.Status != StepPending || len(it.Attempts) > 0
+	// An item of a fanout re-run after a revise had issuances in earlier
+	// rounds even while it is fresh.
+	issued := it.Status != StepPending || len(it.Attempts) > 0 || st.Epoch > 0
 	if err := t.checkToken(id, it.Status, it.DispatchToken, it.AcceptedDispatchToken, req.DispatchToken, issued); err != nil {
 		return err
 	}

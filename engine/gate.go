@@ -46,6 +46,9 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 			return t.refuse(ErrRunTerminal, req.StepID, "run %s is %s; gate %s is not awaiting a decision", t.st.ID, t.st.Status, req.StepID)
 		}
 		loc, ok := t.locate(req.StepID)
+		if !ok && req.GateToken != "" && t.resetNested(req.StepID) {
+			return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: %q was issued in an earlier round (a revise reset its run step)", req.StepID)
+		}
 		if !ok || loc.item != nil || loc.step.Kind != ir.KindGate {
 			return t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: run %s has no gate %q", t.st.ID, req.StepID)
 		}

@@ -753,3 +753,29 @@ func TestCorruptStateDocument(t *testing.T) {
 		})
 	}
 }
+
+// A revise that resets a run step or a consumer fanout supersedes every
+// issuance inside it: a late report for a child task or an item is
+// stale_token (an earlier round), like one for a reset root step.
+func TestStaleInsideResetSubflowAndFanout(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(reviseClosure, map[string]any{"items": []any{"i0"}, "flag": true})
+	for _, id := range []string{"prep", "plan", "maybe", "side"} {
+		r = h.ok(r, id, `{"v":"x"}`)
+	}
+	itemTok := entry(t, r, "fan/0").DispatchToken
+	childTok := entry(t, r, "w/c").DispatchToken
+	r = h.ok(r, "fan/0", `{"v":"f"}`)
+	r = h.ok(r, "w/c", `{"v":"c"}`)
+	r = h.resolve(r.RunID, "review", DecisionRevise)
+	for id, tok := range map[string]string{"fan/0": itemTok, "w/c": childTok} {
+		_, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: id, DispatchToken: tok, Result: StepResult{Output: json.RawMessage(`{"v":"late"}`)}})
+		e := wantCode(t, err, ErrStaleToken)
+		if e.State == nil || e.State.Status != StatusReady {
+			t.Fatalf("%s: refusal %s", id, dump(e.State))
+		}
+	}
+	// A step id that never existed is still not awaiting.
+	_, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "w/zz", DispatchToken: "t"})
+	wantCode(t, err, ErrNotAwaiting)
+}

@@ -47,6 +47,9 @@ func (e *Engine) StepDone(ctx context.Context, req StepDoneRequest) (*Response, 
 			return err
 		}
 		loc, ok := t.locate(req.StepID)
+		if !ok && req.DispatchToken != "" && t.resetNested(req.StepID) {
+			return t.refuse(ErrStaleToken, req.StepID, "step result is stale: %q was issued in an earlier round (a revise reset its run step or fanout)", req.StepID)
+		}
 		if !ok {
 			return t.refuse(ErrNotAwaiting, req.StepID, "step is not awaiting a client result: run %s has no step %q", t.st.ID, req.StepID)
 		}
@@ -120,7 +123,7 @@ func (t *txn) stepDone(sc *scope, s *ir.Step, req StepDoneRequest) error {
 	if err := t.checkSubflowLive(sc, "step result", id, req.DispatchToken); err != nil {
 		return err
 	}
-	if err := t.checkToken(id, st.Status, st.DispatchToken, st.AcceptedDispatchToken, req.DispatchToken, stepIssued(st)); err != nil {
+	if err := t.checkToken(id, st.Status, st.DispatchToken, st.AcceptedDispatchToken, req.DispatchToken, stepIssued(st) || !sc.root() && sc.parent.Epoch > 0); err != nil {
 		return err
 	}
 	t.applyResult(sc, s, st, req)
