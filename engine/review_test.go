@@ -779,3 +779,22 @@ func TestStaleInsideResetSubflowAndFanout(t *testing.T) {
 	_, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "w/zz", DispatchToken: "t"})
 	wantCode(t, err, ErrNotAwaiting)
 }
+
+// A carry whose initial source succeeded without the value fails the run
+// (carry_initial_unresolved), with no partial write.
+func TestCarryInitialUnresolved(t *testing.T) {
+	spec := strings.Replace(carrySpec, "Plan: {wave: string}", `Plan: {wave: "string?", other: "string?"}`, 1)
+	spec = strings.Replace(spec, `    carry:
+      wave:`, `    carry:
+      other:
+        initial: "${plan.output.other}"
+      wave:`, 1)
+	spec = strings.Replace(spec, `do: "work on ${wave}"`, `do: "work on ${wave} ${other}"`, 1)
+	h := newHarness(t, Options{})
+	r := h.plan(spec, map[string]any{"goal": "g"})
+	r = h.ok(r, "plan", `{"other":"o"}`)
+	wantFailure(t, r, StatusFailed, `carry_initial_unresolved: carry "wave": ${plan.output.wave} resolves to nothing`)
+	if a := h.audit(r.RunID); len(a.Carry) != 0 {
+		t.Fatalf("partial carry write %s", dump(a.Carry))
+	}
+}
