@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratum-go/stratum/store"
 )
@@ -796,5 +800,93 @@ func TestCarryInitialUnresolved(t *testing.T) {
 	wantFailure(t, r, StatusFailed, `carry_initial_unresolved: carry "wave": ${plan.output.wave} resolves to nothing`)
 	if a := h.audit(r.RunID); len(a.Carry) != 0 {
 		t.Fatalf("partial carry write %s", dump(a.Carry))
+	}
+}
+
+// An engine fanout item whose agent is still running when the run is
+// cancelled: its late result is abandoned (nothing recorded), and no
+// further item is dispatched.
+func TestEngineFanoutCancelInFlight(t *testing.T) {
+	spec := strings.Replace(strings.Replace(consumerSpec("all", `            - do: "Inspect ${item}"
+              out: V`), "dispatch: consumer", "dispatch: engine", 1), "concurrency: 2", "concurrency: 1", 1)
+	d := &procDispatcher{script: `read task; while [ ! -f release ]; do sleep 0.02; done; printf '{"value":"%s"}' "$task"`}
+	h := newHarness(t, Options{Dispatcher: d})
+	r := h.plan(spec, map[string]any{"items": []any{"a", "b"}})
+	h.waitFor(h.e, r.RunID, func(*Response) bool {
+		return h.stepState(r.RunID, "fan").Fanout.Items[0].Status == StepRunning
+	})
+	if _, err := h.e.Cancel(h.ctx, r.RunID, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	before := h.audit(r.RunID)
+	if err := os.WriteFile(filepath.Join(h.ws, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 20*time.Second)
+	defer cancel()
+	if err := h.e.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := h.audit(r.RunID)
+	if len(after.Events) != len(before.Events) || dump(after.Steps) != dump(before.Steps) {
+		t.Fatalf("a result after the cancel was recorded:\n%s\n%s", dump(before.Steps["fan"]), dump(after.Steps["fan"]))
+	}
+	if n := d.calls.Load(); n != 1 {
+		t.Fatalf("dispatches %d after the cancel", n)
+	}
+}
+
+// A revise that resets an engine fanout while its agent is running: the
+// late result belongs to the earlier round and is abandoned; the fanout
+// runs again in the new round.
+func TestEngineFanoutReviseInFlight(t *testing.T) {
+	spec := `
+version: 1
+contracts:
+  V: {value: string}
+flows:
+  entry: main
+  main:
+    input:
+      items: string[]
+    output: {from: "${plan.output}", contract: V}
+    max_rounds: 1
+    steps:
+      - {id: plan, do: plan, out: V}
+      - id: fan
+        after: [plan]
+        fanout:
+          over: "${input.items}"
+          concurrency: 1
+          isolation: none
+          require: all
+          merge: sequential
+          steps:
+            - {do: "Inspect ${item} after ${plan.output.value}", out: V}
+      - id: review
+        after: [plan]
+        gate: {on_approve: null, on_revise: plan, on_kill: null}
+`
+	d := &procDispatcher{script: `read task; while [ ! -f release ]; do sleep 0.02; done; printf '{"value":"%s"}' "$task"`}
+	h := newHarness(t, Options{Dispatcher: d})
+	r := h.plan(spec, map[string]any{"items": []any{"a"}})
+	r = h.ok(r, "plan", `{"value":"p1"}`)
+	h.waitFor(h.e, r.RunID, func(*Response) bool {
+		return h.stepState(r.RunID, "fan").Fanout.Items[0].Status == StepRunning
+	})
+	r = h.resolve(r.RunID, "review", DecisionRevise)
+	if err := os.WriteFile(filepath.Join(h.ws, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = h.ok(r, "plan", `{"value":"p2"}`)
+	r = h.waitFor(h.e, r.RunID, notFanoutWaiting)
+	r = h.resolve(r.RunID, "review", DecisionApprove)
+	wantStatus(t, r, StatusCompleted)
+	fan := h.stepState(r.RunID, "fan")
+	if got := jsonOf(t, fan.Output.Data); got != `[{"value":"Inspect a after p2"}]` || len(fan.Fanout.Items[0].Attempts) != 1 || fan.Epoch != 1 {
+		t.Fatalf("fan %s", dump(fan))
+	}
+	if n := countPrefix(h.eventTypes(r.RunID), "fanout_attempt_result"); n != 1 {
+		t.Fatalf("%d attempt results recorded, want only the new round's", n)
 	}
 }
