@@ -19,6 +19,13 @@ func (t *txn) running() bool {
 	return t.st.Status == StatusRunning && !t.st.CancelRequested
 }
 
+// scopeLive reports whether a scope may still schedule: the run is
+// running and, for a child scope, its run step still is too (a subflow
+// budget breach or a child failure ends it in the middle of a pass).
+func (t *txn) scopeLive(sc *scope) bool {
+	return t.running() && (sc.root() || sc.parent.Status == StepRunning)
+}
+
 // advance schedules until nothing changes (spec/engine.md 2): carry
 // materialisation, a pass over the root scope, a pass over each active
 // subflow and its settlement, repeated while anything changed; then
@@ -57,13 +64,19 @@ func (t *txn) advance() {
 	t.finishRoot()
 }
 
-// pass sweeps a scope in declaration order until a sweep changes nothing.
+// pass sweeps a scope in declaration order until a sweep changes nothing
+// (or the scope ends: the run, or a child's run step, is no longer
+// running).
 func (t *txn) pass(sc *scope) bool {
 	any := false
-	for t.running() {
+	for sweep := 0; t.scopeLive(sc); sweep++ {
+		if sweep >= maxAdvanceRounds {
+			t.failRun(&Failure{Reason: "internal error: scheduling did not settle"})
+			return true
+		}
 		changed := false
 		for _, s := range sc.flow.Steps {
-			if !t.running() {
+			if !t.scopeLive(sc) {
 				return true
 			}
 			st := sc.state(s)
@@ -311,6 +324,9 @@ func (t *txn) failAttempt(sc *scope, s *ir.Step, st *StepState, f attemptFailure
 		return
 	}
 	st.Status = StepFailed
+	if s.Kind == ir.KindRun && st.Sub != nil && sc.root() {
+		t.abandonChild(sc, s)
+	}
 	if f.exhaust {
 		t.exhaustRun(fail)
 		return
@@ -322,17 +338,42 @@ func (t *txn) failAttempt(sc *scope, s *ir.Step, st *StepState, f attemptFailure
 	t.stepFailed(sc, s, fail)
 }
 
+// abandonChild ends the outstanding issuances of a failed run step's
+// subflow: its ready tasks and waiting gates can never count any more, so
+// they are skipped (their tokens die with them) instead of staying
+// answerable inside a subflow that is over.
+func (t *txn) abandonChild(root *scope, s *ir.Step) {
+	child := t.childScope(root, s)
+	if child == nil {
+		return
+	}
+	for _, cs := range child.flow.Steps {
+		if cst := child.peek(cs); cst != nil && active(cst.Status) {
+			t.skip(child, cs, cst, &SkipInfo{Reason: fmt.Sprintf("abandoned: the subflow ended when run step %q failed", s.ID)})
+		}
+	}
+}
+
 // stepFailed handles an exhausted step: route by on_fail, else fail the
 // scope.
 func (t *txn) stepFailed(sc *scope, s *ir.Step, fail *Failure) {
 	if s.OnFail != "" {
 		target := sc.flow.Step(s.OnFail)
-		ts := sc.state(target)
-		ts.Routed = fail
+		routeTo(sc.state(target), fail)
 		t.emit("routed", sc.scoped(s.ID), map[string]any{"target": sc.scoped(target.ID), "failure": fail})
 		return
 	}
 	t.scopeFailed(sc, fail)
+}
+
+// routeTo activates a route-only step. Only the first route counts: a
+// target that was already routed, or has already run (another router got
+// there first), is left as it is — a finished step's state is stored once
+// and never rewritten.
+func routeTo(ts *StepState, why *Failure) {
+	if ts.Status == StepPending && ts.Routed == nil {
+		ts.Routed = why
+	}
 }
 
 // scopeFailed fails a scope: the run (root) or the parent run step
@@ -352,23 +393,20 @@ func (t *txn) scopeFailed(sc *scope, fail *Failure) {
 }
 
 // failRun terminates the run as failed.
-func (t *txn) failRun(fail *Failure) {
-	if t.st.Status != StatusRunning {
-		return
-	}
-	t.st.Status = StatusFailed
-	t.st.Failure = fail
-	t.emit("failed", "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
-}
+func (t *txn) failRun(fail *Failure) { t.endRun(StatusFailed, fail) }
 
 // exhaustRun terminates the run as budget_exhausted.
-func (t *txn) exhaustRun(fail *Failure) {
+func (t *txn) exhaustRun(fail *Failure) { t.endRun(StatusBudgetExhausted, fail) }
+
+// endRun terminates a running run with a failure; the event is named
+// after the status.
+func (t *txn) endRun(status string, fail *Failure) {
 	if t.st.Status != StatusRunning {
 		return
 	}
-	t.st.Status = StatusBudgetExhausted
+	t.st.Status = status
 	t.st.Failure = fail
-	t.emit("budget_exhausted", "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
+	t.emit(status, "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
 }
 
 // active reports a step that is doing something (not pending, not

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/stratum-go/stratum/expr"
 	"github.com/stratum-go/stratum/ir"
@@ -161,6 +160,17 @@ func (tl *Telemetry) apply(a *Attempt) {
 
 var errShape = errors.New("bad shape")
 
+// maxAmount bounds one reported amount (usd, tokens, ms, a duration). Far
+// above any real cost, it keeps every ledger sum finite: an amount near
+// the float64 limit would overflow a ledger to +Inf, which JSON cannot
+// store, and wedge the run.
+const maxAmount = 1e15
+
+// validAmount reports a finite, non-negative amount within maxAmount.
+func validAmount(f float64) bool {
+	return f >= 0 && f <= maxAmount // false for NaN and ±Inf too
+}
+
 // parseTelemetry checks a reported telemetry object: {durationMs ≥ 0,
 // model non-empty, effort? non-empty}, nothing else.
 func parseTelemetry(v any) (*Telemetry, error) {
@@ -182,7 +192,7 @@ func parseTelemetry(v any) (*Telemetry, error) {
 		switch k {
 		case "durationMs":
 			f, ok := x.(float64)
-			if !ok || f < 0 || math.IsInf(f, 0) {
+			if !ok || !validAmount(f) {
 				return nil, errShape
 			}
 			tl.DurationMs = f
@@ -230,7 +240,7 @@ func parseUsage(v any) (Ledger, bool, error) {
 	for _, k := range o.Keys() {
 		x, _ := o.Get(k)
 		f, ok := x.(float64)
-		if !ok || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		if !ok || !validAmount(f) {
 			return Ledger{}, false, errShape
 		}
 		switch k {

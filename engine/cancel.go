@@ -70,7 +70,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*CancelResul
 		t.st.CancelRequested = true
 		t.st.Status = StatusCancelled
 		d := map[string]any{"by": "fg", "burned": res.Burned}
-		if r := strings.TrimSpace(reason); r != "" {
+		if r := cleanText(strings.TrimSpace(reason)); r != "" {
 			d["reason"] = r
 		}
 		t.emit("flow_cancelled", "", d)
@@ -95,18 +95,24 @@ func (t *txn) burn(sc *scope, b *BurnedTokens) {
 		if st.DispatchToken != "" || st.GateToken != "" {
 			b.Steps = append(b.Steps, sc.scoped(s.ID))
 			st.DispatchToken, st.GateToken = "", ""
+			st.touch()
 		}
 		if st.Fanout != nil {
 			for _, it := range st.Fanout.Items {
 				if it.DispatchToken != "" {
 					b.Items++
 					it.DispatchToken = ""
+					st.touch()
 				}
 			}
 		}
 		if s.Kind == ir.KindRun && st.Sub != nil {
 			if child := t.childScope(sc, s); child != nil {
+				n := len(b.Steps)
 				t.burn(child, b)
+				if len(b.Steps) != n {
+					st.touch() // the subflow lives in the run step's state
+				}
 			}
 		}
 	}

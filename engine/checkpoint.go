@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/ir"
 )
@@ -76,9 +77,9 @@ func deepCopy[T any](v T) (T, error) {
 // Workspace files are never touched. Reusing a label replaces its
 // snapshot in place.
 func (e *Engine) Commit(ctx context.Context, runID, label string) (*CommitResult, error) {
-	label = strings.TrimSpace(label)
-	if label == "" {
-		return nil, newErr(ErrInvalidLabel, runID, "label must be a non-empty string")
+	label, err := checkLabel(runID, label)
+	if err != nil {
+		return nil, err
 	}
 	t, err := e.mutate(ctx, runID, func(t *txn) error {
 		if err := t.checkpointGuards("commit"); err != nil {
@@ -129,6 +130,19 @@ func (e *Engine) Commit(ctx context.Context, runID, label string) (*CommitResult
 	return t.extra.(*CommitResult), nil
 }
 
+// checkLabel trims a checkpoint label and refuses an empty one or one
+// that is not valid UTF-8 (it could not be stored and found again).
+func checkLabel(runID, label string) (string, error) {
+	label = strings.TrimSpace(label)
+	switch {
+	case label == "":
+		return "", newErr(ErrInvalidLabel, runID, "label must be a non-empty string")
+	case !utf8.ValidString(label):
+		return "", newErr(ErrInvalidLabel, runID, "label must be valid UTF-8")
+	}
+	return label, nil
+}
+
 func (t *txn) labels() []string {
 	out := make([]string, len(t.st.Checkpoints))
 	for i, cp := range t.st.Checkpoints {
@@ -145,9 +159,9 @@ func (t *txn) labels() []string {
 // records the revert (checkpoint_reverted with the event seq of the
 // commit). The caller owns rolling back workspace files.
 func (e *Engine) Revert(ctx context.Context, runID, label string) (*Response, error) {
-	label = strings.TrimSpace(label)
-	if label == "" {
-		return nil, newErr(ErrInvalidLabel, runID, "label must be a non-empty string")
+	label, err := checkLabel(runID, label)
+	if err != nil {
+		return nil, err
 	}
 	t, err := e.mutate(ctx, runID, func(t *txn) error {
 		if err := t.checkpointGuards("revert"); err != nil {

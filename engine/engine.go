@@ -162,6 +162,51 @@ func (e *Engine) planFor(st *runState) (*compiled, error) {
 	return c, nil
 }
 
+// checkState verifies that a decoded run fits its plan, so that a damaged
+// or hand-edited state document is reported as corrupt instead of
+// crashing the scheduler: the entry flow exists, every step state is
+// present, subflow state only on run steps, fanout items only on fanout
+// steps and at a stage the fanout has.
+func (c *compiled) checkState(st *runState) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: run %s: %s", ErrCorrupt, st.ID, fmt.Sprintf(format, args...))
+	}
+	f := c.plan.Flow(st.FlowName)
+	if f == nil || f != c.plan.EntryFlow() {
+		return bad("the state names flow %q, which is not the entry flow of its spec", st.FlowName)
+	}
+	for id, ss := range st.Steps {
+		if ss == nil {
+			return bad("step %q has no state", id)
+		}
+		s := f.Step(id)
+		if s == nil {
+			continue // not read by anything
+		}
+		if ss.Sub != nil {
+			if s.Kind != ir.KindRun {
+				return bad("step %q is not a run step but has subflow state", id)
+			}
+			for cid, cs := range ss.Sub.Steps {
+				if cs == nil {
+					return bad("step %q has no state", s.ID+"/"+cid)
+				}
+			}
+		}
+		if ss.Fanout != nil {
+			if s.Kind != ir.KindFanout {
+				return bad("step %q is not a fanout but has fanout items", id)
+			}
+			for i, it := range ss.Fanout.Items {
+				if it == nil || it.Index != i || it.Stage < 0 || it.Stage >= len(s.Fanout.Stages) {
+					return bad("fanout %q item %d is malformed", id, i)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // canonicalOrdered is the ordered compact JSON of a value.
 func canonicalOrdered(v any) ([]byte, error) {
 	var buf []byte
@@ -178,7 +223,7 @@ func canonicalOrdered(v any) ([]byte, error) {
 // wrote. The returned state is owned by the caller (the cache entry is
 // removed until the caller stores a new one), so a failed transition can
 // never leave a mutated cached state behind.
-func (e *Engine) decode(ctx context.Context, snap *store.Snapshot) (*runState, error) {
+func (e *Engine) decode(ctx context.Context, snap *store.Snapshot) (st *runState, cached bool, err error) {
 	e.mu.Lock()
 	c, ok := e.cache[snap.RunID]
 	if ok {
@@ -186,9 +231,10 @@ func (e *Engine) decode(ctx context.Context, snap *store.Snapshot) (*runState, e
 	}
 	e.mu.Unlock()
 	if ok && string(c.doc) == string(snap.State) {
-		return c.st, nil
+		return c.st, true, nil
 	}
-	return e.decodeRun(ctx, snap, true)
+	st, err = e.decodeRun(ctx, snap, true)
+	return st, false, err
 }
 
 func (e *Engine) remember(id string, doc []byte, st *runState) {
@@ -219,8 +265,11 @@ func (e *Engine) load(ctx context.Context, runID string, full bool) (*runState, 
 		return nil, nil, store.Head{}, mapStoreErr(runID, err)
 	}
 	c, err := e.planFor(st)
+	if err == nil {
+		err = c.checkState(st)
+	}
 	if err != nil {
-		return nil, nil, store.Head{}, err
+		return nil, nil, store.Head{}, mapStoreErr(runID, err)
 	}
 	return st, c, snap.Head, nil
 }
@@ -258,11 +307,14 @@ func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error
 	var t *txn
 	var doc []byte
 	_, err := e.store.Update(ctx, runID, func(cur *store.Snapshot) (*store.Change, error) {
-		st, err := e.decode(ctx, cur)
+		st, cached, err := e.decode(ctx, cur)
 		if err != nil {
 			return nil, err
 		}
 		c, err := e.planFor(st)
+		if err == nil && !cached { // a cached state is one this process wrote
+			err = c.checkState(st)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -271,7 +323,7 @@ func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error
 		if err := fn(t); err != nil {
 			return nil, err
 		}
-		if len(t.events) == 0 && !t.dirty {
+		if len(t.events) == 0 { // every state change records an event
 			doc = cur.State
 			return nil, nil
 		}

@@ -91,13 +91,14 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 		v, err = t.e.opts.Judge.Judge(t.ctx, judge.Request{Criterion: en.Statement, Stakes: en.Stakes, Context: judgeCtx})
 		switch {
 		case err != nil:
-			reason = "judged predicate failed: " + err.Error()
+			reason = cleanText("judged predicate failed: " + err.Error())
 		case !validLedger(Ledger{USD: v.Usage.USD, Tokens: float64(v.Usage.Tokens)}):
 			reason = "judge runner returned a malformed outcome"
 		case !v.Holds:
-			reason = fmt.Sprintf("ensure judged %s failed: %s", quote(en.Statement), v.Reason)
+			reason = fmt.Sprintf("ensure judged %s failed: %s", quote(en.Statement), cleanText(v.Reason))
 		}
 	}
+	v.Reason, v.Model = cleanText(v.Reason), cleanText(v.Model)
 	model := v.Model
 	if model == "" {
 		model = "none"
@@ -120,6 +121,9 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 			tele.Model = "unknown"
 		}
 		t.receipt("judged", "", ec.stepID, amt, tele, nil)
+		if ec.itemIndex != nil {
+			t.emit("fanout_ledger_debit", ec.stepID, map[string]any{"itemIndex": *ec.itemIndex, "amount": amt, "source": "judged"})
+		}
 		switch lvl := t.settle(ec.sc, ec.step, ec.st, amt, ec.task); lvl {
 		case levelFlow:
 			res = ensureResult{reason: "flow budget exhausted (judged predicate)", breach: levelFlow}
@@ -134,7 +138,7 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 
 func validLedger(l Ledger) bool {
 	for _, f := range []float64{l.USD, l.Tokens, l.Dispatches, l.MS} {
-		if f < 0 || f != f || f > 1e300 {
+		if !validAmount(f) {
 			return false
 		}
 	}

@@ -20,7 +20,7 @@ import (
 func (t *txn) runEvaluate(sc *scope, s *ir.Step, st *StepState) {
 	attempt := len(st.Attempts) + 1
 	fail := func(format string, args ...any) {
-		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, reason: "evaluate: " + fmt.Sprintf(format, args...), forced: true})
+		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, reason: cleanText("evaluate: " + fmt.Sprintf(format, args...)), forced: true})
 	}
 	ev := s.Evaluate
 	var input any

@@ -123,17 +123,23 @@ func (sx *stageCtx) bindings(result, input any) expr.Bindings {
 }
 
 // stageWhen evaluates a stage condition; only boolean true runs the stage.
-func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx) bool {
+// Otherwise it says why (the value, or the evaluation error).
+func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx) (bool, string) {
 	if !stage.HasWhen {
-		return true
+		return true, ""
 	}
 	p, err := t.c.program(stage.When)
 	if err != nil {
-		return false
+		return false, fmt.Sprintf("when %s failed: %v", quote(stage.When), err)
 	}
 	v, err := p.EvalContext(t.ctx, sx.bindings(sc.outputs(), sc.input), &expr.EvalOptions{WorkspaceRoot: t.st.WorkspaceRoot})
-	b, ok := v.(bool)
-	return err == nil && ok && b
+	if err != nil {
+		return false, fmt.Sprintf("when %s failed: %v", quote(stage.When), err)
+	}
+	if b, ok := v.(bool); ok && b {
+		return true, ""
+	}
+	return false, fmt.Sprintf("when %s evaluated to %s", quote(stage.When), compactJSON(v))
 }
 
 // nextStage walks an item past stages whose `when` is not true. It
@@ -141,10 +147,11 @@ func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx) bool {
 func (t *txn) nextStage(sc *scope, s *ir.Step, st *StepState, it *ItemState) bool {
 	for {
 		stage := s.Fanout.Stages[it.Stage]
-		if t.stageWhen(sc, stage, itemCtx(st, it)) {
+		run, why := t.stageWhen(sc, stage, itemCtx(st, it))
+		if run {
 			return true
 		}
-		t.emit("fanout_item_skipped", sc.scoped(s.ID), map[string]any{"itemIndex": it.Index, "stage": it.Stage})
+		t.emit("fanout_item_skipped", sc.scoped(s.ID), map[string]any{"itemIndex": it.Index, "stage": it.Stage, "reason": why})
 		if it.Stage == len(s.Fanout.Stages)-1 {
 			it.Status = StepSkipped
 			it.DispatchToken, it.Task = "", ""
@@ -254,7 +261,7 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *StepState, it *ItemState, r 
 		t.itemAttemptFailed(sc, s, st, it, attempt, kindUsage, "dispatches are engine-accounted; do not report them in usage (other keys were recorded)", ev, usageRec, tele)
 		return
 	case r.failure != "":
-		t.itemAttemptFailed(sc, s, st, it, attempt, kindConnector, r.failure, ev, usageRec, tele)
+		t.itemAttemptFailed(sc, s, st, it, attempt, kindConnector, cleanText(r.failure), ev, usageRec, tele)
 		return
 	case oerr != nil:
 		t.itemAttemptFailed(sc, s, st, it, attempt, kindContract, "output is not a JSON value: "+oerr.Error(), ev, usageRec, tele)
@@ -312,7 +319,9 @@ func (t *txn) itemDone(loc located, req StepDoneRequest) error {
 	if req.DispatchToken == "" {
 		return t.refuse(ErrStaleToken, id, "step result is stale: dispatchToken is required for a consumer fanout item (%q)", id)
 	}
-	issued := it.Status != StepPending || len(it.Attempts) > 0
+	// An item of a fanout re-run after a revise had issuances in earlier
+	// rounds even while it is fresh.
+	issued := it.Status != StepPending || len(it.Attempts) > 0 || st.Epoch > 0
 	if err := t.checkToken(id, it.Status, it.DispatchToken, it.AcceptedDispatchToken, req.DispatchToken, issued); err != nil {
 		return err
 	}

@@ -196,7 +196,7 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 			}
 			it := st.Fanout.Items[idx]
 			if derr != nil {
-				t.itemAttemptFailed(sc, s, st, it, len(it.Attempts)+1, kindConnector, "dispatch failed: "+derr.Error(), Value{}, nil, nil)
+				t.itemAttemptFailed(sc, s, st, it, len(it.Attempts)+1, kindConnector, cleanText("dispatch failed: "+derr.Error()), Value{}, nil, nil)
 			} else {
 				var tele any
 				if res.Telemetry != nil {

@@ -52,10 +52,16 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 			return t.refuse(ErrRunTerminal, req.StepID, "run %s is %s; gate %s is not awaiting a decision", t.st.ID, t.st.Status, req.StepID)
 		}
 		loc, ok := t.locate(req.StepID)
+		if !ok && req.GateToken != "" && t.resetNested(req.StepID) {
+			return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: %q was issued in an earlier round (a revise reset its run step)", req.StepID)
+		}
 		if !ok || loc.item != nil || loc.step.Kind != ir.KindGate {
 			return t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: run %s has no gate %q", t.st.ID, req.StepID)
 		}
 		st := loc.sc.state(loc.step)
+		if err := t.checkSubflowLive(loc.sc, "gate decision", req.StepID, req.GateToken); err != nil {
+			return err
+		}
 		if st.Status != StepWaitingGate {
 			if req.GateToken != "" && (st.Status != StepPending || st.Epoch > 0) {
 				return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: gate %q is %s; this token was issued for an earlier round", req.StepID, st.Status)
@@ -110,15 +116,12 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *StepState, req GateRequest) erro
 	}
 	switch decision {
 	case DecisionApprove, DecisionKill:
-		token := st.GateToken
-		_ = token
 		st.GateToken = ""
 		st.Status = StepSucceeded
 		st.Decision = decision
 		resolved()
 		if target != "" {
-			ts := sc.state(sc.flow.Step(target))
-			ts.Routed = &Failure{Attempt: 0, Reason: "gate " + decision}
+			routeTo(sc.state(sc.flow.Step(target)), &Failure{Attempt: 0, Reason: "gate " + decision})
 			return nil
 		}
 		if decision == DecisionKill {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
@@ -47,6 +48,9 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 		return nil, &Error{Kind: ErrInvalidInput, Message: "entry input validation failed: " + strings.Join(msgs, "; "), Details: ds}
 	}
 	ws, err := e.workspaceRoot(req.WorkspaceRoot)
+	if err == nil && !utf8.ValidString(ws) {
+		err = errors.New("the path is not valid UTF-8, which the run record cannot store")
+	}
 	if err != nil {
 		return nil, &Error{Kind: ErrInvalidInput, Message: "workspace root refused: " + err.Error(), Err: err,
 			Details: []Detail{{Code: "INPUT_CONTRACT_INVALID", Path: "workspaceRoot", Message: err.Error()}}}

@@ -47,6 +47,9 @@ func (e *Engine) StepDone(ctx context.Context, req StepDoneRequest) (*Response, 
 			return err
 		}
 		loc, ok := t.locate(req.StepID)
+		if !ok && req.DispatchToken != "" && t.resetNested(req.StepID) {
+			return t.refuse(ErrStaleToken, req.StepID, "step result is stale: %q was issued in an earlier round (a revise reset its run step or fanout)", req.StepID)
+		}
 		if !ok {
 			return t.refuse(ErrNotAwaiting, req.StepID, "step is not awaiting a client result: run %s has no step %q", t.st.ID, req.StepID)
 		}
@@ -96,6 +99,16 @@ func (t *txn) checkToken(stepID, status, current, accepted, token string, issued
 	return t.refuse(ErrNotAwaiting, stepID, "step is not awaiting a client result: %q is %s", stepID, status)
 }
 
+// checkSubflowLive refuses a report or decision for a step of a subflow
+// whose run step is no longer running: every issuance of that subflow is
+// superseded by its end.
+func (t *txn) checkSubflowLive(sc *scope, what, id, token string) error {
+	if sc.root() || sc.parent.Status == StepRunning || token == "" {
+		return nil
+	}
+	return t.refuse(ErrStaleToken, id, "%s is stale: the subflow of %q is over (run step %q is %s)", what, id, sc.parentStep.ID, sc.parent.Status)
+}
+
 func stepIssued(st *StepState) bool {
 	return st.Status != StepPending && st.Status != StepSkipped || len(st.Attempts) > 0 || st.Epoch > 0
 }
@@ -107,7 +120,10 @@ func (t *txn) stepDone(sc *scope, s *ir.Step, req StepDoneRequest) error {
 		return t.refuse(ErrNotAwaiting, id, "step is not awaiting a client result: %q is a %s step, not a do step", id, s.Kind)
 	}
 	st := sc.state(s)
-	if err := t.checkToken(id, st.Status, st.DispatchToken, st.AcceptedDispatchToken, req.DispatchToken, stepIssued(st)); err != nil {
+	if err := t.checkSubflowLive(sc, "step result", id, req.DispatchToken); err != nil {
+		return err
+	}
+	if err := t.checkToken(id, st.Status, st.DispatchToken, st.AcceptedDispatchToken, req.DispatchToken, stepIssued(st) || !sc.root() && sc.parent.Epoch > 0); err != nil {
 		return err
 	}
 	t.applyResult(sc, s, st, req)
@@ -157,7 +173,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *StepState, req StepDoneRequ
 		return
 	}
 	if res.Failure != "" {
-		fail(attemptFailure{reason: res.Failure, usage: usageRec, tele: tele})
+		fail(attemptFailure{reason: cleanText(res.Failure), usage: usageRec, tele: tele})
 		return
 	}
 	output, err := toModel(res.Output)

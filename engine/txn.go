@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,8 +24,6 @@ type txn struct {
 	events []store.NewEvent
 	// headSeq is the event log head the transition started from.
 	headSeq int64
-	// dirty marks a state change that records no event.
-	dirty bool
 	// engineWork: an engine-dispatched fanout needs driving after commit.
 	engineWork bool
 	// root and children cache the scopes of the transition.
@@ -201,6 +200,30 @@ func (t *txn) locate(id string) (located, bool) {
 		}
 	}
 	return located{}, false
+}
+
+// resetNested reports whether id names a child task or item inside a run
+// step or fanout that a revise reset dropped (so it was issued in an
+// earlier round): a report for it is stale, not merely unknown.
+func (t *txn) resetNested(id string) bool {
+	root := t.rootScope()
+	head, rest, nested := strings.Cut(id, "/")
+	s := root.flow.Step(head)
+	if !nested || s == nil {
+		return false
+	}
+	st := root.peek(s)
+	if st == nil || st.Epoch == 0 {
+		return false
+	}
+	switch s.Kind {
+	case ir.KindRun:
+		return st.Sub == nil && t.c.plan.Flow(s.Run).Step(rest) != nil
+	case ir.KindFanout:
+		_, err := strconv.Atoi(rest)
+		return st.Fanout == nil && err == nil
+	}
+	return false
 }
 
 func absClean(p string) (string, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/ir"
 )
@@ -57,6 +58,8 @@ func (e *Engine) UsageReport(ctx context.Context, runID string, rc Receipt) (*Us
 		return nil, bad("dispatchId %q uses a reserved prefix (legacy:, engine:)", rc.DispatchID)
 	case rc.Source == "":
 		return nil, bad("source is required")
+	case !utf8.ValidString(rc.DispatchID + rc.Source + rc.StepID + rc.USDSource):
+		return nil, bad("dispatchId, source, stepId and usdSource must be valid UTF-8")
 	}
 	usage, dispatches, err := parseUsage(rc.Usage)
 	if err != nil || rc.Usage == nil {

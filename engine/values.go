@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/expr"
 )
@@ -41,15 +43,84 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// cleanText is s with every byte that is not part of valid UTF-8 replaced
+// by U+FFFD, exactly as encoding/json writes it: text held in memory must
+// equal what a fresh process reads back from the store.
+func cleanText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// maxValueDepth bounds the nesting of every value a caller hands the
+// engine (inputs, outputs, usage, telemetry). A value is stored inside the
+// run's state document a few levels down, and the document must stay
+// within what a JSON reader accepts (encoding/json stops at 10000 levels);
+// no contract or expression reads anywhere near this deep.
+const maxValueDepth = 1000
+
 // toModel converts a caller's value (already in the expr model, built from
-// Go maps/slices/numbers, or raw JSON) into the expr model.
+// Go maps/slices/numbers, or raw JSON) into the expr model. Values nested
+// deeper than maxValueDepth are refused.
 func toModel(v any) (any, error) {
+	m, err := convertModel(v)
+	if err != nil {
+		return nil, err
+	}
+	if depthExceeds(m, maxValueDepth) {
+		return nil, fmt.Errorf("the value is nested deeper than %d levels", maxValueDepth)
+	}
+	return m, nil
+}
+
+// depthExceeds reports whether v nests arrays and objects more than limit
+// levels deep (a scalar has depth 0).
+func depthExceeds(v any, limit int) bool {
+	switch x := v.(type) {
+	case []any:
+		if limit == 0 {
+			return true
+		}
+		for _, e := range x {
+			if depthExceeds(e, limit-1) {
+				return true
+			}
+		}
+	case *expr.Object:
+		if limit == 0 {
+			return true
+		}
+		for _, k := range x.Keys() {
+			e, _ := x.Get(k)
+			if depthExceeds(e, limit-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func convertModel(v any) (any, error) {
 	switch x := v.(type) {
 	case json.RawMessage:
 		return expr.DecodeJSON(x)
 	case []byte:
 		return expr.DecodeJSON(x)
-	case nil, bool, float64, string:
+	case string:
+		return cleanText(x), nil
+	case nil, bool, float64:
 		if f, ok := x.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
 			return nil, fmt.Errorf("non-finite number %v", f)
 		}
@@ -67,8 +138,10 @@ func isModel(v any, depth int) bool {
 		return false
 	}
 	switch x := v.(type) {
-	case nil, bool, string:
+	case nil, bool:
 		return true
+	case string:
+		return utf8.ValidString(x) // else re-encoded, as the store will
 	case float64:
 		return !math.IsNaN(x) && !math.IsInf(x, 0)
 	case []any:
@@ -81,7 +154,7 @@ func isModel(v any, depth int) bool {
 	case *expr.Object:
 		for _, k := range x.Keys() {
 			e, _ := x.Get(k)
-			if !isModel(e, depth+1) {
+			if !utf8.ValidString(k) || !isModel(e, depth+1) {
 				return false
 			}
 		}
@@ -203,8 +276,15 @@ func compactJSON(v any) string {
 	return string(b)
 }
 
-// quote is a string as a JSON string literal (for messages).
-func quote(s string) string { return strconv.Quote(s) }
+// quote is a string as a JSON string literal, as JSON.stringify writes it
+// (for messages: spec/engine.md 4.2 quotes expressions as JSON strings).
+func quote(s string) string {
+	b, err := expr.EncodeJSON(cleanText(s))
+	if err != nil {
+		return strconv.Quote(s) // unreachable: a valid string always encodes
+	}
+	return string(b)
+}
 
 // objectOf builds an ordered object from key/value pairs.
 func objectOf(kv ...any) *expr.Object {
