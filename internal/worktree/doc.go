@@ -1,0 +1,14 @@
+// Package worktree holds the git mechanics of fanout items with worktree
+// isolation (spec/engine.md 5.4 and 5.4.2), in one place: create a
+// detached worktree of the workspace repository's HEAD in a fresh
+// temporary directory (after tearing down what an earlier process left
+// behind), capture the item's changes as a binary patch, remove the
+// worktree, run pre_merge commands, and apply a patch to the workspace
+// with `git apply --index --3way` without ever leaving it half applied.
+//
+// Every child process goes through internal/proc (time limits, the whole
+// process group stopped on expiry or cancellation).
+//
+// worktree imports only internal/proc; the engine (engine fanouts) and
+// the driver (consumer fanouts driven by `stratum run`) call it.
+package worktree
