@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/agent"
+	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/judge"
@@ -50,7 +51,10 @@ a run started by one server can be continued by another.
 --agent CMD runs the items of engine-dispatched fanouts with an agent
 command (claude, codex, or a command line speaking the protocol of
 docs/agents.md); without it each item uses its step's agent: (claude or
-codex). Steps reported by the MCP client itself are never affected.
+codex). Steps reported by the MCP client itself are never affected. With
+isolation: worktree each item works in its own git worktree and the
+changes of the items that succeeded are merged into the workspace when
+the fanout settles, as with stratum run.
 
 --instructions prints the guidance the server sends to clients (how an
 agent should use the tools) and exits. See docs/mcp.md for every tool.`
@@ -106,7 +110,7 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("guard store %s: %w", guardRoot, err)
 	}
-	eng := engine.New(st, engine.Options{Judge: j, Dispatcher: &agentDispatcher{resolver: &agent.Resolver{}, override: c.agent}})
+	eng := engine.New(st, engine.Options{Judge: j, Dispatcher: driver.NewDispatcher(&agent.Resolver{}, c.agent)})
 	defer eng.Close()
 	srv, err := mcp.NewServer(mcp.Deps{Engine: eng, Guard: g, Version: Version, Logger: log})
 	if err != nil {

@@ -64,14 +64,13 @@ type Options struct {
 	PollInterval time.Duration
 	// Plan is the compiled spec of the runs resumed, when known (Start
 	// compiles its own): it gives contract fields to agents in declaration
-	// order (otherwise sorted by name) and a worktree fanout's pre_merge
-	// commands (otherwise none run).
+	// order (otherwise sorted by name).
 	Plan *ir.Plan
 	// Event receives every event of the run in order, as the drive
 	// observes it (for a progress view). Called from the drive's goroutine.
 	Event func(engine.Event)
-	// Notice receives the driver's own messages (worktree merges, steps
-	// handed to agents), one line each, without a newline.
+	// Notice receives the driver's own messages (consumer fanout
+	// worktrees and merges), one line each, without a newline.
 	Notice func(string)
 }
 
@@ -118,12 +117,12 @@ func (e *HaltError) Unwrap() error { return e.Err }
 // runs on that engine. A Driver is safe for concurrent drives of different
 // runs.
 type Driver struct {
-	opts      Options
-	resolver  *agent.Resolver
-	worktrees *worktrees
-	dispatch  *dispatcher
-	mu        sync.Mutex
-	plans     map[string]*ir.Plan // of the runs being driven
+	opts     Options
+	resolver *agent.Resolver
+	consumer *consumerTrees
+	dispatch *Dispatcher
+	mu       sync.Mutex
+	plans    map[string]*ir.Plan // of the runs being driven
 }
 
 // planOf is the compiled spec of a run being driven, or nil.
@@ -151,13 +150,14 @@ func New(opts Options) *Driver {
 	if r == nil {
 		r = &agent.Resolver{}
 	}
-	d := &Driver{opts: opts, resolver: r, worktrees: newWorktrees(), plans: map[string]*ir.Plan{}}
-	d.dispatch = &dispatcher{d: d}
+	d := &Driver{opts: opts, resolver: r, consumer: newConsumerTrees(), plans: map[string]*ir.Plan{}}
+	d.dispatch = NewDispatcher(r, opts.Agent)
 	return d
 }
 
 // Dispatcher is the engine.Dispatcher that runs engine-dispatched fanout
-// items with the Driver's connectors (and worktrees).
+// items with the Driver's connectors and agent choice (the engine isolates
+// and merges them).
 func (d *Driver) Dispatcher() engine.Dispatcher { return d.dispatch }
 
 // Start plans a run on e and drives it.
@@ -256,7 +256,7 @@ func (d *Driver) drive(ctx context.Context, e *engine.Engine, resp *engine.Respo
 	}()
 	out, err := r.loop(ctx)
 	if out != nil && out.Finished() {
-		d.worktrees.discardRun(context.WithoutCancel(ctx), r.id, d.notice)
+		d.consumer.discard(context.WithoutCancel(ctx), r.id, "")
 	}
 	return out, err
 }
@@ -283,8 +283,6 @@ func (r *run) loop(ctx context.Context) (*Outcome, error) {
 	ticker := time.NewTicker(r.d.opts.PollInterval)
 	defer ticker.Stop()
 	for {
-		// Show (and act on) what happened before acting on the state: a
-		// fanout that settled is merged before the steps after it run.
 		if err := r.pump(ctx); err != nil {
 			return nil, err
 		}
@@ -370,21 +368,19 @@ func (r *run) loop(ctx context.Context) (*Outcome, error) {
 	}
 }
 
-// pump reads the events after the cursor, hands them to Options.Event and
-// merges or discards the worktrees of fanouts that settled.
+// pump hands the events after the cursor to Options.Event (a progress
+// view; the drive does not act on them).
 func (r *run) pump(ctx context.Context) error {
+	if r.d.opts.Event == nil {
+		return nil
+	}
 	p, err := r.e.Poll(ctx, r.id, r.cursor)
 	if err != nil {
 		return &HaltError{RunID: r.id, Err: err}
 	}
 	r.cursor = p.NextCursor
 	for _, ev := range p.Events {
-		if r.d.opts.Event != nil {
-			r.d.opts.Event(ev)
-		}
-		if err := r.onEvent(ctx, ev); err != nil {
-			return err
-		}
+		r.d.opts.Event(ev)
 	}
 	return nil
 }
@@ -420,7 +416,7 @@ func (r *run) attempt(ctx context.Context, entry engine.ReadyEntry) {
 	done := attemptDone{entry: entry}
 	select {
 	case r.sem <- struct{}{}:
-		done.res, done.err = r.d.runEntry(ctx, r.id, r.workspace, entry)
+		done.res, done.err = r.d.runEntry(ctx, r, entry)
 		<-r.sem
 	case <-ctx.Done():
 		done.err = context.Cause(ctx)
@@ -447,7 +443,41 @@ func (r *run) report(ctx context.Context, done attemptDone) error {
 		return r.refused(ctx, err)
 	}
 	r.resp = resp
+	if it := done.entry.Item; it != nil && it.Policy.Isolation == "worktree" && !itemsReady(resp, it.Step) && r.d.consumer.has(r.id, it.Step) {
+		return r.settleConsumer(ctx, it)
+	}
 	return nil
+}
+
+// itemsReady reports whether a consumer fanout still has items to report.
+func itemsReady(resp *engine.Response, step string) bool {
+	for _, en := range resp.Ready {
+		if en.Item != nil && en.Item.Step == step {
+			return true
+		}
+	}
+	return false
+}
+
+// settleConsumer merges (or discards) the worktrees of a consumer fanout
+// whose last item the driver reported. A merge that fails cancels the
+// run: the engine does not merge consumer fanouts, so it cannot be told,
+// and the steps after the fanout must not run on a half-merged workspace.
+func (r *run) settleConsumer(ctx context.Context, it *engine.ItemDescriptor) error {
+	a, err := r.e.Audit(ctx, r.id)
+	if err != nil {
+		return &HaltError{RunID: r.id, Err: err}
+	}
+	merr := r.d.consumer.settled(context.WithoutCancel(ctx), r.workspace, r.id, it.Step, a.Steps[it.Step], it.Policy.PreMerge, r.d.notice)
+	if merr == nil {
+		return nil
+	}
+	reason := fmt.Sprintf("fanout %s merge failed: %v", it.Step, merr)
+	r.d.notice(reason + "; cancelling the run")
+	if _, err := r.e.Cancel(ctx, r.id, reason); err != nil {
+		return &HaltError{RunID: r.id, StepID: it.Step, Err: fmt.Errorf("%s; cancelling the run failed too: %w", reason, err)}
+	}
+	return r.refresh(ctx)
 }
 
 // refused handles an engine refusal of a result or decision: one made

@@ -491,15 +491,14 @@ flows:
 		}
 		return out
 	}
-	d := New(Options{})
-	withPlan := d.contract(plan(t, spec), c)
+	withPlan := agentContract(plan(t, spec), c)
 	if got := names(withPlan); !slices.Equal(got, []string{"text", "confidence", "sources"}) {
 		t.Errorf("declaration order: %v", got)
 	}
 	if len(withPlan.Contracts) != 1 || !slices.Equal(names(&withPlan.Contracts[0]), []string{"file", "line"}) {
 		t.Errorf("referenced contracts: %+v", withPlan.Contracts)
 	}
-	without := d.contract(nil, c)
+	without := agentContract(nil, c)
 	if got := names(without); !slices.Equal(got, []string{"confidence", "sources", "text"}) {
 		t.Errorf("sorted order: %v", got)
 	}

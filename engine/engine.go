@@ -33,9 +33,15 @@ type Engine struct {
 	// process, by "runID\x00stepID".
 	fanoutMu sync.Mutex
 	fanouts  map[string]bool
-	wg       sync.WaitGroup
-	bgCtx    context.Context
-	bgCancel context.CancelFunc
+	// worktrees holds the base names of the item worktrees in use.
+	worktrees map[string]bool
+	// worktreeMu serialises making and removing worktrees: git does not
+	// support concurrent `git worktree add` on one repository (one can
+	// read another's half-written administrative files).
+	worktreeMu sync.Mutex
+	wg         sync.WaitGroup
+	bgCtx      context.Context
+	bgCancel   context.CancelFunc
 
 	// verifyWrites (tests only) re-reads every written run from the store
 	// and compares it with the state in memory.
@@ -57,7 +63,8 @@ const maxCachedRuns = 256
 
 // New returns an Engine over st.
 func New(st store.Store, opts Options) *Engine {
-	e := &Engine{store: st, opts: opts, plans: map[string]*compiled{}, cache: map[string]*cachedRun{}, fanouts: map[string]bool{}}
+	e := &Engine{store: st, opts: opts, plans: map[string]*compiled{}, cache: map[string]*cachedRun{}, fanouts: map[string]bool{},
+		worktrees: map[string]bool{}}
 	e.now = opts.Now
 	if e.now == nil {
 		e.now = time.Now

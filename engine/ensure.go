@@ -30,6 +30,9 @@ type ensureCtx struct {
 	// item fields for judged events inside fanout stages.
 	itemIndex *int
 	stage     *int
+	// root is the jail of file predicates: an item's worktree, or empty
+	// for the workspace root.
+	root string
 }
 
 // maxEvidence bounds how much of a failing value a failure reason quotes.
@@ -50,7 +53,7 @@ func evidence(v any) string {
 
 // runEnsures evaluates ensures in order; the first failure stops.
 func (t *txn) runEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings) ensureResult {
-	opts := &expr.EvalOptions{WorkspaceRoot: t.st.WorkspaceRoot}
+	opts := &expr.EvalOptions{WorkspaceRoot: t.fileRoot(ec.root)}
 	for _, en := range ensures {
 		if en.Kind == ir.EnsureJudged {
 			if r := t.judge(ec, en, b); r.reason != "" || r.breach != levelNone {

@@ -80,6 +80,13 @@ func (t *txn) progressFanout(sc *scope, s *ir.Step, st *StepState) bool {
 			return changed
 		}
 	}
+	if requireMet(s, st) && mergeNext(s, st) >= 0 {
+		// Succeeded worktree items wait to be merged into the workspace,
+		// one durable change at a time, by the process driving the
+		// fanout (see merge.go).
+		t.engineWork = true
+		return changed
+	}
 	t.settleFanout(sc, s, st)
 	return true
 }
@@ -124,7 +131,9 @@ func (sx *stageCtx) bindings(result, input any) expr.Bindings {
 
 // stageWhen evaluates a stage condition; only boolean true runs the stage.
 // Otherwise it says why (the value, or the evaluation error).
-func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx) (bool, string) {
+// root is the jail of its file helpers (an item's worktree; empty means
+// the workspace root).
+func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx, root string) (bool, string) {
 	if !stage.HasWhen {
 		return true, ""
 	}
@@ -132,7 +141,7 @@ func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx) (bool, string)
 	if err != nil {
 		return false, fmt.Sprintf("when %s failed: %v", quote(stage.When), err)
 	}
-	v, err := p.EvalContext(t.ctx, sx.bindings(sc.outputs(), sc.input), &expr.EvalOptions{WorkspaceRoot: t.st.WorkspaceRoot})
+	v, err := p.EvalContext(t.ctx, sx.bindings(sc.outputs(), sc.input), &expr.EvalOptions{WorkspaceRoot: t.fileRoot(root)})
 	if err != nil {
 		return false, fmt.Sprintf("when %s failed: %v", quote(stage.When), err)
 	}
@@ -143,11 +152,12 @@ func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx) (bool, string)
 }
 
 // nextStage walks an item past stages whose `when` is not true. It
-// reports false when the item ended skipped.
-func (t *txn) nextStage(sc *scope, s *ir.Step, st *StepState, it *ItemState) bool {
+// reports false when the item ended skipped. root is the jail of file
+// helpers (see stageWhen).
+func (t *txn) nextStage(sc *scope, s *ir.Step, st *StepState, it *ItemState, root string) bool {
 	for {
 		stage := s.Fanout.Stages[it.Stage]
-		run, why := t.stageWhen(sc, stage, itemCtx(st, it))
+		run, why := t.stageWhen(sc, stage, itemCtx(st, it), root)
 		if run {
 			return true
 		}
@@ -165,7 +175,7 @@ func (t *txn) nextStage(sc *scope, s *ir.Step, st *StepState, it *ItemState) boo
 // promoteItem makes a consumer item ready for its current stage.
 func (t *txn) promoteItem(sc *scope, s *ir.Step, st *StepState, it *ItemState) {
 	for t.running() && it.Status == StepPending {
-		if !t.nextStage(sc, s, st, it) {
+		if !t.nextStage(sc, s, st, it, "") {
 			return
 		}
 		stage := s.Fanout.Stages[it.Stage]
@@ -221,6 +231,18 @@ type itemResult struct {
 	usage     any
 	telemetry any
 	token     string
+	// root is the item's worktree (the jail of its ensures); empty for
+	// the workspace root.
+	root string
+	// capture is the item's changes, taken after an attempt of the final
+	// stage in a worktree; nil otherwise.
+	capture *capture
+}
+
+// capture is what capturing a worktree item's changes gave.
+type capture struct {
+	patch []byte
+	err   error
 }
 
 // settleItem is the shared attempt settlement of spec/engine.md 5.4.1 for
@@ -275,7 +297,7 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *StepState, it *ItemState, r 
 	}
 	sx := itemCtx(st, it)
 	idx, stg := it.Index, it.Stage
-	er := t.runEnsures(ensureCtx{sc: sc, step: s, st: st, stepID: id, task: true, itemIndex: &idx, stage: &stg},
+	er := t.runEnsures(ensureCtx{sc: sc, step: s, st: st, stepID: id, task: true, itemIndex: &idx, stage: &stg, root: r.root},
 		stage.Ensure, sx.bindings(output, sc.input))
 	if er.reason != "" {
 		kind := kindEnsure
@@ -288,13 +310,29 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *StepState, it *ItemState, r 
 		}
 		return
 	}
+	final := it.Stage == len(s.Fanout.Stages)-1
+	if final && r.capture != nil {
+		// The changes are persisted with the success, in the same write.
+		if r.capture.err != nil {
+			t.itemAttemptFailed(sc, s, st, it, attempt, kindConnector, cleanText(r.capture.err.Error()), ev, usageRec, tele)
+			return
+		}
+		if len(r.capture.patch) > 0 {
+			seq, err := t.emitBlob(evPatch, id, patchBlob{ItemIndex: it.Index, Patch: r.capture.patch})
+			if err != nil {
+				t.itemAttemptFailed(sc, s, st, it, attempt, kindConnector, cleanText("record the item's changes: "+err.Error()), ev, usageRec, tele)
+				return
+			}
+			it.PatchSeq, it.PatchBytes = seq, len(r.capture.patch)
+		}
+	}
 	rec := Attempt{Attempt: attempt, At: t.now, Stage: &stg, Result: ev, Usage: usageRec}
 	tele.apply(&rec)
 	it.Attempts = append(it.Attempts, rec)
 	it.InFlight = false
 	it.Failure = nil
 	t.emit("fanout_attempt_result", id, map[string]any{"itemIndex": it.Index, "stage": stg, "attempt": attempt, "success": true})
-	if it.Stage < len(s.Fanout.Stages)-1 {
+	if !final {
 		it.Prev = ev
 		it.Stage++
 		it.StageAttempts = 0
@@ -343,23 +381,42 @@ func requireText(r ir.Require) string {
 	return itoa(r.Count)
 }
 
-// settleFanout completes a fanout whose items are all terminal
-// (spec/engine.md 5.4.2). Consumer fanouts are never merged by the
-// engine; engine-dispatched worktree merges belong to the dispatcher.
-func (t *txn) settleFanout(sc *scope, s *ir.Step, st *StepState) {
-	items := st.Fanout.Items
-	required := s.Fanout.Require.Count
+// required is how many items of a fanout must succeed.
+func required(s *ir.Step, n int) int {
 	switch {
 	case s.Fanout.Require.All:
-		required = len(items)
+		return n
 	case s.Fanout.Require.Any:
-		required = 1
+		return 1
 	}
-	succeeded := 0
+	return s.Fanout.Require.Count
+}
+
+func succeededItems(items []*ItemState) int {
+	n := 0
+	for _, it := range items {
+		if it.Status == StepSucceeded {
+			n++
+		}
+	}
+	return n
+}
+
+// requireMet reports whether enough items succeeded.
+func requireMet(s *ir.Step, st *StepState) bool {
+	return succeededItems(st.Fanout.Items) >= required(s, len(st.Fanout.Items))
+}
+
+// settleFanout completes a fanout whose items are all terminal (and, for
+// an engine fanout with worktree isolation, merged) (spec/engine.md
+// 5.4.2). Consumer fanouts are never merged by the engine.
+func (t *txn) settleFanout(sc *scope, s *ir.Step, st *StepState) {
+	items := st.Fanout.Items
+	required := required(s, len(items))
+	succeeded := succeededItems(items)
 	out := make([]any, len(items))
 	for i, it := range items {
 		if it.Status == StepSucceeded {
-			succeeded++
 			out[i] = it.Output.Data
 		}
 	}

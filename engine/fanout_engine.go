@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 
+	"github.com/stratum-go/stratum/internal/worktree"
 	"github.com/stratum-go/stratum/ir"
 )
 
@@ -78,13 +80,9 @@ func (e *Engine) driveFanout(key, runID string, s *ir.Step, epoch, n int) {
 	if e.bgCtx.Err() != nil {
 		return
 	}
-	// Settle (a no-op write when the last item's transition already did).
-	_, _ = e.mutate(e.bgCtx, runID, func(t *txn) error {
-		if _, _, ok := t.currentFanout(s, epoch); ok {
-			t.advance()
-		}
-		return nil
-	})
+	// Merge worktree items, then settle (a no-op write when the last
+	// item's transition already settled the fanout).
+	e.mergeFanout(runID, s, epoch)
 }
 
 // currentFanout finds the fanout instance being driven, if still current.
@@ -102,12 +100,20 @@ func (t *txn) currentFanout(s *ir.Step, epoch int) (*scope, *StepState, bool) {
 
 // driveItem runs one item to a terminal state. It reports false when
 // driving should stop (the fanout is no longer current, or the store
-// failed).
+// failed). With worktree isolation the item works in its own worktree,
+// made before its first stage and always removed when it returns.
 func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
+	var wt *worktree.Worktree
+	defer func() {
+		if wt != nil {
+			e.removeWorktree(wt)
+		}
+	}()
+	isolated := s.Fanout.Isolation == "worktree"
 	for e.bgCtx.Err() == nil {
 		var req *DispatchRequest
-		var token string
-		stop, done := false, false
+		var token, workspace string
+		stop, done, needTree, final := false, false, false, false
 		_, err := e.mutate(e.bgCtx, runID, func(t *txn) error {
 			sc, st, ok := t.currentFanout(s, epoch)
 			if !ok || idx >= len(st.Fanout.Items) {
@@ -119,9 +125,17 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 				done = true
 				return nil
 			}
+			if isolated && wt == nil {
+				needTree, workspace = true, t.st.WorkspaceRoot
+				return nil // nothing changed: the worktree is made outside the lock
+			}
+			root := ""
+			if wt != nil {
+				root = wt.Workdir
+			}
 			it.Status = StepPending // an in-flight attempt of a dead process is dispatched again
 			it.InFlight = false
-			if !t.nextStage(sc, s, st, it) {
+			if !t.nextStage(sc, s, st, it, root) {
 				done = true
 				t.advance()
 				return nil
@@ -169,10 +183,14 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 			}
 			req = &DispatchRequest{RunID: t.st.ID, StepID: id, ItemIndex: idx, Stage: it.Stage, Agent: agentOf(stage.Agent),
 				Prompt: text, Item: sx.item, Attempt: attempt, PreviousFailure: prevFail, Contract: t.c.contract(stage.Out),
-				Workdir: t.st.WorkspaceRoot, Isolation: s.Fanout.Isolation}
+				Plan: t.c.plan, Workdir: t.st.WorkspaceRoot, Sandbox: SandboxReadOnly}
+			if wt != nil {
+				req.Workdir, req.Sandbox = wt.Workdir, SandboxWorkspaceWrite
+			}
 			if sx.hasPrev {
 				req.Prev = sx.prev
 			}
+			final = it.Stage == len(s.Fanout.Stages)-1
 			return nil
 		})
 		if err != nil || stop {
@@ -181,12 +199,36 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 		if done {
 			return true
 		}
+		if needTree {
+			var err error
+			if wt, err = e.makeWorktree(runID, s.ID, idx, workspace); err != nil {
+				if e.bgCtx.Err() == nil {
+					e.failExecution(runID, s, epoch, err.Error())
+				}
+				return false
+			}
+			continue
+		}
 		if req == nil {
 			continue
 		}
 		res, derr := e.opts.Dispatcher.Dispatch(e.bgCtx, *req)
 		if e.bgCtx.Err() != nil {
 			return false
+		}
+		var capt *capture
+		root := ""
+		if wt != nil {
+			root = wt.Workdir
+			if final && derr == nil && res.Failure == "" {
+				// Captured before the result is settled, so that the
+				// success and the changes are recorded together.
+				patch, cerr := wt.Capture(e.bgCtx, e.opts.PatchLimit)
+				if e.bgCtx.Err() != nil {
+					return false
+				}
+				capt = &capture{patch: patch, err: cerr}
+			}
 		}
 		_, err = e.mutate(e.bgCtx, runID, func(t *txn) error {
 			sc, st, ok := t.currentFanout(s, epoch)
@@ -209,7 +251,8 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 				if !res.Usage.IsZero() {
 					usage = res.Usage
 				}
-				t.settleItem(sc, s, st, it, itemResult{output: res.Output, failure: res.Failure, usage: usage, telemetry: tele, token: token})
+				t.settleItem(sc, s, st, it, itemResult{output: res.Output, failure: res.Failure, usage: usage, telemetry: tele, token: token,
+					root: root, capture: capt})
 			}
 			done = isTerminalStep(it.Status)
 			t.advance()
@@ -223,4 +266,39 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 		}
 	}
 	return false
+}
+
+// makeWorktree makes an item's worktree, after tearing down what an
+// earlier process left for the same item (worktrees this process still
+// uses, an earlier round's item finishing, are kept).
+func (e *Engine) makeWorktree(runID, stepID string, idx int, workspace string) (*worktree.Worktree, error) {
+	e.worktreeMu.Lock()
+	defer e.worktreeMu.Unlock()
+	wt, err := worktree.Create(e.bgCtx, worktree.Spec{Workspace: workspace, Prefix: worktree.Prefix(runID, stepID, idx),
+		TempDir: e.opts.WorktreeDir, Live: e.liveWorktree})
+	if err != nil {
+		return nil, err
+	}
+	e.fanoutMu.Lock()
+	e.worktrees[filepath.Base(wt.Dir)] = true
+	e.fanoutMu.Unlock()
+	return wt, nil
+}
+
+// removeWorktree tears an item's worktree down. A failure leaves a
+// leftover that the item's next worktree removes.
+func (e *Engine) removeWorktree(wt *worktree.Worktree) {
+	e.worktreeMu.Lock()
+	_ = wt.Remove(e.bgCtx)
+	e.worktreeMu.Unlock()
+	e.fanoutMu.Lock()
+	delete(e.worktrees, filepath.Base(wt.Dir))
+	e.fanoutMu.Unlock()
+}
+
+// liveWorktree reports a worktree (by base name) this process uses.
+func (e *Engine) liveWorktree(name string) bool {
+	e.fanoutMu.Lock()
+	defer e.fanoutMu.Unlock()
+	return e.worktrees[name]
 }

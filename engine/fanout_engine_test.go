@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,13 +20,19 @@ import (
 type procDispatcher struct {
 	script string
 	calls  atomic.Int32
+	mu     sync.Mutex
+	seen   []DispatchRequest
 }
 
 func (d *procDispatcher) Dispatch(ctx context.Context, req DispatchRequest) (DispatchResult, error) {
 	d.calls.Add(1)
+	d.mu.Lock()
+	d.seen = append(d.seen, req)
+	d.mu.Unlock()
 	res, err := proc.Run(ctx, proc.Spec{Argv: []string{"/bin/sh", "-c", d.script}, Dir: req.Workdir,
 		Stdin: []byte(req.Prompt), Timeout: 10 * time.Second,
-		Env: []string{"PATH=/usr/bin:/bin", fmt.Sprintf("ATTEMPT=%d", req.Attempt), fmt.Sprintf("STAGE=%d", req.Stage)}})
+		Env: []string{"PATH=/usr/bin:/bin", fmt.Sprintf("ATTEMPT=%d", req.Attempt), fmt.Sprintf("STAGE=%d", req.Stage),
+			fmt.Sprintf("ITEM=%d", req.ItemIndex)}})
 	if err != nil {
 		return DispatchResult{}, err
 	}
@@ -37,6 +44,13 @@ func (d *procDispatcher) Dispatch(ctx context.Context, req DispatchRequest) (Dis
 		return DispatchResult{Failure: "agent printed no JSON: " + err.Error()}, nil
 	}
 	return DispatchResult{Output: out, Usage: Ledger{Tokens: 10}, Telemetry: &Telemetry{DurationMs: 1, Model: "fake"}}, nil
+}
+
+// requests returns the requests dispatched so far.
+func (d *procDispatcher) requests() []DispatchRequest {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.seen)
 }
 
 // waitFor polls a run until cond holds.

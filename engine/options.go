@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/judge"
 )
 
@@ -33,6 +34,12 @@ type Options struct {
 	Evaluator Evaluator
 	// Workspace decides the workspace root of a new run.
 	Workspace WorkspacePolicy
+	// WorktreeDir is where the worktrees of engine fanout items with
+	// worktree isolation are made. Empty means os.TempDir().
+	WorktreeDir string
+	// PatchLimit bounds the captured changes of one worktree item, in
+	// bytes; an item over it fails its attempt. Zero means 16 MiB.
+	PatchLimit int
 }
 
 // WorkspacePolicy decides the workspace root of new runs: the jail of file
@@ -48,12 +55,19 @@ type WorkspacePolicy struct {
 }
 
 // Dispatcher runs one stage attempt of one item of an engine-dispatched
-// fanout (the later `stratum run` driver implements it with agent
-// connectors). It is called outside the run lock, possibly concurrently
-// (up to the fanout's concurrency per fanout).
+// fanout: one agent task in a given working directory (the driver's agent
+// connectors implement it). It is called outside the run lock, possibly
+// concurrently (up to the fanout's concurrency per fanout). Worktrees,
+// change capture and merging are the engine's job, not the dispatcher's.
 type Dispatcher interface {
 	Dispatch(ctx context.Context, req DispatchRequest) (DispatchResult, error)
 }
+
+// Sandbox hints of a DispatchRequest: how much the agent may change.
+const (
+	SandboxReadOnly       = "read-only"
+	SandboxWorkspaceWrite = "workspace-write"
+)
 
 // DispatchRequest describes one agent task of an engine fanout.
 type DispatchRequest struct {
@@ -73,11 +87,16 @@ type DispatchRequest struct {
 	PreviousFailure *Failure
 	// Contract is the stage's output contract, nil when it declares none.
 	Contract *Contract
-	// Workdir is where the agent works: the workspace root. Isolation is
-	// the fanout's declared isolation ("none" or "worktree"); creating a
-	// worktree under Workdir is the dispatcher's job in this version.
-	Workdir   string
-	Isolation string
+	// Plan is the run's compiled spec (read only), for what Contract
+	// cannot say, such as the declaration order of contract fields.
+	Plan *ir.Plan
+	// Workdir is where the agent works: the item's own git worktree (its
+	// place for the workspace root) with worktree isolation, else the
+	// workspace root.
+	Workdir string
+	// Sandbox is SandboxWorkspaceWrite in a worktree (the agent is
+	// expected to change files there), SandboxReadOnly otherwise.
+	Sandbox string
 }
 
 // DispatchResult is what an agent produced. A non-empty Failure wins over

@@ -33,6 +33,9 @@ const (
 	evSpec       = "engine.spec"
 	evStepState  = "engine.step_state"
 	evCheckpoint = "engine.checkpoint"
+	// evPatch holds the changes of a succeeded worktree fanout item until
+	// they are merged (see merge.go).
+	evPatch = "engine.patch"
 )
 
 func internalEvent(typ string) bool { return strings.HasPrefix(typ, "engine.") }

@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "crash":
 		os.Exit(crashChild(os.Args[len(os.Args)-2], os.Args[len(os.Args)-1]))
+	case "fanout-merge":
+		a := os.Args[len(os.Args)-4:]
+		os.Exit(mergeCrashChild(a[0], a[1], a[2], a[3]))
 	case "contend":
 		os.Exit(contendChild(os.Args[len(os.Args)-3], os.Args[len(os.Args)-2], os.Args[len(os.Args)-1]))
 	}

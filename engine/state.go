@@ -181,6 +181,8 @@ type FanoutState struct {
 	// Over is the resolved array the items are drawn from.
 	Over  Value        `json:"over"`
 	Items []*ItemState `json:"items"`
+	// Merge is set once merging succeeded items into the workspace began.
+	Merge *MergeState `json:"merge,omitempty"`
 }
 
 // ItemState is one fanout item.
@@ -202,6 +204,22 @@ type ItemState struct {
 	Failure *Failure `json:"failure,omitempty"`
 	// InFlight is set while an engine dispatcher holds the item.
 	InFlight bool `json:"inFlight,omitempty"`
+	// PatchSeq is the seq of the internal engine.patch event holding the
+	// changes a succeeded worktree item made, until they are merged into
+	// the workspace (then 0). PatchBytes is the patch's size.
+	PatchSeq   int64 `json:"patchSeq,omitempty"`
+	PatchBytes int   `json:"patchBytes,omitempty"`
+}
+
+// MergeState is the progress of an engine fanout's merge into the
+// workspace (worktree isolation), recorded one item at a time so that a
+// restarted process continues where the last one stopped.
+type MergeState struct {
+	// Next is the index of the first item not yet merged (or passed over).
+	Next int `json:"next"`
+	// PreMerged is set once the pre_merge commands succeeded and a patch
+	// was applied after them: they do not run again.
+	PreMerged bool `json:"preMerged,omitempty"`
 }
 
 // CarryEntry is the current value of a loop-carried variable.

@@ -106,17 +106,21 @@ func (e *CommandError) Error() string {
 }
 
 // Prefix is the directory name prefix of the worktree of one item of one
-// fanout step of one run. It names the item exactly — ids hold no '.',
-// and the index ends with '-' — so that a later process tears down
-// exactly what an earlier one left behind for that item, and nothing of
-// another run, step or item.
+// fanout step of one run (of every item of the fanout when index < 0). It
+// names the item exactly — ids hold no '.', and the index ends with '-' —
+// so that a later process tears down exactly what an earlier one left
+// behind for that item, and nothing of another run, step or item.
 func Prefix(runID, stepID string, index int) string {
 	name := runID + "." + stepID
 	if len(name) > 160 {
 		sum := sha256.Sum256([]byte(runID + "\x00" + stepID))
 		name = hex.EncodeToString(sum[:16])
 	}
-	return "stratum-" + name + "." + strconv.Itoa(index) + "-"
+	p := "stratum-" + name + "."
+	if index >= 0 {
+		p += strconv.Itoa(index) + "-"
+	}
+	return p
 }
 
 // Spec says where and for what a worktree is made.
@@ -237,27 +241,27 @@ func remove(ctx context.Context, top, dir string) error {
 }
 
 // RemoveLeftovers tears down what an earlier process left for a prefix:
-// the worktrees of the repository at top whose directory name starts
-// with it, and directories of that name in tempDir (empty means
+// the worktrees of the repository holding dir whose directory name
+// starts with it, and directories of that name in tempDir (empty means
 // os.TempDir()) that never became worktrees. Directories live reports
 // are kept (by base name). It returns what it removed.
-func RemoveLeftovers(ctx context.Context, top, tempDir, prefix string, live func(name string) bool) []string {
+func RemoveLeftovers(ctx context.Context, dir, tempDir, prefix string, live func(name string) bool) []string {
 	if prefix == "" {
 		return nil
 	}
 	keep := func(dir string) bool { return live != nil && live(filepath.Base(dir)) }
 	var removed []string
 	seen := map[string]bool{}
-	if out, err := git(ctx, top, nil, nil, "worktree", "list", "--porcelain"); err == nil {
+	if out, err := git(ctx, dir, nil, nil, "worktree", "list", "--porcelain"); err == nil {
 		sc := bufio.NewScanner(bytes.NewReader(out))
 		for sc.Scan() {
-			dir, ok := strings.CutPrefix(sc.Text(), "worktree ")
-			if !ok || !strings.HasPrefix(filepath.Base(dir), prefix) || keep(dir) {
+			wt, ok := strings.CutPrefix(sc.Text(), "worktree ")
+			if !ok || !strings.HasPrefix(filepath.Base(wt), prefix) || keep(wt) {
 				continue
 			}
-			if remove(ctx, top, dir) == nil {
-				removed = append(removed, dir)
-				seen[filepath.Base(dir)] = true
+			if remove(ctx, dir, wt) == nil {
+				removed = append(removed, wt)
+				seen[filepath.Base(wt)] = true
 			}
 		}
 	}
@@ -265,16 +269,16 @@ func RemoveLeftovers(ctx context.Context, top, tempDir, prefix string, live func
 		tempDir = os.TempDir()
 	}
 	matches, _ := filepath.Glob(filepath.Join(tempDir, prefix+"*"))
-	for _, dir := range matches {
-		if seen[filepath.Base(dir)] || keep(dir) {
+	for _, m := range matches {
+		if seen[filepath.Base(m)] || keep(m) {
 			continue
 		}
-		if os.RemoveAll(dir) == nil {
-			removed = append(removed, dir)
+		if os.RemoveAll(m) == nil {
+			removed = append(removed, m)
 		}
 	}
 	if len(matches) > 0 {
-		_, _ = git(context.WithoutCancel(ctx), top, nil, nil, "worktree", "prune")
+		_, _ = git(context.WithoutCancel(ctx), dir, nil, nil, "worktree", "prune")
 	}
 	return removed
 }
