@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/expr"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -888,5 +889,26 @@ flows:
 	}
 	if n := countPrefix(h.eventTypes(r.RunID), "fanout_attempt_result"); n != 1 {
 		t.Fatalf("%d attempt results recorded, want only the new round's", n)
+	}
+}
+
+// Values a Go caller hands over are copied: changing them after the call
+// returns changes nothing in the run (spec/engine.md 1.2: the input is a
+// deep copy; the same holds for outputs).
+func TestCallerValuesCopied(t *testing.T) {
+	h := newHarness(t, Options{})
+	in := expr.NewObject(1)
+	in.Set("x", "X")
+	r := h.plan(twoSteps, in)
+	out := expr.NewObject(1)
+	out.Set("v", "A")
+	r = h.report(r, "a", StepResult{Output: out})
+	in.Set("x", "changed")
+	out.Set("v", "changed")
+	r = h.ok(r, "b", `{"v":"B"}`) // verifyWrites compares memory with the store
+	wantStatus(t, r, StatusCompleted)
+	a := h.audit(r.RunID)
+	if jsonOf(t, a.Input.Data) != `{"x":"X"}` || jsonOf(t, a.Steps["a"].Output.Data) != `{"v":"A"}` {
+		t.Fatalf("input %s, a %s", jsonOf(t, a.Input.Data), jsonOf(t, a.Steps["a"].Output.Data))
 	}
 }
