@@ -912,3 +912,21 @@ func TestCallerValuesCopied(t *testing.T) {
 		t.Fatalf("input %s, a %s", jsonOf(t, a.Input.Data), jsonOf(t, a.Steps["a"].Output.Data))
 	}
 }
+
+// At most MaxCheckpoints labels per run; reusing one is always allowed
+// and keeps its position.
+func TestCheckpointLimit(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(twoSteps, map[string]any{"x": "X"})
+	for i := 0; i < MaxCheckpoints; i++ {
+		if _, err := h.e.Commit(h.ctx, r.RunID, "cp"+itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := h.e.Commit(h.ctx, r.RunID, "one-more")
+	wantCode(t, err, ErrInvalidLabel)
+	c, err := h.e.Commit(h.ctx, r.RunID, "cp0")
+	if err != nil || len(c.Checkpoints) != MaxCheckpoints || c.Checkpoints[0] != "cp0" {
+		t.Fatalf("reuse %v %v", err, c)
+	}
+}
