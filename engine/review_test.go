@@ -930,3 +930,45 @@ func TestCheckpointLimit(t *testing.T) {
 		t.Fatalf("reuse %v %v", err, c)
 	}
 }
+
+// The run lock can be held longer than the store's lock timeout by
+// another transition (an evaluate command, a judge call). An engine
+// fanout's transitions must wait it out, not stop driving: otherwise the
+// fanout stays running and the run never finishes.
+func TestEngineFanoutOutlastsLockTimeout(t *testing.T) {
+	spec := strings.Replace(strings.Replace(consumerSpec("all", `            - do: "Inspect ${item}"
+              out: V`), "dispatch: consumer", "dispatch: engine", 1), "concurrency: 2", "concurrency: 1", 1)
+	d := &procDispatcher{script: `read task; while [ ! -f release ]; do sleep 0.02; done; printf '{"value":"%s"}' "$task"`}
+	h := newHarness(t, Options{Dispatcher: d})
+	fs, err := store.NewFileStore(h.store.Root(), &store.Options{LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(fs, Options{Dispatcher: d, Workspace: WorkspacePolicy{Default: h.ws}})
+	t.Cleanup(e.Close)
+	r, err := e.Plan(h.ctx, PlanRequest{Spec: []byte(spec), Input: map[string]any{"items": []any{"a", "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(e, r.RunID, func(*Response) bool {
+		return h.stepState(r.RunID, "fan").Fanout.Items[0].Status == StepRunning
+	})
+	held, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_, _ = h.store.Update(context.Background(), r.RunID, func(*store.Snapshot) (*store.Change, error) {
+			close(held)
+			<-release
+			return nil, nil
+		})
+	}()
+	<-held
+	if err := os.WriteFile(filepath.Join(h.ws, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // the item's result waits on the lock past the timeout
+	close(release)
+	r = h.waitFor(e, r.RunID, notFanoutWaiting)
+	if en := entry(t, r, "after"); en.Do != `after [{"value":"Inspect a"},{"value":"Inspect b"}]` {
+		t.Fatalf("after %s", dump(r))
+	}
+}
