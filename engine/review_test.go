@@ -116,6 +116,10 @@ flows:
 func TestCancelBurnsEveryToken(t *testing.T) {
 	h := newHarness(t, Options{})
 	r := h.plan(childAndFanout, map[string]any{"items": []any{"i0", "i1"}})
+	// Ready order (spec/engine.md 2.3): root tasks, subflow tasks, items.
+	if ids := strings.Join(readyIDs(r), ","); ids != "a,w/d,fan/0" {
+		t.Fatalf("ready %s", ids)
+	}
 	r = h.ok(r, "w/d", `{"value":"d"}`)
 	aTok := entry(t, r, "a").DispatchToken
 	itemTok := entry(t, r, "fan/0").DispatchToken
