@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/stratum-go/stratum/ir"
 )
@@ -79,12 +81,34 @@ func (e *Engine) driveFanout(key, runID string, s *ir.Step, epoch, n int) {
 		return
 	}
 	// Settle (a no-op write when the last item's transition already did).
-	_, _ = e.mutate(e.bgCtx, runID, func(t *txn) error {
+	// Should it fail for good, the fanout is settled by the next
+	// transition of the run or by a resume.
+	_, _ = e.mutateBG(runID, func(t *txn) error {
 		if _, _, ok := t.currentFanout(s, epoch); ok {
 			t.advance()
 		}
 		return nil
 	})
+}
+
+// mutateBG is mutate for background work: another transition may hold the
+// run's lock longer than the store's lock timeout (an evaluate command, a
+// judge call), so a lock timeout is waited out, with backoff, until the
+// Engine closes. Any other error ends the attempt.
+func (e *Engine) mutateBG(runID string, fn func(t *txn) error) (*txn, error) {
+	wait := 20 * time.Millisecond
+	for {
+		t, err := e.mutate(e.bgCtx, runID, fn)
+		if !errors.Is(err, ErrRunLocked) {
+			return t, err
+		}
+		select {
+		case <-e.bgCtx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // currentFanout finds the fanout instance being driven, if still current.
@@ -108,7 +132,8 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 		var req *DispatchRequest
 		var token string
 		stop, done := false, false
-		_, err := e.mutate(e.bgCtx, runID, func(t *txn) error {
+		_, err := e.mutateBG(runID, func(t *txn) error {
+			req, token, stop, done = nil, "", false, false
 			sc, st, ok := t.currentFanout(s, epoch)
 			if !ok || idx >= len(st.Fanout.Items) {
 				stop = true
@@ -188,7 +213,8 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 		if e.bgCtx.Err() != nil {
 			return false
 		}
-		_, err = e.mutate(e.bgCtx, runID, func(t *txn) error {
+		_, err = e.mutateBG(runID, func(t *txn) error {
+			stop, done = false, false
 			sc, st, ok := t.currentFanout(s, epoch)
 			if !ok || idx >= len(st.Fanout.Items) || st.Fanout.Items[idx].DispatchToken != token {
 				stop = true // superseded: abandon without recording
