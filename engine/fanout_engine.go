@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/stratum-go/stratum/internal/worktree"
 	"github.com/stratum-go/stratum/ir"
@@ -85,6 +87,26 @@ func (e *Engine) driveFanout(key, runID string, s *ir.Step, epoch, n int) {
 	e.mergeFanout(runID, s, epoch)
 }
 
+// mutateBG is mutate for background work: another transition may hold the
+// run's lock longer than the store's lock timeout (an evaluate command, a
+// judge call), so a lock timeout is waited out, with backoff, until the
+// Engine closes. Any other error ends the attempt.
+func (e *Engine) mutateBG(runID string, fn func(t *txn) error) (*txn, error) {
+	wait := 20 * time.Millisecond
+	for {
+		t, err := e.mutate(e.bgCtx, runID, fn)
+		if !errors.Is(err, ErrRunLocked) {
+			return t, err
+		}
+		select {
+		case <-e.bgCtx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
 // currentFanout finds the fanout instance being driven, if still current.
 func (t *txn) currentFanout(s *ir.Step, epoch int) (*scope, *StepState, bool) {
 	if !t.running() {
@@ -114,7 +136,9 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 		var req *DispatchRequest
 		var token, workspace string
 		stop, done, needTree, final := false, false, false, false
-		_, err := e.mutate(e.bgCtx, runID, func(t *txn) error {
+		_, err := e.mutateBG(runID, func(t *txn) error {
+			req, token, workspace = nil, "", ""
+			stop, done, needTree, final = false, false, false, false
 			sc, st, ok := t.currentFanout(s, epoch)
 			if !ok || idx >= len(st.Fanout.Items) {
 				stop = true
@@ -230,7 +254,8 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 				capt = &capture{patch: patch, err: cerr}
 			}
 		}
-		_, err = e.mutate(e.bgCtx, runID, func(t *txn) error {
+		_, err = e.mutateBG(runID, func(t *txn) error {
+			stop, done = false, false
 			sc, st, ok := t.currentFanout(s, epoch)
 			if !ok || idx >= len(st.Fanout.Items) || st.Fanout.Items[idx].DispatchToken != token {
 				stop = true // superseded: abandon without recording

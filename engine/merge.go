@@ -115,7 +115,7 @@ func (e *Engine) mergeFanout(runID string, s *ir.Step, epoch int) {
 	}()
 	for e.bgCtx.Err() == nil {
 		var step mergeStep
-		_, err := e.mutate(e.bgCtx, runID, func(t *txn) error {
+		_, err := e.mutateBG(runID, func(t *txn) error {
 			step = mergeStep{}
 			sc, st, ok := t.currentFanout(s, epoch)
 			if !ok {
@@ -161,7 +161,7 @@ func (e *Engine) mergeFanout(runID string, s *ir.Step, epoch int) {
 				if e.bgCtx.Err() != nil {
 					return // the process is going away: the next one runs them again
 				}
-				_, _ = e.mutate(e.bgCtx, runID, func(t *txn) error {
+				_, _ = e.mutateBG(runID, func(t *txn) error {
 					if sc, st, ok := t.currentFanout(s, epoch); ok {
 						t.mergeFailed(sc, s, st, step.item, cleanText(err.Error()))
 					}
@@ -221,7 +221,7 @@ func (t *txn) mergeFailed(sc *scope, s *ir.Step, st *StepState, item int, reason
 // failExecution fails the run of a fanout that cannot be executed (its
 // item's worktree cannot be made): "fanout execution failed: <msg>".
 func (e *Engine) failExecution(runID string, s *ir.Step, epoch int, msg string) {
-	_, _ = e.mutate(e.bgCtx, runID, func(t *txn) error {
+	_, _ = e.mutateBG(runID, func(t *txn) error {
 		if sc, st, ok := t.currentFanout(s, epoch); ok {
 			t.failAttempt(sc, s, st, attemptFailure{attempt: len(st.Attempts) + 1, reason: cleanText("fanout execution failed: " + msg), noRoute: true})
 		}

@@ -79,7 +79,8 @@ type DispatchRequest struct {
 	// Prompt is the rendered stage task.
 	Prompt string
 	// Item is the fanout element, Prev the previous stage's output (nil
-	// in the first stage).
+	// in the first stage). They are the run's own values: read them, do
+	// not modify them.
 	Item any
 	Prev any
 	// Attempt counts this item's attempts across stages (1-based).

@@ -10,7 +10,9 @@ import (
 // Response is the engine's answer to plan, step done, gate resolve,
 // revert and resume: the run's actionable state. Its JSON is the wire
 // form of spec/mcp.md 1.2 (`status`, `runId`, `ready`, `ledger`, `output`,
-// `failure`, `revisionDigest`), plus `waiting` (DESIGN decision 3).
+// `failure`, `revisionDigest`), plus `waiting` (DESIGN decision 3). Its
+// values (Output, ready entries' items) may be shared with the engine's
+// state: read or encode them, do not modify them.
 type Response struct {
 	// Status is ready, running, completed, failed, budget_exhausted or
 	// cancelled.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/expr"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -115,6 +116,10 @@ flows:
 func TestCancelBurnsEveryToken(t *testing.T) {
 	h := newHarness(t, Options{})
 	r := h.plan(childAndFanout, map[string]any{"items": []any{"i0", "i1"}})
+	// Ready order (spec/engine.md 2.3): root tasks, subflow tasks, items.
+	if ids := strings.Join(readyIDs(r), ","); ids != "a,w/d,fan/0" {
+		t.Fatalf("ready %s", ids)
+	}
 	r = h.ok(r, "w/d", `{"value":"d"}`)
 	aTok := entry(t, r, "a").DispatchToken
 	itemTok := entry(t, r, "fan/0").DispatchToken
@@ -888,5 +893,86 @@ flows:
 	}
 	if n := countPrefix(h.eventTypes(r.RunID), "fanout_attempt_result"); n != 1 {
 		t.Fatalf("%d attempt results recorded, want only the new round's", n)
+	}
+}
+
+// Values a Go caller hands over are copied: changing them after the call
+// returns changes nothing in the run (spec/engine.md 1.2: the input is a
+// deep copy; the same holds for outputs).
+func TestCallerValuesCopied(t *testing.T) {
+	h := newHarness(t, Options{})
+	in := expr.NewObject(1)
+	in.Set("x", "X")
+	r := h.plan(twoSteps, in)
+	out := expr.NewObject(1)
+	out.Set("v", "A")
+	r = h.report(r, "a", StepResult{Output: out})
+	in.Set("x", "changed")
+	out.Set("v", "changed")
+	r = h.ok(r, "b", `{"v":"B"}`) // verifyWrites compares memory with the store
+	wantStatus(t, r, StatusCompleted)
+	a := h.audit(r.RunID)
+	if jsonOf(t, a.Input.Data) != `{"x":"X"}` || jsonOf(t, a.Steps["a"].Output.Data) != `{"v":"A"}` {
+		t.Fatalf("input %s, a %s", jsonOf(t, a.Input.Data), jsonOf(t, a.Steps["a"].Output.Data))
+	}
+}
+
+// At most MaxCheckpoints labels per run; reusing one is always allowed
+// and keeps its position.
+func TestCheckpointLimit(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(twoSteps, map[string]any{"x": "X"})
+	for i := 0; i < MaxCheckpoints; i++ {
+		if _, err := h.e.Commit(h.ctx, r.RunID, "cp"+itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := h.e.Commit(h.ctx, r.RunID, "one-more")
+	wantCode(t, err, ErrInvalidLabel)
+	c, err := h.e.Commit(h.ctx, r.RunID, "cp0")
+	if err != nil || len(c.Checkpoints) != MaxCheckpoints || c.Checkpoints[0] != "cp0" {
+		t.Fatalf("reuse %v %v", err, c)
+	}
+}
+
+// The run lock can be held longer than the store's lock timeout by
+// another transition (an evaluate command, a judge call). An engine
+// fanout's transitions must wait it out, not stop driving: otherwise the
+// fanout stays running and the run never finishes.
+func TestEngineFanoutOutlastsLockTimeout(t *testing.T) {
+	spec := strings.Replace(strings.Replace(consumerSpec("all", `            - do: "Inspect ${item}"
+              out: V`), "dispatch: consumer", "dispatch: engine", 1), "concurrency: 2", "concurrency: 1", 1)
+	d := &procDispatcher{script: `read task; while [ ! -f release ]; do sleep 0.02; done; printf '{"value":"%s"}' "$task"`}
+	h := newHarness(t, Options{Dispatcher: d})
+	fs, err := store.NewFileStore(h.store.Root(), &store.Options{LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(fs, Options{Dispatcher: d, Workspace: WorkspacePolicy{Default: h.ws}})
+	t.Cleanup(e.Close)
+	r, err := e.Plan(h.ctx, PlanRequest{Spec: []byte(spec), Input: map[string]any{"items": []any{"a", "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(e, r.RunID, func(*Response) bool {
+		return h.stepState(r.RunID, "fan").Fanout.Items[0].Status == StepRunning
+	})
+	held, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_, _ = h.store.Update(context.Background(), r.RunID, func(*store.Snapshot) (*store.Change, error) {
+			close(held)
+			<-release
+			return nil, nil
+		})
+	}()
+	<-held
+	if err := os.WriteFile(filepath.Join(h.ws, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // the item's result waits on the lock past the timeout
+	close(release)
+	r = h.waitFor(e, r.RunID, notFanoutWaiting)
+	if en := entry(t, r, "after"); en.Do != `after [{"value":"Inspect a"},{"value":"Inspect b"}]` {
+		t.Fatalf("after %s", dump(r))
 	}
 }

@@ -72,8 +72,8 @@ func cleanText(s string) string {
 const maxValueDepth = 1000
 
 // toModel converts a caller's value (already in the expr model, built from
-// Go maps/slices/numbers, or raw JSON) into the expr model. Values nested
-// deeper than maxValueDepth are refused.
+// Go maps/slices/numbers, or raw JSON) into a copy in the expr model.
+// Values nested deeper than maxValueDepth are refused.
 func toModel(v any) (any, error) {
 	m, err := convertModel(v)
 	if err != nil {
@@ -127,9 +127,29 @@ func convertModel(v any) (any, error) {
 		return x, nil
 	}
 	if isModel(v, 0) {
-		return v, nil
+		return copyModel(v), nil // the caller keeps its value; the run keeps its own
 	}
 	return expr.FromGo(v)
+}
+
+// copyModel deep-copies a value of the expr model.
+func copyModel(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyModel(e)
+		}
+		return out
+	case *expr.Object:
+		o := expr.NewObject(x.Len())
+		for _, k := range x.Keys() {
+			e, _ := x.Get(k)
+			o.Set(k, copyModel(e))
+		}
+		return o
+	}
+	return v
 }
 
 // isModel reports whether v is entirely made of expr model values.
