@@ -21,7 +21,12 @@
 // state. Responses are exported structs whose JSON is the wire vocabulary
 // of spec/mcp.md, so front ends return them as they are.
 //
-// engine imports ir, expr, store and internal/proc. It must not import
-// cli, mcp, agent or guard: front ends sit above it, and agent connectors
-// reach it through the Dispatcher interface.
+// Engine-dispatched fanouts with worktree isolation are the engine's
+// whole job: per-item git worktrees, the captured patches (persisted with
+// the run) and their merge into the workspace, restart-safe (merge.go);
+// the Dispatcher only runs one agent task in the directory it is given.
+//
+// engine imports ir, expr, store, internal/proc and internal/worktree. It
+// must not import cli, mcp, agent, driver or guard: front ends sit above
+// it, and agent connectors reach it through the Dispatcher interface.
 package engine

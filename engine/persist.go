@@ -21,7 +21,8 @@ import (
 //     the live part of the run, not on how long it has been going.
 //   - Immutable bulk goes into internal events, written once: the spec
 //     snapshot (engine.spec), the final state of each finished root step
-//     (engine.step_state), checkpoint snapshots (engine.checkpoint). Their
+//     (engine.step_state), checkpoint snapshots (engine.checkpoint), the
+//     changes of worktree fanout items until merged (engine.patch). Their
 //     payload is a JSON string, so the store's canonical form (sorted keys)
 //     cannot reorder outputs. Audit and Poll leave internal events out.
 //

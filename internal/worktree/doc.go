@@ -9,6 +9,11 @@
 // Every child process goes through internal/proc (time limits, the whole
 // process group stopped on expiry or cancellation).
 //
+// git does not support concurrent `git worktree add` on one repository (one
+// can read another's half-written administrative files): callers serialise
+// Create, Remove and RemoveLeftovers per repository. Capture works inside
+// one worktree and may run concurrently with others.
+//
 // worktree imports only internal/proc; the engine (engine fanouts) and
 // the driver (consumer fanouts driven by `stratum run`) call it.
 package worktree
