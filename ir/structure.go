@@ -383,11 +383,17 @@ func (v *validator) fieldMapping(n *node, path, what string) (*Contract, []*node
 		v.wrongType(n, path, "a mapping from field name to type string ("+what+" fields; {} for none)")
 		return nil, nil, nil, false
 	}
+	// A reserved key makes the reference report every reserved key of the
+	// mapping and nothing else about it (spec/ir.md 4.1, 10.1).
+	reserved := false
 	for _, k := range n.keys() {
 		if isReserved(k.str) {
 			v.d.add(k, CodeReservedField, joinPath(path, k.str), "field name %q is reserved; rename the field", k.str)
-			return nil, nil, nil, false
+			reserved = true
 		}
+	}
+	if reserved {
+		return nil, nil, nil, false
 	}
 	ok := true
 	c := &Contract{Fields: make([]Field, 0, len(n.keys()))}
@@ -562,11 +568,15 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 		v.wrongType(n, path, "a mapping from variable name to {initial, on_revise}")
 		return
 	}
+	reserved := false
 	for _, k := range n.keys() {
 		if isReserved(k.str) {
 			v.d.add(k, CodeReservedField, joinPath(path, k.str), "carry variable name %q is reserved; rename it", k.str)
-			return
+			reserved = true
 		}
+	}
+	if reserved {
+		return
 	}
 	fl.carryOK = true
 	for i, k := range n.keys() {
