@@ -343,15 +343,21 @@ func quoteList(items []string) string {
 
 // parseType parses a type string (spec/ir.md section 4.2). It returns nil
 // and a reason when the string is not a valid type.
+// Type strings are not trimmed: " string" is invalid, but spaces are
+// ordinary characters of enum members, so " a|b" is the enum of " a" and
+// "b", as in the reference.
 func parseType(s string) (*Type, string) {
-	if trimmed := strings.TrimSpace(s); trimmed != s {
-		return nil, "remove the surrounding spaces (write \"" + trimmed + "\")"
-	}
 	t, why := parseTypeInner(s)
 	if t != nil {
 		t.Source = s
+		return t, ""
 	}
-	return t, why
+	if trimmed := strings.TrimSpace(s); trimmed != s {
+		if tt, _ := parseTypeInner(trimmed); tt != nil {
+			return nil, "remove the surrounding spaces (write \"" + trimmed + "\")"
+		}
+	}
+	return nil, why
 }
 
 func parseTypeInner(s string) (*Type, string) {
