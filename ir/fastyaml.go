@@ -391,7 +391,7 @@ func (p *fastParser) key(l *fastLine) (*node, int) {
 		for e > j && s[e-1] == ' ' {
 			e--
 		}
-		k.str = p.text[j:e]
+		k.str = plainKey(p.text[j:e])
 	}
 	return k, colon + 1
 }
@@ -637,7 +637,7 @@ func (p *fastParser) flowScalar(l *fastLine, k int, isKey bool) (*node, int, boo
 	}
 	text := p.text[k:e]
 	if isKey {
-		n.kind, n.str = stringNode, text
+		n.kind, n.str = stringNode, plainKey(text)
 		return n, end, true
 	}
 	n.kind, n.str = stringNode, text
