@@ -360,12 +360,18 @@ func (p *fastParser) entryKeyEnd(l *fastLine, j int) int {
 	return -1
 }
 
+// maxSimpleKey is the longest implicit key, from its first character to
+// the ':', that yaml.v3 accepts (YAML's 1024-character limit on implicit
+// keys). It counts characters; the fast path measures bytes, which is never
+// fewer, so a key it accepts is always within the limit.
+const maxSimpleKey = 1024
+
 // key parses "key:" at the content of line l and returns the key node and
 // the offset just after the colon.
 func (p *fastParser) key(l *fastLine) (*node, int) {
 	j := l.pos
 	colon := p.entryKeyEnd(l, j)
-	if colon < 0 {
+	if colon < 0 || colon-j > maxSimpleKey {
 		return nil, 0
 	}
 	s := p.src
@@ -523,8 +529,12 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 		var key *node
 		if isMap {
 			var ok bool
+			keyStart := k
 			key, k, ok = p.flowScalar(l, k, true)
 			if !ok {
+				return nil, 0
+			}
+			if c := p.skipSpaces(l, k); c-keyStart > maxSimpleKey {
 				return nil, 0
 			}
 			for i := base; i < len(p.stack); i += 2 {
