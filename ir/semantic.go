@@ -403,7 +403,8 @@ func (fc *flowCheck) stepTable() {
 		s := si.s
 		if s.Kind == KindFanout && s.Fanout != nil {
 			for j, st := range s.Fanout.Stages {
-				if !si.stageOK[j] || st.Out == "" {
+				// out: "" names no contract; only an absent out is no out.
+				if !si.stageOK[j] || si.stageNodes[j].keyNode("out") == nil {
 					continue
 				}
 				ci, ok := v.lookupContract(st.Out)
@@ -418,7 +419,7 @@ func (fc *flowCheck) stepTable() {
 		}
 		switch s.Kind {
 		case KindDo, KindSet, KindEvaluate:
-			if s.Out == "" {
+			if si.present.keyNode("out") == nil {
 				continue
 			}
 			ci, ok := v.lookupContract(s.Out)
@@ -440,7 +441,7 @@ func (fc *flowCheck) stepTable() {
 				si.outPoisoned = true
 				continue
 			}
-			if st.Out == "" {
+			if si.stageNodes[last].keyNode("out") == nil {
 				continue
 			}
 			ci, ok := v.lookupContract(st.Out)
