@@ -99,3 +99,43 @@ func BenchmarkBuildLinear4000(b *testing.B) { benchBuild(b, linearSpec(4000)) }
 func BenchmarkBuildFanIn200(b *testing.B) { benchBuild(b, fanInSpec(200)) }
 
 func BenchmarkBuildFanIn800(b *testing.B) { benchBuild(b, fanInSpec(800)) }
+
+// reverseChainSpec generates a chain of n steps declared last-first (each
+// step's dependency is declared after it), closed into one cycle by the
+// first step when cyclic: the shape that made an edge-by-edge cycle check
+// quadratic.
+func reverseChainSpec(n int, cyclic bool) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\ncontracts:\n  R:\n    v: string\nflows:\n  entry: main\n  main:\n    input: {}\n    output:\n      from: \"${s0.output}\"\n      contract: R\n    steps:\n")
+	for i := n; i > 0; i-- {
+		fmt.Fprintf(&b, "      - {id: s%d, do: x, after: [s%d]}\n", i, i-1)
+	}
+	if cyclic {
+		fmt.Fprintf(&b, "      - {id: s0, do: x, out: R, after: [s%d]}\n", n)
+	} else {
+		b.WriteString("      - {id: s0, do: x, out: R}\n")
+	}
+	return []byte(b.String())
+}
+
+func TestReverseChainCycle(t *testing.T) {
+	ds := Validate(reverseChainSpec(2000, true))
+	if len(ds) != 1 || !ds.Has(CodeCycle, "flows.main.steps[2000].after[0]") {
+		t.Fatalf("want the one closing edge, got:\n%s", formatDiags(ds))
+	}
+	if ds := Validate(reverseChainSpec(2000, false)); len(ds) > 0 {
+		t.Fatal(formatDiags(ds))
+	}
+}
+
+// BenchmarkValidateCyclicChain20000 is a hostile shape: the cycle check
+// must stay near linear (it was quadratic: about a minute for 60,000 steps).
+func BenchmarkValidateCyclicChain20000(b *testing.B) {
+	src := reverseChainSpec(20000, true)
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		if ds := Validate(src); len(ds) != 1 {
+			b.Fatal(ds)
+		}
+	}
+}

@@ -8,7 +8,10 @@ import "sort"
 // MaxNesting, MaxNodes). YAML is read with the 1.2 core schema (so yes/no
 // are strings and 017 is 17); JSON text is YAML and is accepted as well.
 func Build(src []byte) (*Plan, Diagnostics) {
-	v := &validator{}
+	return (&validator{}).buildPlan(src)
+}
+
+func (v *validator) buildPlan(src []byte) (*Plan, Diagnostics) {
 	root := load(src, &v.d)
 	if root == nil {
 		return nil, v.d.sorted()

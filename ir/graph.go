@@ -76,6 +76,80 @@ func (g *graph) reach(start int, all bool) uint32 {
 	return s
 }
 
+// reachesWithin reports whether target is reachable from start over A,
+// spending at most *budget edge visits; exhausted is set when the budget
+// ran out before the answer was known.
+func (g *graph) reachesWithin(start, target int, budget *int) (found, exhausted bool) {
+	s := g.nextStamp()
+	g.queue = append(g.queue[:0], int32(start))
+	g.mark[start] = s
+	for len(g.queue) > 0 {
+		x := g.queue[len(g.queue)-1]
+		g.queue = g.queue[:len(g.queue)-1]
+		if int(x) == target {
+			return true, false
+		}
+		*budget -= 1 + len(g.asucc[x])
+		if *budget < 0 {
+			return false, true
+		}
+		for _, y := range g.asucc[x] {
+			if g.mark[y] != s {
+				g.mark[y] = s
+				g.queue = append(g.queue, y)
+			}
+		}
+	}
+	return false, false
+}
+
+// acyclicWith reports whether A plus the extra edges is a DAG, in time
+// linear in the size of both (Kahn's algorithm).
+func (g *graph) acyclicWith(extra []edgeCand) bool {
+	indeg := make([]int32, g.n)
+	// The extra edges as compressed adjacency lists.
+	start := make([]int32, g.n+1)
+	for _, e := range extra {
+		start[e.from+1]++
+		indeg[e.to]++
+	}
+	for i := range g.n {
+		start[i+1] += start[i]
+		for _, y := range g.asucc[i] {
+			indeg[y]++
+		}
+	}
+	next := append([]int32(nil), start[:g.n]...)
+	to := make([]int32, len(extra))
+	for _, e := range extra {
+		to[next[e.from]] = int32(e.to)
+		next[e.from]++
+	}
+	stack := make([]int32, 0, g.n)
+	for i := range g.n {
+		if indeg[i] == 0 {
+			stack = append(stack, int32(i))
+		}
+	}
+	seen := 0
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		seen++
+		for _, y := range g.asucc[x] {
+			if indeg[y]--; indeg[y] == 0 {
+				stack = append(stack, y)
+			}
+		}
+		for _, y := range to[start[x]:start[x+1]] {
+			if indeg[y]--; indeg[y] == 0 {
+				stack = append(stack, y)
+			}
+		}
+	}
+	return seen == g.n
+}
+
 // reaches reports whether to is reachable from from over A or D.
 func (g *graph) reaches(from, to int, all bool) bool {
 	return g.mark[to] == g.reach(from, all)

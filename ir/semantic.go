@@ -529,9 +529,20 @@ func selfVerb(what string) string {
 	return "route to"
 }
 
+// maxCycleSearches bounds how many further cycle-closing edges are looked
+// for once the edge-by-edge check has spent its budget (a hostile spec
+// with a huge cyclic graph); each search costs a few linear passes.
+const maxCycleSearches = 8
+
 // commitEdges adds the proposed edges. When they form no cycle (the usual
-// case) this is linear; otherwise each edge that would close a cycle, in
-// proposal order, is reported and left out.
+// case) this is linear. Otherwise the edges are added in proposal order and
+// each one that would close a cycle is reported and left out, as the
+// reference's edge-by-edge check does (its first report is the reference's
+// one error). That check costs a graph search per edge, so it runs on a
+// budget linear in the graph's size; past it, the next cycle-closing edges
+// are found by bisecting on the number of edges added, which needs only
+// linear acyclicity tests, and the search stops after maxCycleSearches
+// more of them.
 func (fc *flowCheck) commitEdges() {
 	g := fc.g
 	for _, c := range fc.cands {
@@ -542,14 +553,55 @@ func (fc *flowCheck) commitEdges() {
 	}
 	g = newGraph(g.n)
 	fc.g, fc.fl.g = g, g
-	for _, c := range fc.cands {
-		if g.reaches(c.to, c.from, true) {
-			fs, ts := fc.fl.steps[c.from].s.ID, fc.fl.steps[c.to].s.ID
-			fc.v.d.add(c.n, CodeCycle, c.path, "this %s edge %s -> %s closes a cycle (%s already leads to %s); steps must form a DAG, so route forward only", c.what, fs, ts, ts, fs)
+	budget := 64*(g.n+len(fc.cands)) + 1<<16
+	if fc.v.cycleBudget > 0 {
+		budget = fc.v.cycleBudget
+	}
+	i := 0
+	for ; i < len(fc.cands); i++ {
+		c := fc.cands[i]
+		closes, exhausted := g.reachesWithin(c.to, c.from, &budget)
+		if exhausted {
+			break
+		}
+		if closes {
+			fc.reportCycle(c)
 			continue
 		}
 		g.add(c.from, c.to, c.dep)
 	}
+	for searches := 0; i < len(fc.cands) && searches < maxCycleSearches; searches++ {
+		rest := fc.cands[i:]
+		if g.acyclicWith(rest) {
+			break
+		}
+		// The smallest k such that the first k+1 remaining edges close a
+		// cycle: edges before it are added, edge k is reported.
+		lo, hi := 0, len(rest)-1
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if g.acyclicWith(rest[:mid+1]) {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		for _, c := range rest[:lo] {
+			g.add(c.from, c.to, c.dep)
+		}
+		fc.reportCycle(rest[lo])
+		i += lo + 1
+	}
+	if i < len(fc.cands) && g.acyclicWith(fc.cands[i:]) {
+		for _, c := range fc.cands[i:] {
+			g.add(c.from, c.to, c.dep)
+		}
+	}
+}
+
+func (fc *flowCheck) reportCycle(c edgeCand) {
+	fs, ts := fc.fl.steps[c.from].s.ID, fc.fl.steps[c.to].s.ID
+	fc.v.d.add(c.n, CodeCycle, c.path, "this %s edge %s -> %s closes a cycle (%s already leads to %s); steps must form a DAG, so route forward only", c.what, fs, ts, ts, fs)
 }
 
 func (fc *flowCheck) edgesAndRefs(si *stepInfo) {

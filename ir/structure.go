@@ -23,6 +23,9 @@ type validator struct {
 	// right type. A mapping's whole-object rules (the construct rules of a
 	// step) run only when nothing inside it aborted (spec/ir.md 10.1).
 	typeErrs int
+	// cycleBudget overrides the edge-visit budget of the edge-by-edge
+	// cycle check (tests use it to reach the bisecting fallback).
+	cycleBudget int
 
 	root *node
 
