@@ -166,25 +166,6 @@ func (g *graph) reachSet(start int, all bool) []bool {
 	return out
 }
 
-// ancestorsD returns the steps from which target is reachable over D
-// (target included).
-func (g *graph) ancestorsD(target int) []bool {
-	out := make([]bool, g.n)
-	out[target] = true
-	stack := []int32{int32(target)}
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, y := range g.dpred[x] {
-			if !out[y] {
-				out[y] = true
-				stack = append(stack, y)
-			}
-		}
-	}
-	return out
-}
-
 // edgeCand is an edge proposed by the spec, with where it came from.
 type edgeCand struct {
 	from, to int
@@ -262,4 +243,74 @@ func (h *minHeap) pop() int32 {
 	}
 	*h = s
 	return top
+}
+
+// reachQuery asks whether step To is reachable from step From (From
+// included) over A (All) or D; Reaches holds the answer after reachAll.
+type reachQuery struct {
+	From, To int
+	All      bool
+	Reaches  bool
+}
+
+// reachAll answers many reachability questions at once. One search per
+// question would cost (steps + edges) per question, which a hostile spec
+// with thousands of revising gates or carry readers turns into minutes.
+// Instead the distinct targets are taken 64 at a time: a pass in reverse
+// topological order computes, for every step, which of those targets it
+// reaches, as a bit set. The cost is (steps + edges) per 64 targets. The
+// graph must be acyclic (it is, once commitEdges has run).
+func (g *graph) reachAll(qs []reachQuery) {
+	if len(qs) == 0 {
+		return
+	}
+	order := g.topoOrder()
+	if len(order) != g.n {
+		for i := range qs { // not reached: commitEdges leaves A acyclic
+			qs[i].Reaches = g.reaches(qs[i].From, qs[i].To, qs[i].All)
+		}
+		return
+	}
+	for _, all := range [...]bool{false, true} {
+		slot := make(map[int]int) // target step -> its index among the targets
+		var targets []int
+		var byChunk [][]int // query indexes, by the chunk of their target
+		for i, q := range qs {
+			if q.All != all {
+				continue
+			}
+			k, ok := slot[q.To]
+			if !ok {
+				k = len(targets)
+				slot[q.To] = k
+				targets = append(targets, q.To)
+			}
+			if k/64 == len(byChunk) {
+				byChunk = append(byChunk, nil)
+			}
+			byChunk[k/64] = append(byChunk[k/64], i)
+		}
+		bits := make([]uint64, g.n)
+		for c, base := 0, 0; base < len(targets); c, base = c+1, base+64 {
+			clear(bits)
+			chunk := targets[base:min(base+64, len(targets))]
+			for k, t := range chunk {
+				bits[t] |= 1 << k
+			}
+			for i := len(order) - 1; i >= 0; i-- {
+				x := order[i]
+				succ := g.dsucc[x]
+				if all {
+					succ = g.asucc[x]
+				}
+				for _, y := range succ {
+					bits[x] |= bits[y]
+				}
+			}
+			for _, i := range byChunk[c] {
+				q := &qs[i]
+				q.Reaches = bits[q.From]&(1<<(slot[q.To]-base)) != 0
+			}
+		}
+	}
 }

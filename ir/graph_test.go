@@ -95,3 +95,33 @@ func TestCycleEdgesMatchNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestReachAllMatchesSearch compares the batched reachability answers with
+// one graph search per question, on random DAGs with more than 64 targets.
+func TestReachAllMatchesSearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 50 {
+		n := 2 + rng.IntN(150)
+		g := newGraph(n)
+		for range rng.IntN(3 * n) {
+			a, b := rng.IntN(n), rng.IntN(n)
+			if a == b {
+				continue
+			}
+			if a > b {
+				a, b = b, a // forward edges only: a DAG
+			}
+			g.add(a, b, rng.IntN(2) == 0)
+		}
+		var qs []reachQuery
+		for range 300 {
+			qs = append(qs, reachQuery{From: rng.IntN(n), To: rng.IntN(n), All: rng.IntN(2) == 0})
+		}
+		g.reachAll(qs)
+		for _, q := range qs {
+			if want := g.reaches(q.From, q.To, q.All); q.Reaches != want {
+				t.Fatalf("trial %d: %d -> %d (all %v): got %v, want %v", trial, q.From, q.To, q.All, q.Reaches, want)
+			}
+		}
+	}
+}

@@ -791,6 +791,9 @@ func (fl *flowInfo) stepHint() string {
 
 func (fc *flowCheck) consumerWorktree() {
 	v, fl := fc.v, fc.fl
+	// gated[i]: step i is a direct dependency of a gate that always opens
+	// (no when, not a route target).
+	var gated []bool
 	for _, si := range fl.steps {
 		s := si.s
 		if !si.kindKnown || s.Kind != KindFanout || s.Fanout == nil || s.Fanout.Dispatch != "consumer" || s.Fanout.Isolation != "worktree" {
@@ -812,22 +815,18 @@ func (fc *flowCheck) consumerWorktree() {
 				v.d.add(si.stageNodes[j].get("when"), CodeWorktreeFS, joinPath(sp, "when"), "a consumer-dispatched worktree fanout cannot call file functions in a stage when (the files live in the consumer's worktrees)")
 			}
 		}
-		ok := false
-		for _, gi := range fl.steps {
-			if !gi.kindKnown || gi.s.Kind != KindGate || gi.s.HasWhen || fc.routed[gi.s.Index] {
-				continue
-			}
-			for _, p := range fc.g.dpred[gi.s.Index] {
-				if int(p) == s.Index {
-					ok = true
-					break
+		if gated == nil {
+			gated = make([]bool, len(fl.steps))
+			for _, gi := range fl.steps {
+				if !gi.kindKnown || gi.s.Kind != KindGate || gi.s.HasWhen || fc.routed[gi.s.Index] {
+					continue
+				}
+				for _, p := range fc.g.dpred[gi.s.Index] {
+					gated[p] = true
 				}
 			}
-			if ok {
-				break
-			}
 		}
-		if !ok {
+		if !gated[s.Index] {
 			v.d.add(si.present.get("fanout").get("isolation"), CodeWorktreeGate, joinPath(si.path, "fanout.isolation"),
 				"a consumer-dispatched worktree fanout needs a gate that directly follows it (a gate step with after: [%s], no when, and not the target of any route) so that the merged worktrees are reviewed", s.ID)
 		}
@@ -845,9 +844,8 @@ func (fc *flowCheck) carry() {
 	// Sources: index of the initial step per variable (-1 for input or
 	// unknown).
 	type source struct {
-		ok    bool // initial checked and usable for ordering
-		step  int  // -1: input-sourced
-		reach []bool
+		ok   bool // initial checked and usable for ordering
+		step int  // -1: input-sourced
 	}
 	sources := make(map[string]*source)
 	if visible {
@@ -867,13 +865,18 @@ func (fc *flowCheck) carry() {
 			ci.c = &Carry{Name: ci.name, Initial: ref}
 			if ref.Kind == RefStep {
 				src.step = fl.byID[ref.Name].s.Index
-				src.reach = fc.g.reachSet(src.step, false)
 			}
 			src.ok = true
 		}
 	}
-	// Uses.
+	// Uses. The ordering questions are answered together (reachAll).
 	consumers := make(map[string][]*stepInfo)
+	type orderCheck struct {
+		u   carryUse
+		src int
+	}
+	var checks []orderCheck
+	var qs []reachQuery
 	for _, u := range fc.uses {
 		src, declared := sources[u.name]
 		if !declared {
@@ -893,14 +896,31 @@ func (fc *flowCheck) carry() {
 		if !src.ok || src.step < 0 {
 			continue
 		}
-		if u.consumer.s.Index == src.step || !src.reach[u.consumer.s.Index] {
-			v.d.add(u.n, CodeCarryBefore, u.path, "step %q reads carry variable %s before its initial source %q has run; add after: [%s] (carry creates no dependency, and routes do not order)", u.consumer.s.ID, u.name, fl.steps[src.step].s.ID, fl.steps[src.step].s.ID)
+		checks = append(checks, orderCheck{u: u, src: src.step})
+		qs = append(qs, reachQuery{From: src.step, To: u.consumer.s.Index})
+	}
+	fc.g.reachAll(qs)
+	for i, c := range checks {
+		if c.u.consumer.s.Index == c.src || !qs[i].Reaches {
+			src := fl.steps[c.src].s.ID
+			v.d.add(c.u.n, CodeCarryBefore, c.u.path, "step %q reads carry variable %s before its initial source %q has run; add after: [%s] (carry creates no dependency, and routes do not order)", c.u.consumer.s.ID, c.u.name, src, src)
 		}
 	}
 	if !visible {
 		return
 	}
-	// on_revise entries.
+	// on_revise entries. The reset and ordering questions of every entry
+	// are answered together (reachAll), then reported.
+	type reviseCheck struct {
+		e        *carryReviseInfo
+		variable string
+		gate     *stepInfo
+		target   *stepInfo
+		consumer *stepInfo
+		q        int // index of "target resets consumer" in qs; +1: "consumer before gate"
+	}
+	var rchecks []reviseCheck
+	qs = qs[:0]
 	for _, ci := range fl.carry {
 		for i := range ci.revise {
 			e := &ci.revise[i]
@@ -935,15 +955,19 @@ func (fc *flowCheck) carry() {
 				v.d.add(gi.present.get("gate").get("on_revise"), CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
 				continue
 			}
-			closure := fc.g.reachSet(target.s.Index, true)
-			before := fc.g.ancestorsD(gi.s.Index)
 			for _, c := range consumers[ci.name] {
-				if !closure[c.s.Index] {
-					v.d.add(e.keyNode, CodeCarryMisses, e.path, "gate %q rewrites %s on revise, but its revise target %q does not reset consumer %q; revise to a step that %q depends on, so the consumer reruns with the new value", e.gate, ci.name, target.s.ID, c.s.ID, c.s.ID)
-				} else if c != gi && !before[c.s.Index] {
-					v.d.add(e.keyNode, CodeCarryNotAfter, e.path, "gate %q rewrites %s, so it must come after every step that reads it; add %q to the gate's after list", e.gate, ci.name, c.s.ID)
-				}
+				rchecks = append(rchecks, reviseCheck{e: e, variable: ci.name, gate: gi, target: target, consumer: c, q: len(qs)})
+				qs = append(qs, reachQuery{From: target.s.Index, To: c.s.Index, All: true}, reachQuery{From: c.s.Index, To: gi.s.Index})
 			}
+		}
+	}
+	fc.g.reachAll(qs)
+	for _, rc := range rchecks {
+		e, c := rc.e, rc.consumer
+		if !qs[rc.q].Reaches {
+			v.d.add(e.keyNode, CodeCarryMisses, e.path, "gate %q rewrites %s on revise, but its revise target %q does not reset consumer %q; revise to a step that %q depends on, so the consumer reruns with the new value", e.gate, rc.variable, rc.target.s.ID, c.s.ID, c.s.ID)
+		} else if c != rc.gate && !qs[rc.q+1].Reaches {
+			v.d.add(e.keyNode, CodeCarryNotAfter, e.path, "gate %q rewrites %s, so it must come after every step that reads it; add %q to the gate's after list", e.gate, rc.variable, c.s.ID)
 		}
 	}
 	for _, ci := range fl.carry {
@@ -1039,6 +1063,13 @@ func (fc *flowCheck) checkStepRefCount(ref *Ref, path string, n *node) bool {
 func (fc *flowCheck) revise() {
 	v, fl := fc.v, fc.fl
 	first := true
+	type ancestorCheck struct {
+		gate, target *stepInfo
+		rn           *node
+		rp           string
+	}
+	var checks []ancestorCheck
+	var qs []reachQuery
 	for _, gi := range fl.steps {
 		if !gi.kindKnown || gi.s.Kind != KindGate || gi.s.Gate == nil || gi.s.Gate.OnRevise == "" {
 			continue
@@ -1056,8 +1087,15 @@ func (fc *flowCheck) revise() {
 			fc.unknownTarget(rn, rp, "on_revise", g.OnRevise)
 		case target == gi:
 			v.d.add(rn, CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
-		case !fc.g.reaches(target.s.Index, gi.s.Index, true):
-			v.d.add(rn, CodeReviseAncestor, rp, "on_revise target %q is not an ancestor of gate %q: revise goes back to a step the gate comes after (through after, references or routes)", g.OnRevise, gi.s.ID)
+		default:
+			checks = append(checks, ancestorCheck{gate: gi, target: target, rn: rn, rp: rp})
+			qs = append(qs, reachQuery{From: target.s.Index, To: gi.s.Index, All: true})
+		}
+	}
+	fc.g.reachAll(qs)
+	for i, c := range checks {
+		if !qs[i].Reaches {
+			v.d.add(c.rn, CodeReviseAncestor, c.rp, "on_revise target %q is not an ancestor of gate %q: revise goes back to a step the gate comes after (through after, references or routes)", c.target.s.ID, c.gate.s.ID)
 		}
 	}
 }
