@@ -254,6 +254,7 @@ func (p *fastParser) mapping(indent, depth int) *node {
 	first := &p.lines[p.li]
 	m := p.newNode(mapNode, p.li+1, p.col(first, first.pos))
 	base := len(p.stack) // pairs: key, value, key, value...
+	var seen map[string]struct{}
 	defer func() { p.stack = p.stack[:base] }()
 	for !p.bad {
 		p.skipBlank()
@@ -275,10 +276,8 @@ func (p *fastParser) mapping(indent, depth int) *node {
 		if key == nil {
 			return p.fail()
 		}
-		for i := base; i < len(p.stack); i += 2 {
-			if p.stack[i].str == key.str {
-				return p.fail() // duplicate: yaml.v3's path reports it
-			}
+		if p.repeated(base, &seen, key.str) {
+			return p.fail() // duplicate: yaml.v3's path reports it
 		}
 		colon := after - 1
 		j := after
@@ -324,6 +323,32 @@ func (p *fastParser) mapping(indent, depth int) *node {
 		m.kids[pairs+i] = p.stack[base+2*i+1]
 	}
 	return m
+}
+
+// repeated reports whether key is among the keys collected since base on
+// the stack (pairs: key, value, ...). Small mappings are scanned; from 8
+// keys on, the keys are indexed in *seen, so that a mapping with many keys
+// is not checked in quadratic time.
+func (p *fastParser) repeated(base int, seen *map[string]struct{}, key string) bool {
+	if *seen == nil {
+		if len(p.stack)-base < 16 {
+			for i := base; i < len(p.stack); i += 2 {
+				if p.stack[i].str == key {
+					return true
+				}
+			}
+			return false
+		}
+		*seen = make(map[string]struct{}, len(p.stack)-base)
+		for i := base; i < len(p.stack); i += 2 {
+			(*seen)[p.stack[i].str] = struct{}{}
+		}
+	}
+	if _, dup := (*seen)[key]; dup {
+		return true
+	}
+	(*seen)[key] = struct{}{}
+	return false
 }
 
 // entryKeyEnd returns the offset of the ':' ending a mapping key that
@@ -518,6 +543,7 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 	}
 	base := len(p.stack)
 	defer func() { p.stack = p.stack[:base] }()
+	var seen map[string]struct{}
 	k := p.skipSpaces(l, j+1)
 	if k < l.end && s[k] == closer {
 		return n, k + 1
@@ -537,10 +563,8 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 			if c := p.skipSpaces(l, k); c-keyStart > maxSimpleKey {
 				return nil, 0
 			}
-			for i := base; i < len(p.stack); i += 2 {
-				if p.stack[i].str == key.str {
-					return nil, 0
-				}
+			if p.repeated(base, &seen, key.str) {
+				return nil, 0
 			}
 			k = p.skipSpaces(l, k)
 			if k+1 >= l.end || s[k] != ':' || s[k+1] != ' ' {
