@@ -170,7 +170,7 @@ func (g *graph) reachSet(start int, all bool) []bool {
 type edgeCand struct {
 	from, to int
 	dep      bool
-	path     string
+	path     loc
 	n        *node
 	what     string // "after", "on_fail", "reference", "on_approve", "on_kill"
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/expr"
 	"gopkg.in/yaml.v3"
@@ -23,6 +24,11 @@ const (
 	// MaxNodes bounds the number of values in the document after alias
 	// expansion: a "billion laughs" document is refused without expanding it.
 	MaxNodes = 500_000
+	// MaxKeyLength bounds a mapping key, in characters. YAML already limits
+	// plain and quoted keys to 1024 characters; this extends the bound to
+	// explicit ("? key") and aliased keys, which would otherwise make every
+	// path below them as long.
+	MaxKeyLength = 1024
 )
 
 type nodeKind uint8
@@ -286,6 +292,10 @@ func (c *converter) convert(n *yaml.Node, depth int) *node {
 				return nil
 			}
 			key := &node{kind: stringNode, line: int32(kn.Line), col: int32(kn.Column), str: keyString(&kv)}
+			if len(key.str) > MaxKeyLength && utf8.RuneCountInString(key.str) > MaxKeyLength {
+				c.fail(kn, CodeYAMLLimit, "a mapping key is %d characters long; keys are at most %d (the YAML limit on plain keys)", utf8.RuneCountInString(key.str), MaxKeyLength)
+				return nil
+			}
 			var prev *node
 			if seen != nil {
 				prev = seen[key.str]

@@ -25,14 +25,10 @@ func (v *validator) semantic() {
 }
 
 func (v *validator) flowNames() string {
-	var names []string
-	for _, fl := range v.flows {
-		names = append(names, fl.name)
-	}
-	if len(names) == 0 {
+	if len(v.flows) == 0 {
 		return "(no flows are declared)"
 	}
-	return strings.Join(names, ", ")
+	return listNames(len(v.flows), func(i int) string { return v.flows[i].name })
 }
 
 // ---- contracts and types ----
@@ -136,14 +132,10 @@ func (v *validator) resolveFieldTypes(ci *contractInfo) {
 }
 
 func (v *validator) contractNames() string {
-	var names []string
-	for _, ci := range v.contracts {
-		names = append(names, ci.name)
-	}
-	if len(names) == 0 {
+	if len(v.contracts) == 0 {
 		return "(none declared)"
 	}
-	return strings.Join(names, ", ")
+	return listNames(len(v.contracts), func(i int) string { return v.contracts[i].name })
 }
 
 // lookupContract finds a contract by name for out/output.contract.
@@ -254,10 +246,10 @@ func (v *validator) checkRuns() {
 			if len(extra)+len(missing) > 0 {
 				var parts []string
 				if len(missing) > 0 {
-					parts = append(parts, "missing "+strings.Join(missing, ", "))
+					parts = append(parts, "missing "+listNames(len(missing), func(i int) string { return missing[i] }))
 				}
 				if len(extra) > 0 {
-					parts = append(parts, "not inputs of "+callee.name+": "+strings.Join(extra, ", "))
+					parts = append(parts, "not inputs of "+callee.name+": "+listNames(len(extra), func(i int) string { return extra[i] }))
 				}
 				v.d.add(si.present.get("with"), CodeWithMismatch, joinPath(si.path, "with"), "with must give exactly the inputs of flow %s (%s); %s", callee.name, fieldListOrNone(callee.input.c), strings.Join(parts, "; "))
 			}
@@ -343,7 +335,7 @@ type flowCheck struct {
 type carryUse struct {
 	consumer *stepInfo
 	name     string
-	path     string
+	path     loc
 	n        *node
 }
 
@@ -472,7 +464,7 @@ func (fc *flowCheck) stepTable() {
 // addEdge proposes an edge from step id `from` to step id `to`
 // (spec/ir.md 8.2). It reports unknown and self targets at once; cycles are
 // decided in commitEdges, in proposal order.
-func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, what string) {
+func (fc *flowCheck) addEdge(from, to string, dep bool, path loc, n *node, what string) {
 	fs, ts := fc.fl.byID[from], fc.fl.byID[to]
 	if fs == nil {
 		fc.unknownTarget(n, path, what, from)
@@ -488,7 +480,7 @@ func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, wh
 		return
 	}
 	if fs == ts {
-		fc.v.d.add(n, CodeSelfTarget, path, "step %q cannot %s itself", from, selfVerb(what))
+		fc.v.d.addAt(n, CodeSelfTarget, path, "step %q cannot %s itself", from, selfVerb(what))
 		return
 	}
 	fi, ti := fs.s.Index, ts.s.Index
@@ -512,11 +504,11 @@ func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, wh
 
 // unknownTarget reports a route or dependency naming no step, unless the
 // flow has a step whose id is itself broken (it may be the one meant).
-func (fc *flowCheck) unknownTarget(n *node, path, what, id string) {
+func (fc *flowCheck) unknownTarget(n *node, path loc, what, id string) {
 	if fc.fl.unnamedSteps {
 		return
 	}
-	fc.v.d.add(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s%s", what, id, fc.fl.name, fc.fl.stepHint())
+	fc.v.d.addAt(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s%s", what, id, fc.fl.name, fc.fl.stepHint())
 }
 
 func selfVerb(what string) string {
@@ -601,7 +593,7 @@ func (fc *flowCheck) commitEdges() {
 
 func (fc *flowCheck) reportCycle(c edgeCand) {
 	fs, ts := fc.fl.steps[c.from].s.ID, fc.fl.steps[c.to].s.ID
-	fc.v.d.add(c.n, CodeCycle, c.path, "this %s edge %s -> %s closes a cycle (%s already leads to %s); steps must form a DAG, so route forward only", c.what, fs, ts, ts, fs)
+	fc.v.d.addAt(c.n, CodeCycle, c.path, "this %s edge %s -> %s closes a cycle (%s already leads to %s); steps must form a DAG, so route forward only", c.what, fs, ts, ts, fs)
 }
 
 func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
@@ -613,10 +605,10 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 		if an != nil && k < len(an.items()) {
 			n = an.items()[k]
 		}
-		fc.addEdge(a, s.ID, true, indexPath(joinPath(si.path, "after"), k), afterNode(an, a, n), "after")
+		fc.addEdge(a, s.ID, true, locOf(indexPath(joinPath(si.path, "after"), k)), afterNode(an, a, n), "after")
 	}
 	if s.OnFail != "" {
-		fc.addEdge(s.ID, s.OnFail, false, joinPath(si.path, "on_fail"), si.present.get("on_fail"), "on_fail")
+		fc.addEdge(s.ID, s.OnFail, false, loc{base: si.path, rel: "on_fail"}, si.present.get("on_fail"), "on_fail")
 		if t := fc.fl.byID[s.OnFail]; t != nil {
 			fc.routed[t.s.Index] = true
 		}
@@ -640,30 +632,29 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 		}
 		t := l.tmpl
 		if l.syn != templateOK {
-			v.d.add(l.n, CodeRefInvalid, l.fullPath(), "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", l.tok)
+			v.d.addAt(l.n, CodeRefInvalid, l.loc(), "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", l.tok)
 			continue
 		}
 		if len(t.Parts) == 0 {
 			continue
 		}
-		lp := l.fullPath()
-		s.Sites = append(s.Sites, Site{Path: lp, Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t})
+		s.Sites = append(s.Sites, Site{Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t, path: l.loc()})
 		for _, p := range t.Parts {
 			if p.Ref != nil {
-				fc.checkRef(si, l, lp, p.Ref)
+				fc.checkRef(si, l, p.Ref)
 			}
 		}
 	}
 	if s.Kind == KindGate && s.Gate != nil {
 		gn := si.present.get("gate")
 		if s.Gate.OnApprove != "" {
-			fc.addEdge(s.ID, s.Gate.OnApprove, false, joinPath(si.path, "gate.on_approve"), gn.get("on_approve"), "on_approve")
+			fc.addEdge(s.ID, s.Gate.OnApprove, false, loc{base: si.path, rel: "gate.on_approve"}, gn.get("on_approve"), "on_approve")
 			if t := fc.fl.byID[s.Gate.OnApprove]; t != nil {
 				fc.routed[t.s.Index] = true
 			}
 		}
 		if s.Gate.OnKill != "" {
-			fc.addEdge(s.ID, s.Gate.OnKill, false, joinPath(si.path, "gate.on_kill"), gn.get("on_kill"), "on_kill")
+			fc.addEdge(s.ID, s.Gate.OnKill, false, loc{base: si.path, rel: "gate.on_kill"}, gn.get("on_kill"), "on_kill")
 			if t := fc.fl.byID[s.Gate.OnKill]; t != nil {
 				fc.routed[t.s.Index] = true
 			}
@@ -678,16 +669,17 @@ func afterNode(an *node, _ string, n *node) *node {
 	return an
 }
 
-func (fc *flowCheck) checkRef(si *stepInfo, l leaf, lpath string, r *Ref) {
+func (fc *flowCheck) checkRef(si *stepInfo, l leaf, r *Ref) {
+	lpath := l.loc()
 	v := fc.v
 	switch r.Kind {
 	case RefItem, RefPrev:
 		if l.stage < 0 {
-			v.d.add(l.n, CodeRefScope, lpath, "%s is only available inside a fanout stage (its do, when and ensure); here use ${input...} or ${STEP.output...}", r.Text)
+			v.d.addAt(l.n, CodeRefScope, lpath, "%s is only available inside a fanout stage (its do, when and ensure); here use ${input...} or ${STEP.output...}", r.Text)
 		}
 	case RefCarry:
 		if l.expression {
-			v.d.add(l.n, CodeCarryInExpr, lpath, "%s reads a carry variable, which expressions cannot do (expressions see result, input, item and prev); use it in a do text, with, evaluate.in or fanout.over instead", r.Text)
+			v.d.addAt(l.n, CodeCarryInExpr, lpath, "%s reads a carry variable, which expressions cannot do (expressions see result, input, item and prev); use it in a do text, with, evaluate.in or fanout.over instead", r.Text)
 			return
 		}
 		fc.uses = append(fc.uses, carryUse{consumer: si, name: r.Name, path: lpath, n: l.n})
@@ -696,7 +688,7 @@ func (fc *flowCheck) checkRef(si *stepInfo, l leaf, lpath string, r *Ref) {
 			return
 		}
 		if why := pathProblem(fc.fl.input, r.Path); why != "" {
-			v.d.add(l.n, CodeUnknownPath, lpath, "%s: %s", r.Text, why)
+			v.d.addAt(l.n, CodeUnknownPath, lpath, "%s: %s", r.Text, why)
 		}
 	case RefStep:
 		if t := fc.checkStepRef(r, lpath, l.n, false); t != nil {
@@ -707,16 +699,16 @@ func (fc *flowCheck) checkRef(si *stepInfo, l leaf, lpath string, r *Ref) {
 
 // checkStepRef type-checks a step-output reference (spec/ir.md 7.5 and
 // 8.9) and returns the referenced step when it exists.
-func (fc *flowCheck) checkStepRef(r *Ref, path string, n *node, outputFrom bool) *stepInfo {
+func (fc *flowCheck) checkStepRef(r *Ref, lp loc, n *node, outputFrom bool) *stepInfo {
 	v := fc.v
 	t := fc.fl.byID[r.Name]
 	if t == nil {
 		if !outputFrom && fc.fl.declaresCarry(r.Name) {
-			v.d.add(n, CodeCarryPathRes, path, "%s: %s is a carry variable, and a carry path cannot start with .output (it would read as a step output); rename the field or write ${%s}", r.Text, r.Name, r.Name)
+			v.d.addAt(n, CodeCarryPathRes, lp, "%s: %s is a carry variable, and a carry path cannot start with .output (it would read as a step output); rename the field or write ${%s}", r.Text, r.Name, r.Name)
 			return nil
 		}
 		if !fc.fl.unnamedSteps {
-			v.d.add(n, CodeUnknownStep, path, "%s refers to step %q, which is not a step of flow %s%s", r.Text, r.Name, fc.fl.name, fc.fl.stepHint())
+			v.d.addAt(n, CodeUnknownStep, lp, "%s refers to step %q, which is not a step of flow %s%s", r.Text, r.Name, fc.fl.name, fc.fl.stepHint())
 		}
 		return nil
 	}
@@ -726,7 +718,7 @@ func (fc *flowCheck) checkStepRef(r *Ref, path string, n *node, outputFrom bool)
 	s := t.s
 	switch s.Kind {
 	case KindGate:
-		v.d.add(n, CodeOutRequired, path, "%s reads the output of gate %q, but gates produce no output; reference the step before the gate", r.Text, s.ID)
+		v.d.addAt(n, CodeOutRequired, lp, "%s reads the output of gate %q, but gates produce no output; reference the step before the gate", r.Text, s.ID)
 		return t
 	case KindFanout:
 		last := len(s.Fanout.Stages) - 1
@@ -736,27 +728,27 @@ func (fc *flowCheck) checkStepRef(r *Ref, path string, n *node, outputFrom bool)
 			return t
 		}
 		if outputFrom && (len(r.Path) == 0 || !r.Path[0].IsIndex) {
-			v.d.add(n, CodeUnknownPath, path, "%s: the output of fanout %q is an array; a flow output must select one element, as ${%s.output[0]}", r.Text, s.ID, s.ID)
+			v.d.addAt(n, CodeUnknownPath, lp, "%s: the output of fanout %q is an array; a flow output must select one element, as ${%s.output[0]}", r.Text, s.ID, s.ID)
 			return t
 		}
 		if len(r.Path) > 0 && !r.Path[0].IsIndex {
-			v.d.add(n, CodeUnknownPath, path, "%s: the output of fanout %q is an array (one %s per item); index it first, as ${%s.output[0]%s}", r.Text, s.ID, st.Out, s.ID, pathString(r.Path))
+			v.d.addAt(n, CodeUnknownPath, lp, "%s: the output of fanout %q is an array (one %s per item); index it first, as ${%s.output[0]%s}", r.Text, s.ID, st.Out, s.ID, pathString(r.Path))
 			return t
 		}
 		if len(r.Path) > 1 {
 			if why := pathProblem(t.outCI, r.Path[1:]); why != "" {
-				v.d.add(n, CodeUnknownPath, path, "%s: %s", r.Text, why)
+				v.d.addAt(n, CodeUnknownPath, lp, "%s: %s", r.Text, why)
 			}
 		}
 		return t
 	case KindDo, KindSet, KindEvaluate:
 		if s.Out == "" {
-			v.d.add(n, CodeOutRequired, path, "%s reads the output of step %q, which declares no out contract; add out: CONTRACT to step %q", r.Text, s.ID, s.ID)
+			v.d.addAt(n, CodeOutRequired, lp, "%s reads the output of step %q, which declares no out contract; add out: CONTRACT to step %q", r.Text, s.ID, s.ID)
 			return t
 		}
 	}
 	if why := pathProblem(t.outCI, r.Path); why != "" {
-		v.d.add(n, CodeUnknownPath, path, "%s: %s", r.Text, why)
+		v.d.addAt(n, CodeUnknownPath, lp, "%s: %s", r.Text, why)
 	}
 	return t
 }
@@ -770,21 +762,24 @@ func (fl *flowInfo) declaresCarry(name string) bool {
 	return false
 }
 
+// stepHint lists some of the flow's step ids for messages about unknown
+// steps; it is computed once per flow.
 func (fl *flowInfo) stepHint() string {
-	if len(fl.byID) == 0 {
-		return ""
+	if fl.hint != nil {
+		return *fl.hint
 	}
-	ids := make([]string, 0, len(fl.byID))
+	var ids []string
 	for _, si := range fl.steps {
 		if si.idOK && fl.byID[si.s.ID] == si {
 			ids = append(ids, si.s.ID)
 		}
-		if len(ids) == 12 {
-			ids = append(ids, "...")
-			break
-		}
 	}
-	return " (steps: " + strings.Join(ids, ", ") + ")"
+	h := ""
+	if len(ids) > 0 {
+		h = " (steps: " + listNames(len(ids), func(i int) string { return ids[i] }) + ")"
+	}
+	fl.hint = &h
+	return h
 }
 
 // ---- consumer worktree fanouts (spec/ir.md 8.6) ----
@@ -885,7 +880,7 @@ func (fc *flowCheck) carry() {
 				if fl.byID[u.name] != nil {
 					hint = "; to read step " + u.name + "'s output write ${" + u.name + ".output...}"
 				}
-				v.d.add(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, hint)
+				v.d.addAt(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, hint)
 			}
 			continue
 		}
@@ -903,7 +898,7 @@ func (fc *flowCheck) carry() {
 	for i, c := range checks {
 		if c.u.consumer.s.Index == c.src || !qs[i].Reaches {
 			src := fl.steps[c.src].s.ID
-			v.d.add(c.u.n, CodeCarryBefore, c.u.path, "step %q reads carry variable %s before its initial source %q has run; add after: [%s] (carry creates no dependency, and routes do not order)", c.u.consumer.s.ID, c.u.name, src, src)
+			v.d.addAt(c.u.n, CodeCarryBefore, c.u.path, "step %q reads carry variable %s before its initial source %q has run; add after: [%s] (carry creates no dependency, and routes do not order)", c.u.consumer.s.ID, c.u.name, src, src)
 		}
 	}
 	if !visible {
@@ -948,7 +943,7 @@ func (fc *flowCheck) carry() {
 			target := fl.byID[g.OnRevise]
 			rp := joinPath(gi.path, "gate.on_revise")
 			if target == nil {
-				fc.unknownTarget(gi.present.get("gate").get("on_revise"), rp, "on_revise", g.OnRevise)
+				fc.unknownTarget(gi.present.get("gate").get("on_revise"), locOf(rp), "on_revise", g.OnRevise)
 				continue
 			}
 			if target == gi {
@@ -996,14 +991,10 @@ func (fc *flowCheck) carryHint(visible bool) string {
 		}
 		return "; carry variables exist only in the entry flow " + fc.v.entry
 	}
-	var names []string
-	for _, c := range fc.fl.carry {
-		names = append(names, c.name)
-	}
-	if len(names) == 0 {
+	if len(fc.fl.carry) == 0 {
 		return ""
 	}
-	return " (declared: " + strings.Join(names, ", ") + ")"
+	return " (declared: " + listNames(len(fc.fl.carry), func(i int) string { return fc.fl.carry[i].name }) + ")"
 }
 
 // carryValue checks a carry initial or on_revise value: one full step or
@@ -1054,7 +1045,7 @@ func (fc *flowCheck) carryValue(text, path string, n *node, initial bool) (*Ref,
 // diagnostic.
 func (fc *flowCheck) checkStepRefCount(ref *Ref, path string, n *node) bool {
 	before := len(fc.v.d.list)
-	si := fc.checkStepRef(ref, path, n, false)
+	si := fc.checkStepRef(ref, locOf(path), n, false)
 	return si != nil && len(fc.v.d.list) == before && si.kindKnown && !si.outPoisoned
 }
 
@@ -1084,7 +1075,7 @@ func (fc *flowCheck) revise() {
 		target := fl.byID[g.OnRevise]
 		switch {
 		case target == nil:
-			fc.unknownTarget(rn, rp, "on_revise", g.OnRevise)
+			fc.unknownTarget(rn, locOf(rp), "on_revise", g.OnRevise)
 		case target == gi:
 			v.d.add(rn, CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
 		default:
@@ -1117,7 +1108,7 @@ func (fc *flowCheck) outputFrom() {
 		v.d.add(fl.fromNode, CodeRefInvalid, path, "output.from must be exactly one step output reference, such as \"${STEP.output}\" or \"${fan.output[0]}\", with no other text; got %q", fl.fromText)
 		return
 	}
-	if fc.checkStepRef(ref, path, fl.fromNode, true) != nil {
+	if fc.checkStepRef(ref, locOf(path), fl.fromNode, true) != nil {
 		fl.f.Output.From = ref
 	}
 }

@@ -82,6 +82,7 @@ type flowInfo struct {
 	unnamedSteps bool
 	steps        []*stepInfo
 	byID         map[string]*stepInfo // first occurrence of each id
+	hint         *string              // stepHint, once computed
 	g            *graph               // built by the semantic phase
 }
 
@@ -130,12 +131,70 @@ type stepInfo struct {
 	stageEnsureAt map[int][]int
 }
 
+// pathPart is one segment of a location inside a with value: a key of a
+// mapping or a list position. Locations are chains of parts, turned into
+// strings only when a diagnostic or a Site needs them: building the path
+// of every value eagerly costs the nesting depth times the key lengths per
+// value, which a hostile spec turns into gigabytes.
+type pathPart struct {
+	parent *pathPart
+	base   string // set on the root part: the path of the with mapping
+	key    string
+	index  int
+	isKey  bool
+}
+
+func (p *pathPart) String() string {
+	var parts []*pathPart
+	for q := p; q != nil; q = q.parent {
+		parts = append(parts, q)
+	}
+	var b strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		q := parts[i]
+		switch {
+		case q.parent == nil:
+			b.WriteString(q.base)
+		case q.isKey:
+			b.WriteByte('.')
+			b.WriteString(q.key)
+		default:
+			b.WriteByte('[')
+			b.WriteString(itoa(q.index))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+// loc is a location in the document, made a string only when a
+// diagnostic or a Site path needs it: base + "." + rel (or base when rel
+// is empty), or at for strings inside with values.
+type loc struct {
+	at        *pathPart
+	base, rel string
+}
+
+func (p loc) String() string {
+	switch {
+	case p.at != nil:
+		return p.at.String()
+	case p.rel == "":
+		return p.base
+	}
+	return p.base + "." + p.rel
+}
+
+func locOf(path string) loc { return loc{base: path} }
+
 // leaf is one string scanned for references (spec/ir.md 7.1).
 type leaf struct {
 	group leafGroup
-	// The leaf's path is base + "." + rel (or base when rel is empty),
-	// built only when needed: most leaves never appear in a diagnostic.
+	// The leaf's path is base + "." + rel (or base when rel is empty), or
+	// at (for strings inside with), built only when needed: most leaves
+	// never appear in a diagnostic.
 	base, rel  string
+	at         *pathPart
 	n          *node
 	text       string
 	expression bool
@@ -812,7 +871,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 		if wn.kind != mapNode {
 			v.wrongType(wn, fp("with"), "a mapping from the called flow's input names to values")
 		} else {
-			s.With = v.withValue(wn, fp("with"), si)
+			s.With = v.withValue(wn, &pathPart{base: fp("with")}, si)
 		}
 	}
 	// evaluate
@@ -891,12 +950,9 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	si.orderLeaves()
 }
 
-func (l *leaf) fullPath() string {
-	if l.rel == "" {
-		return l.base
-	}
-	return l.base + "." + l.rel
-}
+func (l *leaf) loc() loc { return loc{at: l.at, base: l.base, rel: l.rel} }
+
+func (l *leaf) fullPath() string { return l.loc().String() }
 
 // ensureRels holds the common "ensure[i].expr" suffixes.
 var ensureRels = [...]string{"ensure[0].expr", "ensure[1].expr", "ensure[2].expr", "ensure[3].expr", "ensure[4].expr", "ensure[5].expr", "ensure[6].expr", "ensure[7].expr"}
@@ -1276,7 +1332,7 @@ func (v *validator) evaluate(n *node, path string, si *stepInfo) *Evaluate {
 }
 
 // withValue converts a with mapping, recording every string as a leaf.
-func (v *validator) withValue(n *node, path string, si *stepInfo) *Value {
+func (v *validator) withValue(n *node, at *pathPart, si *stepInfo) *Value {
 	switch n.kind {
 	case nullNode:
 		return &Value{Kind: ValueNull}
@@ -1284,23 +1340,24 @@ func (v *validator) withValue(n *node, path string, si *stepInfo) *Value {
 		return &Value{Kind: ValueBool, Bool: n.b}
 	case numberNode:
 		if math.IsNaN(n.num) || math.IsInf(n.num, 0) {
-			v.rejected(n, path, "expected a finite number (JSON has no infinity or NaN), got %s", describeNode(n))
+			v.schemaErrs++
+			v.d.addAt(n, CodeSchemaInvalid, loc{at: at}, "expected a finite number (JSON has no infinity or NaN), got %s", describeNode(n))
 		}
 		return &Value{Kind: ValueNumber, Number: n.num}
 	case stringNode:
-		t := si.leafLater(groupWith, leaf{base: path, n: n, text: n.str, stage: -1})
+		t := si.leafLater(groupWith, leaf{at: at, n: n, text: n.str, stage: -1})
 		return &Value{Kind: ValueString, String: t}
 	case listNode:
 		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items()))}
 		for i, e := range n.items() {
-			out.Items[i] = v.withValue(e, indexPath(path, i), si)
+			out.Items[i] = v.withValue(e, &pathPart{parent: at, index: i}, si)
 		}
 		return out
 	default:
 		out := &Value{Kind: ValueObject, Keys: make([]string, len(n.keys())), Fields: make([]*Value, len(n.keys()))}
 		for i, k := range n.keys() {
 			out.Keys[i] = k.str
-			out.Fields[i] = v.withValue(n.vals()[i], joinPath(path, k.str), si)
+			out.Fields[i] = v.withValue(n.vals()[i], &pathPart{parent: at, key: k.str, isKey: true}, si)
 		}
 		return out
 	}
