@@ -3,6 +3,7 @@ package ir
 import (
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -334,7 +335,11 @@ func formatNumber(f float64) string {
 func (v *validator) unknownKeys(m *node, path, allowed, where string) {
 	for _, k := range m.keys() {
 		if !hasWord(allowed, k.str) {
-			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "unknown field %q in %s; allowed fields are:%s", k.str, where, strings.TrimRight(strings.ReplaceAll(allowed, " ", ", "), ", ")[1:])
+			name := strconv.Quote(k.str)
+			if k.str == "" {
+				name = `"" (an empty or null key)`
+			}
+			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "unknown field %s in %s; allowed fields are:%s", name, where, strings.TrimRight(strings.ReplaceAll(allowed, " ", ", "), ", ")[1:])
 		}
 	}
 }
