@@ -183,7 +183,7 @@ func (d *diags) sorted() Diagnostics {
 	})
 	if d.dropped > 0 {
 		out = append(out, Diagnostic{Code: CodeYAMLLimit, Line: 1, Column: 1,
-			Message: fmt.Sprintf("%d more problems were found; only the first %d are listed: fix these and validate again", d.dropped, MaxDiagnostics)})
+			Message: fmt.Sprintf("at least %d more problems were found; only the first %d are listed: fix these and validate again", d.dropped, MaxDiagnostics)})
 	}
 	return out
 }

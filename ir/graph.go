@@ -1,5 +1,7 @@
 package ir
 
+import "math/bits"
+
 // graph holds one flow's step graph during validation and compilation:
 // dependency edges D (after and step references) and the full graph A (D
 // plus on_fail and gate approve/kill routes).
@@ -310,6 +312,66 @@ func (g *graph) reachAll(qs []reachQuery) {
 			for _, i := range byChunk[c] {
 				q := &qs[i]
 				q.Reaches = bits[q.From]&(1<<(slot[q.To]-base)) != 0
+			}
+		}
+	}
+}
+
+// reviseCoverage checks one carry variable's consumers against the gates
+// that rewrite it (spec/ir.md 8.8 rule 4.5). For each entry {target, gate},
+// it calls report(entry, consumer, missed) for every consumer that the
+// target's reset closure (reachability over A) does not contain
+// (missed = true), or else that is not the gate and does not reach the gate
+// over D (missed = false). Consumers are taken 64 at a time, as bit sets
+// computed in one forward and one backward topological pass per chunk, so
+// the cost is (steps + edges) per 64 consumers rather than per pair of
+// consumer and entry. It stops when report returns false. The graph must
+// be acyclic.
+func (g *graph) reviseCoverage(consumers []int, entries [][2]int, report func(entry, consumer int, missed bool) bool) {
+	if len(consumers) == 0 || len(entries) == 0 {
+		return
+	}
+	order := g.topoOrder()
+	if len(order) != g.n {
+		return // not reached: commitEdges leaves A acyclic
+	}
+	pos := make(map[int]int, len(consumers)) // step -> 1 + its index in consumers
+	for i, c := range consumers {
+		pos[c] = i + 1
+	}
+	reset := make([]uint64, g.n)  // reset[x]: chunk consumers reachable from x over A
+	before := make([]uint64, g.n) // before[x]: chunk consumers that reach x over D
+	for base := 0; base < len(consumers); base += 64 {
+		chunk := consumers[base:min(base+64, len(consumers))]
+		clear(reset)
+		clear(before)
+		for k, c := range chunk {
+			reset[c] |= 1 << k
+			before[c] |= 1 << k
+		}
+		for i := len(order) - 1; i >= 0; i-- {
+			x := order[i]
+			for _, y := range g.asucc[x] {
+				reset[x] |= reset[y]
+			}
+		}
+		for _, x := range order {
+			for _, y := range g.dsucc[x] {
+				before[y] |= before[x]
+			}
+		}
+		full := ^uint64(0) >> (64 - len(chunk))
+		for e, tg := range entries {
+			missed := full &^ reset[tg[0]]
+			notAfter := full &^ missed &^ before[tg[1]]
+			if k := pos[tg[1]] - base; pos[tg[1]] > 0 && k >= 1 && k <= len(chunk) {
+				notAfter &^= 1 << (k - 1) // the gate itself reads the variable
+			}
+			for m := missed | notAfter; m != 0; m &= m - 1 {
+				k := bits.TrailingZeros64(m)
+				if !report(e, base+k, missed&(1<<k) != 0) {
+					return
+				}
 			}
 		}
 	}

@@ -125,3 +125,58 @@ func TestReachAllMatchesSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestReviseCoverageMatchesSearch compares reviseCoverage with one search
+// per consumer and entry, with more than 64 consumers.
+func TestReviseCoverageMatchesSearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 40 {
+		n := 2 + rng.IntN(200)
+		g := newGraph(n)
+		for range rng.IntN(3 * n) {
+			a, b := rng.IntN(n), rng.IntN(n)
+			if a == b {
+				continue
+			}
+			if a > b {
+				a, b = b, a
+			}
+			g.add(a, b, rng.IntN(3) > 0)
+		}
+		consumers := rng.Perm(n)[:1+rng.IntN(n)]
+		var entries [][2]int
+		for range 1 + rng.IntN(5) {
+			entries = append(entries, [2]int{rng.IntN(n), rng.IntN(n)})
+		}
+		type finding struct {
+			entry, consumer int
+			missed          bool
+		}
+		var got, want []finding
+		g.reviseCoverage(consumers, entries, func(e, k int, missed bool) bool {
+			got = append(got, finding{e, k, missed})
+			return true
+		})
+		for e, tg := range entries {
+			for k, c := range consumers {
+				switch {
+				case !g.reaches(tg[0], c, true):
+					want = append(want, finding{e, k, true})
+				case c != tg[1] && !g.reaches(c, tg[1], false):
+					want = append(want, finding{e, k, false})
+				}
+			}
+		}
+		less := func(a, b finding) int {
+			if a.entry != b.entry {
+				return a.entry - b.entry
+			}
+			return a.consumer - b.consumer
+		}
+		slices.SortFunc(got, less)
+		slices.SortFunc(want, less)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: got %v, want %v", trial, got, want)
+		}
+	}
+}

@@ -160,7 +160,7 @@ func TestTooManyProblems(t *testing.T) {
 		t.Fatalf("got %d diagnostics, want %d", len(ds), MaxDiagnostics+1)
 	}
 	last := ds[len(ds)-1]
-	if last.Code != CodeYAMLLimit || !strings.Contains(last.Message, "250 more problems") {
+	if last.Code != CodeYAMLLimit || !strings.Contains(last.Message, "at least 250 more problems") {
 		t.Errorf("last = %v", last)
 	}
 	for i, d := range ds[:MaxDiagnostics] {

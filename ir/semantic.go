@@ -904,19 +904,15 @@ func (fc *flowCheck) carry() {
 	if !visible {
 		return
 	}
-	// on_revise entries. The reset and ordering questions of every entry
-	// are answered together (reachAll), then reported.
-	type reviseCheck struct {
-		e        *carryReviseInfo
-		variable string
-		gate     *stepInfo
-		target   *stepInfo
-		consumer *stepInfo
-		q        int // index of "target resets consumer" in qs; +1: "consumer before gate"
+	// on_revise entries. The reset and ordering questions of a variable's
+	// entries are answered together (reviseCoverage), then reported.
+	type reviseEntry struct {
+		e      *carryReviseInfo
+		gate   *stepInfo
+		target *stepInfo
 	}
-	var rchecks []reviseCheck
-	qs = qs[:0]
 	for _, ci := range fl.carry {
+		var entries []reviseEntry
 		for i := range ci.revise {
 			e := &ci.revise[i]
 			if !e.ok {
@@ -950,20 +946,30 @@ func (fc *flowCheck) carry() {
 				v.d.add(gi.present.get("gate").get("on_revise"), CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
 				continue
 			}
-			for _, c := range consumers[ci.name] {
-				rchecks = append(rchecks, reviseCheck{e: e, variable: ci.name, gate: gi, target: target, consumer: c, q: len(qs)})
-				qs = append(qs, reachQuery{From: target.s.Index, To: c.s.Index, All: true}, reachQuery{From: c.s.Index, To: gi.s.Index})
+			entries = append(entries, reviseEntry{e: e, gate: gi, target: target})
+		}
+		readers := consumers[ci.name]
+		idx := make([]int, len(readers))
+		for i, c := range readers {
+			idx[i] = c.s.Index
+		}
+		pairs := make([][2]int, len(entries))
+		for i, re := range entries {
+			pairs[i] = [2]int{re.target.s.Index, re.gate.s.Index}
+		}
+		fc.g.reviseCoverage(idx, pairs, func(i, k int, missed bool) bool {
+			if v.d.full() {
+				v.d.dropped++ // and stop looking: the report is full
+				return false
 			}
-		}
-	}
-	fc.g.reachAll(qs)
-	for _, rc := range rchecks {
-		e, c := rc.e, rc.consumer
-		if !qs[rc.q].Reaches {
-			v.d.add(e.keyNode, CodeCarryMisses, e.path, "gate %q rewrites %s on revise, but its revise target %q does not reset consumer %q; revise to a step that %q depends on, so the consumer reruns with the new value", e.gate, rc.variable, rc.target.s.ID, c.s.ID, c.s.ID)
-		} else if c != rc.gate && !qs[rc.q+1].Reaches {
-			v.d.add(e.keyNode, CodeCarryNotAfter, e.path, "gate %q rewrites %s, so it must come after every step that reads it; add %q to the gate's after list", e.gate, rc.variable, c.s.ID)
-		}
+			e, re, c := entries[i].e, entries[i], readers[k]
+			if missed {
+				v.d.add(e.keyNode, CodeCarryMisses, e.path, "gate %q rewrites %s on revise, but its revise target %q does not reset consumer %q; revise to a step that %q depends on, so the consumer reruns with the new value", e.gate, ci.name, re.target.s.ID, c.s.ID, c.s.ID)
+			} else {
+				v.d.add(e.keyNode, CodeCarryNotAfter, e.path, "gate %q rewrites %s, so it must come after every step that reads it; add %q to the gate's after list", e.gate, ci.name, c.s.ID)
+			}
+			return true
+		})
 	}
 	for _, ci := range fl.carry {
 		if ci.c != nil {
