@@ -184,8 +184,7 @@ func (s *Step) RouteOnly() bool { return len(s.RoutedFrom) > 0 }
 
 // Site is one string of a step scanned for ${...} references.
 type Site struct {
-	// Path is the string's location: "flows.main.steps[2].do".
-	Path         string
+	path         loc
 	Line, Column int
 	// Expression is set for expression strings (when, set values,
 	// iterate.until, ensure expr), which are evaluated, not rendered.
@@ -194,6 +193,10 @@ type Site struct {
 	Stage    int
 	Template *Template
 }
+
+// Path is the string's location: "flows.main.steps[2].do". It is built on
+// demand (a spec can hold very many sites in deeply nested with values).
+func (s *Site) Path() string { return s.path.String() }
 
 // EnsureKind is the kind of an ensure predicate.
 type EnsureKind uint8

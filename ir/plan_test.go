@@ -103,7 +103,7 @@ func TestPlanFiveConstructs(t *testing.T) {
 		t.Error(diff)
 	}
 	// Sites: the do of finish references child; the stage do references item.
-	if len(finish.Sites) != 1 || finish.Sites[0].Path != "flows.main.steps[5].do" || finish.Sites[0].Template.Refs()[0].Name != "child" {
+	if len(finish.Sites) != 1 || finish.Sites[0].Path() != "flows.main.steps[5].do" || finish.Sites[0].Template.Refs()[0].Name != "child" {
 		t.Errorf("finish sites = %+v", finish.Sites)
 	}
 	if len(inspect.Sites) != 2 || inspect.Sites[1].Stage != 0 || inspect.Sites[1].Template.Refs()[0].Kind != RefItem {
