@@ -70,28 +70,12 @@ func (v *validator) compile() *Plan {
 			total += len(g.dpred[i]) + len(g.dsucc[i]) + len(g.rpred[i])
 		}
 		arena := make([]int, 0, total)
-		resets := make(map[int][]int)
 		for _, si := range fl.steps {
 			s := si.s
 			f.byID[s.ID] = s.Index
 			s.Deps, arena = sortedInts(arena, g.dpred[s.Index])
 			s.Dependents, arena = sortedInts(arena, g.dsucc[s.Index])
 			s.RoutedFrom, arena = sortedInts(arena, g.rpred[s.Index])
-			if s.Kind == KindGate && s.Gate.OnRevise != "" {
-				// Gates revising to the same target share one closure.
-				t := fl.byID[s.Gate.OnRevise].s.Index
-				reset, ok := resets[t]
-				if !ok {
-					set := g.reachSet(t, true)
-					for i, in := range set {
-						if in {
-							reset = append(reset, i)
-						}
-					}
-					resets[t] = reset
-				}
-				s.Gate.ReviseReset = reset
-			}
 		}
 		f.Order = g.topoOrder()
 		p.Flows = append(p.Flows, f)

@@ -143,7 +143,7 @@ func TestPlanReviseAndCarry(t *testing.T) {
 	if review.Gate.OnRevise != "plan" || review.Gate.MaxRounds != 2 {
 		t.Errorf("gate = %+v", review.Gate)
 	}
-	if got := ids(f, review.Gate.ReviseReset); !cmp.Equal(got, []string{"plan", "work", "review", "finish"}) {
+	if got := ids(f, f.ResetClosure(f.Step("plan").Index)); !cmp.Equal(got, []string{"plan", "work", "review", "finish"}) {
 		t.Errorf("reset closure = %v", got)
 	}
 	if len(f.Carry) != 1 {
