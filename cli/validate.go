@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -140,6 +141,12 @@ func readFile(name string) ([]byte, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, ir.MaxSpecBytes+1))
 	if err != nil {
+		// A read error from the file already names it ("read F: is a
+		// directory").
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return b, nil

@@ -117,8 +117,9 @@ func (t *txn) writeCarry(w carryWrite, gate, token string, round int) {
 
 // sourceInReset reports whether the gate's revise closure resets step s.
 func (t *txn) sourceInReset(gate string, s *ir.Step) bool {
-	g := t.rootScope().flow.Step(gate)
-	for _, i := range g.Gate.ReviseReset {
+	f := t.rootScope().flow
+	g := f.Step(gate)
+	for _, i := range f.ResetClosure(f.Step(g.Gate.OnRevise).Index) {
 		if i == s.Index {
 			return true
 		}

@@ -177,7 +177,8 @@ func (t *txn) revise(sc *scope, g *ir.Step, st *StepState, target string, resolv
 	for _, w := range writes {
 		t.writeCarry(w, g.ID, token, total)
 	}
-	t.resetClosure(sc, sc.flow.Step(target), g.Gate.ReviseReset)
+	targetStep := sc.flow.Step(target)
+	t.resetClosure(sc, targetStep, sc.flow.ResetClosure(targetStep.Index))
 	st.Iterations = gateRounds + 1
 	return nil
 }

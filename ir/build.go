@@ -8,13 +8,11 @@ import "sort"
 // MaxNesting, MaxNodes). YAML is read with the 1.2 core schema (so yes/no
 // are strings and 017 is 17); JSON text is YAML and is accepted as well.
 func Build(src []byte) (*Plan, Diagnostics) {
-	v := &validator{}
-	root := load(src, &v.d)
-	if root == nil {
-		return nil, v.d.sorted()
-	}
-	v.build(root)
-	v.semantic()
+	return (&validator{}).buildPlan(src)
+}
+
+func (v *validator) buildPlan(src []byte) (*Plan, Diagnostics) {
+	root := v.check(src)
 	if !v.d.empty() {
 		return nil, v.d.sorted()
 	}
@@ -23,10 +21,27 @@ func Build(src []byte) (*Plan, Diagnostics) {
 	return p, nil
 }
 
-// Validate reports the problems of a spec (nil when it is valid).
+// Validate reports the problems of a spec (nil when it is valid). It does
+// the checks of Build without compiling a Plan.
 func Validate(src []byte) Diagnostics {
-	_, ds := Build(src)
-	return ds
+	v := &validator{}
+	v.check(src)
+	if v.d.empty() {
+		return nil
+	}
+	return v.d.sorted()
+}
+
+// check loads and validates src, recording the problems in v.d, and
+// returns the loaded tree (nil when it could not be loaded).
+func (v *validator) check(src []byte) *node {
+	root := load(src, &v.d)
+	if root == nil {
+		return nil
+	}
+	v.build(root)
+	v.semantic()
+	return root
 }
 
 // compile turns a validated spec into a Plan. It runs only when the
@@ -61,15 +76,6 @@ func (v *validator) compile() *Plan {
 			s.Deps, arena = sortedInts(arena, g.dpred[s.Index])
 			s.Dependents, arena = sortedInts(arena, g.dsucc[s.Index])
 			s.RoutedFrom, arena = sortedInts(arena, g.rpred[s.Index])
-			if s.Kind == KindGate && s.Gate.OnRevise != "" {
-				t := fl.byID[s.Gate.OnRevise].s.Index
-				set := g.reachSet(t, true)
-				for i, in := range set {
-					if in {
-						s.Gate.ReviseReset = append(s.Gate.ReviseReset, i)
-					}
-				}
-			}
 		}
 		f.Order = g.topoOrder()
 		p.Flows = append(p.Flows, f)

@@ -112,16 +112,38 @@ func (ds Diagnostics) Has(code, path string) bool {
 	return false
 }
 
+// MaxDiagnostics bounds the problems listed for one spec. A spec with more
+// gets the first ones found and a final YAML_LIMIT diagnostic saying so: a
+// hostile document cannot make the report itself enormous.
+const MaxDiagnostics = 1000
+
 // diags collects diagnostics during one validation.
 type diags struct {
-	list []Diagnostic
-	seen map[string]struct{}
+	list    []Diagnostic
+	seen    map[string]struct{}
+	dropped int // diagnostics beyond MaxDiagnostics
+}
+
+// full reports whether no further diagnostic will be kept.
+func (d *diags) full() bool { return len(d.list) >= MaxDiagnostics }
+
+// addAt is add for a location built into a string only if it is kept.
+func (d *diags) addAt(n *node, code string, at loc, format string, args ...any) {
+	if d.full() {
+		d.dropped++
+		return
+	}
+	d.add(n, code, at.String(), format, args...)
 }
 
 // add records a diagnostic at node n (which may be nil when the position is
 // unknown). An exact repeat (same code, path and message, as when several
 // references meet the same broken producer) is dropped.
 func (d *diags) add(n *node, code, path, format string, args ...any) {
+	if d.full() {
+		d.dropped++
+		return
+	}
 	msg := format
 	if len(args) > 0 {
 		msg = fmt.Sprintf(format, args...)
@@ -159,6 +181,10 @@ func (d *diags) sorted() Diagnostics {
 		}
 		return a.Code < b.Code
 	})
+	if d.dropped > 0 {
+		out = append(out, Diagnostic{Code: CodeYAMLLimit, Line: 1, Column: 1,
+			Message: fmt.Sprintf("at least %d more problems were found; only the first %d are listed: fix these and validate again", d.dropped, MaxDiagnostics)})
+	}
 	return out
 }
 
@@ -182,3 +208,24 @@ func indexPath(base string, i int) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// maxListedNames bounds the names a message lists (declared contracts,
+// flows, fields, carry variables): enough to point at the right one, and a
+// spec with thousands of names cannot make every message that large.
+const maxListedNames = 12
+
+// listNames joins up to maxListedNames of n names, name(i) giving each,
+// and says how many more there are.
+func listNames(n int, name func(int) string) string {
+	var b strings.Builder
+	for i := range min(n, maxListedNames) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name(i))
+	}
+	if n > maxListedNames {
+		fmt.Fprintf(&b, " and %d more", n-maxListedNames)
+	}
+	return b.String()
+}

@@ -254,6 +254,7 @@ func (p *fastParser) mapping(indent, depth int) *node {
 	first := &p.lines[p.li]
 	m := p.newNode(mapNode, p.li+1, p.col(first, first.pos))
 	base := len(p.stack) // pairs: key, value, key, value...
+	var seen map[string]struct{}
 	defer func() { p.stack = p.stack[:base] }()
 	for !p.bad {
 		p.skipBlank()
@@ -275,10 +276,8 @@ func (p *fastParser) mapping(indent, depth int) *node {
 		if key == nil {
 			return p.fail()
 		}
-		for i := base; i < len(p.stack); i += 2 {
-			if p.stack[i].str == key.str {
-				return p.fail() // duplicate: yaml.v3's path reports it
-			}
+		if p.repeated(base, &seen, key.str) {
+			return p.fail() // duplicate: yaml.v3's path reports it
 		}
 		colon := after - 1
 		j := after
@@ -326,6 +325,32 @@ func (p *fastParser) mapping(indent, depth int) *node {
 	return m
 }
 
+// repeated reports whether key is among the keys collected since base on
+// the stack (pairs: key, value, ...). Small mappings are scanned; from 8
+// keys on, the keys are indexed in *seen, so that a mapping with many keys
+// is not checked in quadratic time.
+func (p *fastParser) repeated(base int, seen *map[string]struct{}, key string) bool {
+	if *seen == nil {
+		if len(p.stack)-base < 16 {
+			for i := base; i < len(p.stack); i += 2 {
+				if p.stack[i].str == key {
+					return true
+				}
+			}
+			return false
+		}
+		*seen = make(map[string]struct{}, len(p.stack)-base)
+		for i := base; i < len(p.stack); i += 2 {
+			(*seen)[p.stack[i].str] = struct{}{}
+		}
+	}
+	if _, dup := (*seen)[key]; dup {
+		return true
+	}
+	(*seen)[key] = struct{}{}
+	return false
+}
+
 // entryKeyEnd returns the offset of the ':' ending a mapping key that
 // starts at j on line l, or -1 when the content is not "key: ...".
 func (p *fastParser) entryKeyEnd(l *fastLine, j int) int {
@@ -360,12 +385,18 @@ func (p *fastParser) entryKeyEnd(l *fastLine, j int) int {
 	return -1
 }
 
+// maxSimpleKey is the longest implicit key, from its first character to
+// the ':', that yaml.v3 accepts (YAML's 1024-character limit on implicit
+// keys). It counts characters; the fast path measures bytes, which is never
+// fewer, so a key it accepts is always within the limit.
+const maxSimpleKey = 1024
+
 // key parses "key:" at the content of line l and returns the key node and
 // the offset just after the colon.
 func (p *fastParser) key(l *fastLine) (*node, int) {
 	j := l.pos
 	colon := p.entryKeyEnd(l, j)
-	if colon < 0 {
+	if colon < 0 || colon-j > maxSimpleKey {
 		return nil, 0
 	}
 	s := p.src
@@ -391,7 +422,7 @@ func (p *fastParser) key(l *fastLine) (*node, int) {
 		for e > j && s[e-1] == ' ' {
 			e--
 		}
-		k.str = p.text[j:e]
+		k.str = plainKey(p.text[j:e])
 	}
 	return k, colon + 1
 }
@@ -512,6 +543,7 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 	}
 	base := len(p.stack)
 	defer func() { p.stack = p.stack[:base] }()
+	var seen map[string]struct{}
 	k := p.skipSpaces(l, j+1)
 	if k < l.end && s[k] == closer {
 		return n, k + 1
@@ -523,14 +555,16 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 		var key *node
 		if isMap {
 			var ok bool
+			keyStart := k
 			key, k, ok = p.flowScalar(l, k, true)
 			if !ok {
 				return nil, 0
 			}
-			for i := base; i < len(p.stack); i += 2 {
-				if p.stack[i].str == key.str {
-					return nil, 0
-				}
+			if c := p.skipSpaces(l, k); c-keyStart > maxSimpleKey {
+				return nil, 0
+			}
+			if p.repeated(base, &seen, key.str) {
+				return nil, 0
 			}
 			k = p.skipSpaces(l, k)
 			if k+1 >= l.end || s[k] != ':' || s[k+1] != ' ' {
@@ -637,7 +671,7 @@ func (p *fastParser) flowScalar(l *fastLine, k int, isKey bool) (*node, int, boo
 	}
 	text := p.text[k:e]
 	if isKey {
-		n.kind, n.str = stringNode, text
+		n.kind, n.str = stringNode, plainKey(text)
 		return n, end, true
 	}
 	n.kind, n.str = stringNode, text

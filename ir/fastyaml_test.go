@@ -79,6 +79,11 @@ func TestFastYAMLAgreesWithYAMLv3(t *testing.T) {
 		"a: http://x\n", "a: -1\n", "a: [-1, .5, ~, true, 'x', \"y\"]\n", "a: {}\nb: []\n", "é: ü\nx: [é, ü]\n",
 		"a:\n  b:\n    c: 1\n  d: 2\n", "- - a\n", "a: b: c\n", "a: |\n  x\n", "a: &x 1\n", "a: \"\\n\"\n", "a\n", "",
 		"a: 1\n  b: 2\n", "a: [1,\n 2]\n", "a: b\n c\n", "a: {x: 1, x: 2}\n", "a: 1\na: 2\n", "---\na: 1\n", "a: [a, ]\n",
+		// Implicit keys are limited to 1024 characters, block and flow.
+		strings.Repeat("k", 1024) + ": 1\n", strings.Repeat("k", 1025) + ": 1\n", strings.Repeat("k", 1020) + "     : 1\n",
+		"'" + strings.Repeat("q", 1022) + "': 1\n", "'" + strings.Repeat("q", 1023) + "': 1\n",
+		"- " + strings.Repeat("k", 1025) + ": 1\n", "a: {" + strings.Repeat("k", 1025) + ": 1}\n", "a: {" + strings.Repeat("k", 1024) + ": 1}\n",
+		"1.0: a\n1: b\n", "~: a\nnull: b\n", "0x1: a\n", "a: {1.0: x, '1': y}\n",
 	} {
 		checkFastAgrees(t, []byte(src))
 	}

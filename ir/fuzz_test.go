@@ -3,6 +3,7 @@ package ir
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -10,7 +11,7 @@ import (
 // never a panic or a hang. It is seeded with the conformance corpus, the
 // golden specs and the examples.
 func FuzzValidate(f *testing.F) {
-	for _, pattern := range []string{"testdata/conformance/*.yaml", "testdata/golden/*.yaml", "../examples/*.yaml"} {
+	for _, pattern := range []string{"testdata/conformance/*.yaml", "testdata/extra/*.yaml", "testdata/golden/*.yaml", "../examples/*.yaml"} {
 		files, _ := filepath.Glob(pattern)
 		for _, file := range files {
 			src, err := os.ReadFile(file)
@@ -27,10 +28,21 @@ func FuzzValidate(f *testing.F) {
 		if (plan == nil) == (len(ds) == 0) {
 			t.Fatalf("plan %v with %d diagnostics", plan != nil, len(ds))
 		}
-		for _, d := range ds {
+		seen := make(map[Diagnostic]bool, len(ds))
+		for i, d := range ds {
 			if d.Code == "" || d.Message == "" || d.Line < 1 || d.Column < 1 {
 				t.Fatalf("malformed diagnostic %+v", d)
 			}
+			if seen[d] {
+				t.Fatalf("repeated diagnostic %+v", d)
+			}
+			seen[d] = true
+			if i > 0 && (d.Line < ds[i-1].Line || d.Line == ds[i-1].Line && d.Column < ds[i-1].Column) && i < MaxDiagnostics {
+				t.Fatalf("diagnostics out of order: %v before %v", ds[i-1], d)
+			}
+		}
+		if vs := Validate(src); !slices.Equal(vs, ds) {
+			t.Fatalf("Validate and Build disagree:\n%v\n%v", vs, ds)
 		}
 		if plan == nil {
 			return

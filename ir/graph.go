@@ -1,5 +1,7 @@
 package ir
 
+import "math/bits"
+
 // graph holds one flow's step graph during validation and compilation:
 // dependency edges D (after and step references) and the full graph A (D
 // plus on_fail and gate approve/kill routes).
@@ -76,6 +78,80 @@ func (g *graph) reach(start int, all bool) uint32 {
 	return s
 }
 
+// reachesWithin reports whether target is reachable from start over A,
+// spending at most *budget edge visits; exhausted is set when the budget
+// ran out before the answer was known.
+func (g *graph) reachesWithin(start, target int, budget *int) (found, exhausted bool) {
+	s := g.nextStamp()
+	g.queue = append(g.queue[:0], int32(start))
+	g.mark[start] = s
+	for len(g.queue) > 0 {
+		x := g.queue[len(g.queue)-1]
+		g.queue = g.queue[:len(g.queue)-1]
+		if int(x) == target {
+			return true, false
+		}
+		*budget -= 1 + len(g.asucc[x])
+		if *budget < 0 {
+			return false, true
+		}
+		for _, y := range g.asucc[x] {
+			if g.mark[y] != s {
+				g.mark[y] = s
+				g.queue = append(g.queue, y)
+			}
+		}
+	}
+	return false, false
+}
+
+// acyclicWith reports whether A plus the extra edges is a DAG, in time
+// linear in the size of both (Kahn's algorithm).
+func (g *graph) acyclicWith(extra []edgeCand) bool {
+	indeg := make([]int32, g.n)
+	// The extra edges as compressed adjacency lists.
+	start := make([]int32, g.n+1)
+	for _, e := range extra {
+		start[e.from+1]++
+		indeg[e.to]++
+	}
+	for i := range g.n {
+		start[i+1] += start[i]
+		for _, y := range g.asucc[i] {
+			indeg[y]++
+		}
+	}
+	next := append([]int32(nil), start[:g.n]...)
+	to := make([]int32, len(extra))
+	for _, e := range extra {
+		to[next[e.from]] = int32(e.to)
+		next[e.from]++
+	}
+	stack := make([]int32, 0, g.n)
+	for i := range g.n {
+		if indeg[i] == 0 {
+			stack = append(stack, int32(i))
+		}
+	}
+	seen := 0
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		seen++
+		for _, y := range g.asucc[x] {
+			if indeg[y]--; indeg[y] == 0 {
+				stack = append(stack, y)
+			}
+		}
+		for _, y := range to[start[x]:start[x+1]] {
+			if indeg[y]--; indeg[y] == 0 {
+				stack = append(stack, y)
+			}
+		}
+	}
+	return seen == g.n
+}
+
 // reaches reports whether to is reachable from from over A or D.
 func (g *graph) reaches(from, to int, all bool) bool {
 	return g.mark[to] == g.reach(from, all)
@@ -92,30 +168,11 @@ func (g *graph) reachSet(start int, all bool) []bool {
 	return out
 }
 
-// ancestorsD returns the steps from which target is reachable over D
-// (target included).
-func (g *graph) ancestorsD(target int) []bool {
-	out := make([]bool, g.n)
-	out[target] = true
-	stack := []int32{int32(target)}
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, y := range g.dpred[x] {
-			if !out[y] {
-				out[y] = true
-				stack = append(stack, y)
-			}
-		}
-	}
-	return out
-}
-
 // edgeCand is an edge proposed by the spec, with where it came from.
 type edgeCand struct {
 	from, to int
 	dep      bool
-	path     string
+	path     loc
 	n        *node
 	what     string // "after", "on_fail", "reference", "on_approve", "on_kill"
 }
@@ -188,4 +245,134 @@ func (h *minHeap) pop() int32 {
 	}
 	*h = s
 	return top
+}
+
+// reachQuery asks whether step To is reachable from step From (From
+// included) over A (All) or D; Reaches holds the answer after reachAll.
+type reachQuery struct {
+	From, To int
+	All      bool
+	Reaches  bool
+}
+
+// reachAll answers many reachability questions at once. One search per
+// question would cost (steps + edges) per question, which a hostile spec
+// with thousands of revising gates or carry readers turns into minutes.
+// Instead the distinct targets are taken 64 at a time: a pass in reverse
+// topological order computes, for every step, which of those targets it
+// reaches, as a bit set. The cost is (steps + edges) per 64 targets. The
+// graph must be acyclic (it is, once commitEdges has run).
+func (g *graph) reachAll(qs []reachQuery) {
+	if len(qs) == 0 {
+		return
+	}
+	order := g.topoOrder()
+	if len(order) != g.n {
+		for i := range qs { // not reached: commitEdges leaves A acyclic
+			qs[i].Reaches = g.reaches(qs[i].From, qs[i].To, qs[i].All)
+		}
+		return
+	}
+	for _, all := range [...]bool{false, true} {
+		slot := make(map[int]int) // target step -> its index among the targets
+		var targets []int
+		var byChunk [][]int // query indexes, by the chunk of their target
+		for i, q := range qs {
+			if q.All != all {
+				continue
+			}
+			k, ok := slot[q.To]
+			if !ok {
+				k = len(targets)
+				slot[q.To] = k
+				targets = append(targets, q.To)
+			}
+			if k/64 == len(byChunk) {
+				byChunk = append(byChunk, nil)
+			}
+			byChunk[k/64] = append(byChunk[k/64], i)
+		}
+		bits := make([]uint64, g.n)
+		for c, base := 0, 0; base < len(targets); c, base = c+1, base+64 {
+			clear(bits)
+			chunk := targets[base:min(base+64, len(targets))]
+			for k, t := range chunk {
+				bits[t] |= 1 << k
+			}
+			for i := len(order) - 1; i >= 0; i-- {
+				x := order[i]
+				succ := g.dsucc[x]
+				if all {
+					succ = g.asucc[x]
+				}
+				for _, y := range succ {
+					bits[x] |= bits[y]
+				}
+			}
+			for _, i := range byChunk[c] {
+				q := &qs[i]
+				q.Reaches = bits[q.From]&(1<<(slot[q.To]-base)) != 0
+			}
+		}
+	}
+}
+
+// reviseCoverage checks one carry variable's consumers against the gates
+// that rewrite it (spec/ir.md 8.8 rule 4.5). For each entry {target, gate},
+// it calls report(entry, consumer, missed) for every consumer that the
+// target's reset closure (reachability over A) does not contain
+// (missed = true), or else that is not the gate and does not reach the gate
+// over D (missed = false). Consumers are taken 64 at a time, as bit sets
+// computed in one forward and one backward topological pass per chunk, so
+// the cost is (steps + edges) per 64 consumers rather than per pair of
+// consumer and entry. It stops when report returns false. The graph must
+// be acyclic.
+func (g *graph) reviseCoverage(consumers []int, entries [][2]int, report func(entry, consumer int, missed bool) bool) {
+	if len(consumers) == 0 || len(entries) == 0 {
+		return
+	}
+	order := g.topoOrder()
+	if len(order) != g.n {
+		return // not reached: commitEdges leaves A acyclic
+	}
+	pos := make(map[int]int, len(consumers)) // step -> 1 + its index in consumers
+	for i, c := range consumers {
+		pos[c] = i + 1
+	}
+	reset := make([]uint64, g.n)  // reset[x]: chunk consumers reachable from x over A
+	before := make([]uint64, g.n) // before[x]: chunk consumers that reach x over D
+	for base := 0; base < len(consumers); base += 64 {
+		chunk := consumers[base:min(base+64, len(consumers))]
+		clear(reset)
+		clear(before)
+		for k, c := range chunk {
+			reset[c] |= 1 << k
+			before[c] |= 1 << k
+		}
+		for i := len(order) - 1; i >= 0; i-- {
+			x := order[i]
+			for _, y := range g.asucc[x] {
+				reset[x] |= reset[y]
+			}
+		}
+		for _, x := range order {
+			for _, y := range g.dsucc[x] {
+				before[y] |= before[x]
+			}
+		}
+		full := ^uint64(0) >> (64 - len(chunk))
+		for e, tg := range entries {
+			missed := full &^ reset[tg[0]]
+			notAfter := full &^ missed &^ before[tg[1]]
+			if k := pos[tg[1]] - base; pos[tg[1]] > 0 && k >= 1 && k <= len(chunk) {
+				notAfter &^= 1 << (k - 1) // the gate itself reads the variable
+			}
+			for m := missed | notAfter; m != 0; m &= m - 1 {
+				k := bits.TrailingZeros64(m)
+				if !report(e, base+k, missed&(1<<k) != 0) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -7,7 +7,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/stratum-go/stratum/expr"
 	"gopkg.in/yaml.v3"
 )
 
@@ -22,6 +24,11 @@ const (
 	// MaxNodes bounds the number of values in the document after alias
 	// expansion: a "billion laughs" document is refused without expanding it.
 	MaxNodes = 500_000
+	// MaxKeyLength bounds a mapping key, in characters. YAML already limits
+	// plain and quoted keys to 1024 characters; this extends the bound to
+	// explicit ("? key") and aliased keys, which would otherwise make every
+	// path below them as long.
+	MaxKeyLength = 1024
 )
 
 type nodeKind uint8
@@ -279,7 +286,16 @@ func (c *converter) convert(n *yaml.Node, depth int) *node {
 				c.fail(kn, CodeYAMLSyntax, "a mapping key must be a plain word or string, not %s", yamlKindName(kn.Kind))
 				return nil
 			}
-			key := &node{kind: stringNode, line: int32(kn.Line), col: int32(kn.Column), str: kn.Value}
+			var kv node
+			c.scalar(kn, &kv)
+			if c.failed {
+				return nil
+			}
+			key := &node{kind: stringNode, line: int32(kn.Line), col: int32(kn.Column), str: keyString(&kv)}
+			if len(key.str) > MaxKeyLength && utf8.RuneCountInString(key.str) > MaxKeyLength {
+				c.fail(kn, CodeYAMLLimit, "a mapping key is %d characters long; keys are at most %d (the YAML limit on plain keys)", utf8.RuneCountInString(key.str), MaxKeyLength)
+				return nil
+			}
 			var prev *node
 			if seen != nil {
 				prev = seen[key.str]
@@ -365,6 +381,34 @@ func (c *converter) scalar(n *yaml.Node, out *node) {
 	default:
 		c.fail(n, CodeYAMLSyntax, "unsupported YAML tag %s; write plain values", n.Tag)
 	}
+}
+
+// keyString is the mapping key a resolved key scalar stands for. The
+// reference loader turns non-string keys into property names as
+// JavaScript does: null is "", booleans "true"/"false", numbers their
+// JavaScript string (so 1.0, +1 and 0x1 are all the key "1", and repeat
+// each other).
+func keyString(k *node) string {
+	switch k.kind {
+	case nullNode:
+		return ""
+	case boolNode:
+		if k.b {
+			return "true"
+		}
+		return "false"
+	case numberNode:
+		return expr.FormatNumber(k.num)
+	}
+	return k.str
+}
+
+// plainKey resolves a plain (unquoted, untagged) mapping key.
+func plainKey(s string) string {
+	var k node
+	k.kind, k.str = stringNode, s
+	resolvePlain(s, &k)
+	return keyString(&k)
 }
 
 func resolvePlain(s string, out *node) {

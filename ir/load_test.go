@@ -66,6 +66,9 @@ func TestLoadProblems(t *testing.T) {
 		{"unknown anchor", "a: *nope\n", CodeYAMLSyntax, 0},
 		{"recursive alias", "a: &x [1, *x]\n", CodeYAMLSyntax, 1},
 		{"too large", "a: \"" + strings.Repeat("x", MaxSpecBytes) + "\"\n", CodeYAMLLimit, 1},
+		{"explicit key too long", "a: 1\n? " + strings.Repeat("k", MaxKeyLength+1) + "\n: 1\n", CodeYAMLLimit, 2},
+		{"aliased key too long", "a: &k " + strings.Repeat("k", MaxKeyLength+1) + "\nb: {*k : 1}\n", CodeYAMLLimit, 1},
+		{"resolved keys repeat", "a: 1\n1.0: x\n+1: y\n", CodeYAMLDuplicateKey, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -128,5 +131,41 @@ flows:
 	_, ds := Build([]byte(src))
 	if !ds.Has(CodeUnknownField, "flows.main.steps[1].<<") {
 		t.Fatalf("got:\n%s", formatDiags(ds))
+	}
+}
+
+func TestLongKeysWithinTheBound(t *testing.T) {
+	for _, src := range []string{
+		"? " + strings.Repeat("k", MaxKeyLength) + "\n: 1\n",
+		"? " + strings.Repeat("é", MaxKeyLength) + "\n: 1\n", // characters, not bytes
+	} {
+		ds := Validate([]byte(src))
+		if ds.Has(CodeYAMLLimit, "*") || ds.Has(CodeYAMLSyntax, "*") {
+			t.Errorf("a key of %d characters was refused: %v", MaxKeyLength, ds)
+		}
+	}
+}
+
+// TestTooManyProblems checks the bound on the report: the first
+// MaxDiagnostics problems, sorted, then one YAML_LIMIT saying how many more.
+func TestTooManyProblems(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\ncontracts:\n  R:\n    v: string\nflows:\n  entry: main\n  main:\n    input: {}\n    output:\n      from: \"${s0.output}\"\n      contract: R\n    steps:\n      - {id: s0, do: x, out: R}\n")
+	const extra = MaxDiagnostics + 250
+	for i := 1; i <= extra; i++ {
+		fmt.Fprintf(&b, "      - {id: s%d, do: x, out: Missing}\n", i)
+	}
+	ds := Validate([]byte(b.String()))
+	if len(ds) != MaxDiagnostics+1 {
+		t.Fatalf("got %d diagnostics, want %d", len(ds), MaxDiagnostics+1)
+	}
+	last := ds[len(ds)-1]
+	if last.Code != CodeYAMLLimit || !strings.Contains(last.Message, "at least 250 more problems") {
+		t.Errorf("last = %v", last)
+	}
+	for i, d := range ds[:MaxDiagnostics] {
+		if d.Code != CodeContractRef || d.Line != 14+i {
+			t.Fatalf("diagnostic %d = %v", i, d)
+		}
 	}
 }

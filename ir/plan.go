@@ -184,8 +184,7 @@ func (s *Step) RouteOnly() bool { return len(s.RoutedFrom) > 0 }
 
 // Site is one string of a step scanned for ${...} references.
 type Site struct {
-	// Path is the string's location: "flows.main.steps[2].do".
-	Path         string
+	path         loc
 	Line, Column int
 	// Expression is set for expression strings (when, set values,
 	// iterate.until, ensure expr), which are evaluated, not rendered.
@@ -194,6 +193,10 @@ type Site struct {
 	Stage    int
 	Template *Template
 }
+
+// Path is the string's location: "flows.main.steps[2].do". It is built on
+// demand (a spec can hold very many sites in deeply nested with values).
+func (s *Site) Path() string { return s.path.String() }
 
 // EnsureKind is the kind of an ensure predicate.
 type EnsureKind uint8
@@ -262,9 +265,6 @@ type Gate struct {
 	OnKill    string
 	// MaxRounds is the gate's own revise limit; 0 when not declared.
 	MaxRounds int
-	// ReviseReset is the reset closure of OnRevise: the target and every
-	// step reachable from it over dependency and routing edges, ascending.
-	ReviseReset []int
 }
 
 // Fanout runs stages over each item of an array.
@@ -351,4 +351,51 @@ type Value struct {
 	// Keys and Fields hold an object's entries in order.
 	Keys   []string
 	Fields []*Value
+}
+
+// ResetClosure returns the revise reset closure of the step at index
+// target (spec/ir.md 8.5, spec/engine.md 5.2): the target and every step
+// reachable from it over dependency edges (after, ${...} references) and
+// routing edges (on_fail, gate on_approve and on_kill; revise edges are not
+// followed), as ascending step indexes. It is computed on each call, in time
+// linear in the flow, rather than stored per gate: a spec with many gates
+// revising to different steps would otherwise cost quadratic time and
+// memory to compile.
+func (f *Flow) ResetClosure(target int) []int {
+	if target < 0 || target >= len(f.Steps) {
+		return nil
+	}
+	seen := make([]bool, len(f.Steps))
+	seen[target] = true
+	stack := []int{target}
+	visit := func(i int) {
+		if !seen[i] {
+			seen[i] = true
+			stack = append(stack, i)
+		}
+	}
+	visitID := func(id string) {
+		if i, ok := f.byID[id]; ok && id != "" {
+			visit(i)
+		}
+	}
+	for len(stack) > 0 {
+		s := f.Steps[stack[len(stack)-1]]
+		stack = stack[:len(stack)-1]
+		for _, d := range s.Dependents {
+			visit(d)
+		}
+		visitID(s.OnFail)
+		if s.Gate != nil {
+			visitID(s.Gate.OnApprove)
+			visitID(s.Gate.OnKill)
+		}
+	}
+	var out []int
+	for i, in := range seen {
+		if in {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -103,7 +103,7 @@ func TestPlanFiveConstructs(t *testing.T) {
 		t.Error(diff)
 	}
 	// Sites: the do of finish references child; the stage do references item.
-	if len(finish.Sites) != 1 || finish.Sites[0].Path != "flows.main.steps[5].do" || finish.Sites[0].Template.Refs()[0].Name != "child" {
+	if len(finish.Sites) != 1 || finish.Sites[0].Path() != "flows.main.steps[5].do" || finish.Sites[0].Template.Refs()[0].Name != "child" {
 		t.Errorf("finish sites = %+v", finish.Sites)
 	}
 	if len(inspect.Sites) != 2 || inspect.Sites[1].Stage != 0 || inspect.Sites[1].Template.Refs()[0].Kind != RefItem {
@@ -143,7 +143,7 @@ func TestPlanReviseAndCarry(t *testing.T) {
 	if review.Gate.OnRevise != "plan" || review.Gate.MaxRounds != 2 {
 		t.Errorf("gate = %+v", review.Gate)
 	}
-	if got := ids(f, review.Gate.ReviseReset); !cmp.Equal(got, []string{"plan", "work", "review", "finish"}) {
+	if got := ids(f, f.ResetClosure(f.Step("plan").Index)); !cmp.Equal(got, []string{"plan", "work", "review", "finish"}) {
 		t.Errorf("reset closure = %v", got)
 	}
 	if len(f.Carry) != 1 {

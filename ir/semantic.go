@@ -25,14 +25,10 @@ func (v *validator) semantic() {
 }
 
 func (v *validator) flowNames() string {
-	var names []string
-	for _, fl := range v.flows {
-		names = append(names, fl.name)
-	}
-	if len(names) == 0 {
+	if len(v.flows) == 0 {
 		return "(no flows are declared)"
 	}
-	return strings.Join(names, ", ")
+	return listNames(len(v.flows), func(i int) string { return v.flows[i].name })
 }
 
 // ---- contracts and types ----
@@ -136,14 +132,10 @@ func (v *validator) resolveFieldTypes(ci *contractInfo) {
 }
 
 func (v *validator) contractNames() string {
-	var names []string
-	for _, ci := range v.contracts {
-		names = append(names, ci.name)
-	}
-	if len(names) == 0 {
+	if len(v.contracts) == 0 {
 		return "(none declared)"
 	}
-	return strings.Join(names, ", ")
+	return listNames(len(v.contracts), func(i int) string { return v.contracts[i].name })
 }
 
 // lookupContract finds a contract by name for out/output.contract.
@@ -254,10 +246,10 @@ func (v *validator) checkRuns() {
 			if len(extra)+len(missing) > 0 {
 				var parts []string
 				if len(missing) > 0 {
-					parts = append(parts, "missing "+strings.Join(missing, ", "))
+					parts = append(parts, "missing "+listNames(len(missing), func(i int) string { return missing[i] }))
 				}
 				if len(extra) > 0 {
-					parts = append(parts, "not inputs of "+callee.name+": "+strings.Join(extra, ", "))
+					parts = append(parts, "not inputs of "+callee.name+": "+listNames(len(extra), func(i int) string { return extra[i] }))
 				}
 				v.d.add(si.present.get("with"), CodeWithMismatch, joinPath(si.path, "with"), "with must give exactly the inputs of flow %s (%s); %s", callee.name, fieldListOrNone(callee.input.c), strings.Join(parts, "; "))
 			}
@@ -343,7 +335,7 @@ type flowCheck struct {
 type carryUse struct {
 	consumer *stepInfo
 	name     string
-	path     string
+	path     loc
 	n        *node
 }
 
@@ -403,7 +395,8 @@ func (fc *flowCheck) stepTable() {
 		s := si.s
 		if s.Kind == KindFanout && s.Fanout != nil {
 			for j, st := range s.Fanout.Stages {
-				if !si.stageOK[j] || st.Out == "" {
+				// out: "" names no contract; only an absent out is no out.
+				if !si.stageOK[j] || si.stageNodes[j].keyNode("out") == nil {
 					continue
 				}
 				ci, ok := v.lookupContract(st.Out)
@@ -418,7 +411,7 @@ func (fc *flowCheck) stepTable() {
 		}
 		switch s.Kind {
 		case KindDo, KindSet, KindEvaluate:
-			if s.Out == "" {
+			if si.present.keyNode("out") == nil {
 				continue
 			}
 			ci, ok := v.lookupContract(s.Out)
@@ -440,7 +433,7 @@ func (fc *flowCheck) stepTable() {
 				si.outPoisoned = true
 				continue
 			}
-			if st.Out == "" {
+			if si.stageNodes[last].keyNode("out") == nil {
 				continue
 			}
 			ci, ok := v.lookupContract(st.Out)
@@ -471,7 +464,7 @@ func (fc *flowCheck) stepTable() {
 // addEdge proposes an edge from step id `from` to step id `to`
 // (spec/ir.md 8.2). It reports unknown and self targets at once; cycles are
 // decided in commitEdges, in proposal order.
-func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, what string) {
+func (fc *flowCheck) addEdge(from, to string, dep bool, path loc, n *node, what string) {
 	fs, ts := fc.fl.byID[from], fc.fl.byID[to]
 	if fs == nil {
 		fc.unknownTarget(n, path, what, from)
@@ -487,7 +480,7 @@ func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, wh
 		return
 	}
 	if fs == ts {
-		fc.v.d.add(n, CodeSelfTarget, path, "step %q cannot %s itself", from, selfVerb(what))
+		fc.v.d.addAt(n, CodeSelfTarget, path, "step %q cannot %s itself", from, selfVerb(what))
 		return
 	}
 	fi, ti := fs.s.Index, ts.s.Index
@@ -511,11 +504,11 @@ func (fc *flowCheck) addEdge(from, to string, dep bool, path string, n *node, wh
 
 // unknownTarget reports a route or dependency naming no step, unless the
 // flow has a step whose id is itself broken (it may be the one meant).
-func (fc *flowCheck) unknownTarget(n *node, path, what, id string) {
+func (fc *flowCheck) unknownTarget(n *node, path loc, what, id string) {
 	if fc.fl.unnamedSteps {
 		return
 	}
-	fc.v.d.add(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s%s", what, id, fc.fl.name, fc.fl.stepHint())
+	fc.v.d.addAt(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s%s", what, id, fc.fl.name, fc.fl.stepHint())
 }
 
 func selfVerb(what string) string {
@@ -528,9 +521,20 @@ func selfVerb(what string) string {
 	return "route to"
 }
 
+// maxCycleSearches bounds how many further cycle-closing edges are looked
+// for once the edge-by-edge check has spent its budget (a hostile spec
+// with a huge cyclic graph); each search costs a few linear passes.
+const maxCycleSearches = 8
+
 // commitEdges adds the proposed edges. When they form no cycle (the usual
-// case) this is linear; otherwise each edge that would close a cycle, in
-// proposal order, is reported and left out.
+// case) this is linear. Otherwise the edges are added in proposal order and
+// each one that would close a cycle is reported and left out, as the
+// reference's edge-by-edge check does (its first report is the reference's
+// one error). That check costs a graph search per edge, so it runs on a
+// budget linear in the graph's size; past it, the next cycle-closing edges
+// are found by bisecting on the number of edges added, which needs only
+// linear acyclicity tests, and the search stops after maxCycleSearches
+// more of them.
 func (fc *flowCheck) commitEdges() {
 	g := fc.g
 	for _, c := range fc.cands {
@@ -541,14 +545,55 @@ func (fc *flowCheck) commitEdges() {
 	}
 	g = newGraph(g.n)
 	fc.g, fc.fl.g = g, g
-	for _, c := range fc.cands {
-		if g.reaches(c.to, c.from, true) {
-			fs, ts := fc.fl.steps[c.from].s.ID, fc.fl.steps[c.to].s.ID
-			fc.v.d.add(c.n, CodeCycle, c.path, "this %s edge %s -> %s closes a cycle (%s already leads to %s); steps must form a DAG, so route forward only", c.what, fs, ts, ts, fs)
+	budget := 64*(g.n+len(fc.cands)) + 1<<16
+	if fc.v.cycleBudget > 0 {
+		budget = fc.v.cycleBudget
+	}
+	i := 0
+	for ; i < len(fc.cands); i++ {
+		c := fc.cands[i]
+		closes, exhausted := g.reachesWithin(c.to, c.from, &budget)
+		if exhausted {
+			break
+		}
+		if closes {
+			fc.reportCycle(c)
 			continue
 		}
 		g.add(c.from, c.to, c.dep)
 	}
+	for searches := 0; i < len(fc.cands) && searches < maxCycleSearches; searches++ {
+		rest := fc.cands[i:]
+		if g.acyclicWith(rest) {
+			break
+		}
+		// The smallest k such that the first k+1 remaining edges close a
+		// cycle: edges before it are added, edge k is reported.
+		lo, hi := 0, len(rest)-1
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if g.acyclicWith(rest[:mid+1]) {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		for _, c := range rest[:lo] {
+			g.add(c.from, c.to, c.dep)
+		}
+		fc.reportCycle(rest[lo])
+		i += lo + 1
+	}
+	if i < len(fc.cands) && g.acyclicWith(fc.cands[i:]) {
+		for _, c := range fc.cands[i:] {
+			g.add(c.from, c.to, c.dep)
+		}
+	}
+}
+
+func (fc *flowCheck) reportCycle(c edgeCand) {
+	fs, ts := fc.fl.steps[c.from].s.ID, fc.fl.steps[c.to].s.ID
+	fc.v.d.addAt(c.n, CodeCycle, c.path, "this %s edge %s -> %s closes a cycle (%s already leads to %s); steps must form a DAG, so route forward only", c.what, fs, ts, ts, fs)
 }
 
 func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
@@ -560,10 +605,10 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 		if an != nil && k < len(an.items()) {
 			n = an.items()[k]
 		}
-		fc.addEdge(a, s.ID, true, indexPath(joinPath(si.path, "after"), k), afterNode(an, a, n), "after")
+		fc.addEdge(a, s.ID, true, locOf(indexPath(joinPath(si.path, "after"), k)), afterNode(an, a, n), "after")
 	}
 	if s.OnFail != "" {
-		fc.addEdge(s.ID, s.OnFail, false, joinPath(si.path, "on_fail"), si.present.get("on_fail"), "on_fail")
+		fc.addEdge(s.ID, s.OnFail, false, loc{base: si.path, rel: "on_fail"}, si.present.get("on_fail"), "on_fail")
 		if t := fc.fl.byID[s.OnFail]; t != nil {
 			fc.routed[t.s.Index] = true
 		}
@@ -587,30 +632,29 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 		}
 		t := l.tmpl
 		if l.syn != templateOK {
-			v.d.add(l.n, CodeRefInvalid, l.fullPath(), "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", l.tok)
+			v.d.addAt(l.n, CodeRefInvalid, l.loc(), "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", l.tok)
 			continue
 		}
 		if len(t.Parts) == 0 {
 			continue
 		}
-		lp := l.fullPath()
-		s.Sites = append(s.Sites, Site{Path: lp, Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t})
+		s.Sites = append(s.Sites, Site{Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t, path: l.loc()})
 		for _, p := range t.Parts {
 			if p.Ref != nil {
-				fc.checkRef(si, l, lp, p.Ref)
+				fc.checkRef(si, l, p.Ref)
 			}
 		}
 	}
 	if s.Kind == KindGate && s.Gate != nil {
 		gn := si.present.get("gate")
 		if s.Gate.OnApprove != "" {
-			fc.addEdge(s.ID, s.Gate.OnApprove, false, joinPath(si.path, "gate.on_approve"), gn.get("on_approve"), "on_approve")
+			fc.addEdge(s.ID, s.Gate.OnApprove, false, loc{base: si.path, rel: "gate.on_approve"}, gn.get("on_approve"), "on_approve")
 			if t := fc.fl.byID[s.Gate.OnApprove]; t != nil {
 				fc.routed[t.s.Index] = true
 			}
 		}
 		if s.Gate.OnKill != "" {
-			fc.addEdge(s.ID, s.Gate.OnKill, false, joinPath(si.path, "gate.on_kill"), gn.get("on_kill"), "on_kill")
+			fc.addEdge(s.ID, s.Gate.OnKill, false, loc{base: si.path, rel: "gate.on_kill"}, gn.get("on_kill"), "on_kill")
 			if t := fc.fl.byID[s.Gate.OnKill]; t != nil {
 				fc.routed[t.s.Index] = true
 			}
@@ -625,16 +669,17 @@ func afterNode(an *node, _ string, n *node) *node {
 	return an
 }
 
-func (fc *flowCheck) checkRef(si *stepInfo, l leaf, lpath string, r *Ref) {
+func (fc *flowCheck) checkRef(si *stepInfo, l leaf, r *Ref) {
+	lpath := l.loc()
 	v := fc.v
 	switch r.Kind {
 	case RefItem, RefPrev:
 		if l.stage < 0 {
-			v.d.add(l.n, CodeRefScope, lpath, "%s is only available inside a fanout stage (its do, when and ensure); here use ${input...} or ${STEP.output...}", r.Text)
+			v.d.addAt(l.n, CodeRefScope, lpath, "%s is only available inside a fanout stage (its do, when and ensure); here use ${input...} or ${STEP.output...}", r.Text)
 		}
 	case RefCarry:
 		if l.expression {
-			v.d.add(l.n, CodeCarryInExpr, lpath, "%s reads a carry variable, which expressions cannot do (expressions see result, input, item and prev); use it in a do text, with, evaluate.in or fanout.over instead", r.Text)
+			v.d.addAt(l.n, CodeCarryInExpr, lpath, "%s reads a carry variable, which expressions cannot do (expressions see result, input, item and prev); use it in a do text, with, evaluate.in or fanout.over instead", r.Text)
 			return
 		}
 		fc.uses = append(fc.uses, carryUse{consumer: si, name: r.Name, path: lpath, n: l.n})
@@ -643,7 +688,7 @@ func (fc *flowCheck) checkRef(si *stepInfo, l leaf, lpath string, r *Ref) {
 			return
 		}
 		if why := pathProblem(fc.fl.input, r.Path); why != "" {
-			v.d.add(l.n, CodeUnknownPath, lpath, "%s: %s", r.Text, why)
+			v.d.addAt(l.n, CodeUnknownPath, lpath, "%s: %s", r.Text, why)
 		}
 	case RefStep:
 		if t := fc.checkStepRef(r, lpath, l.n, false); t != nil {
@@ -654,16 +699,16 @@ func (fc *flowCheck) checkRef(si *stepInfo, l leaf, lpath string, r *Ref) {
 
 // checkStepRef type-checks a step-output reference (spec/ir.md 7.5 and
 // 8.9) and returns the referenced step when it exists.
-func (fc *flowCheck) checkStepRef(r *Ref, path string, n *node, outputFrom bool) *stepInfo {
+func (fc *flowCheck) checkStepRef(r *Ref, lp loc, n *node, outputFrom bool) *stepInfo {
 	v := fc.v
 	t := fc.fl.byID[r.Name]
 	if t == nil {
 		if !outputFrom && fc.fl.declaresCarry(r.Name) {
-			v.d.add(n, CodeCarryPathRes, path, "%s: %s is a carry variable, and a carry path cannot start with .output (it would read as a step output); rename the field or write ${%s}", r.Text, r.Name, r.Name)
+			v.d.addAt(n, CodeCarryPathRes, lp, "%s: %s is a carry variable, and a carry path cannot start with .output (it would read as a step output); rename the field or write ${%s}", r.Text, r.Name, r.Name)
 			return nil
 		}
 		if !fc.fl.unnamedSteps {
-			v.d.add(n, CodeUnknownStep, path, "%s refers to step %q, which is not a step of flow %s%s", r.Text, r.Name, fc.fl.name, fc.fl.stepHint())
+			v.d.addAt(n, CodeUnknownStep, lp, "%s refers to step %q, which is not a step of flow %s%s", r.Text, r.Name, fc.fl.name, fc.fl.stepHint())
 		}
 		return nil
 	}
@@ -673,7 +718,7 @@ func (fc *flowCheck) checkStepRef(r *Ref, path string, n *node, outputFrom bool)
 	s := t.s
 	switch s.Kind {
 	case KindGate:
-		v.d.add(n, CodeOutRequired, path, "%s reads the output of gate %q, but gates produce no output; reference the step before the gate", r.Text, s.ID)
+		v.d.addAt(n, CodeOutRequired, lp, "%s reads the output of gate %q, but gates produce no output; reference the step before the gate", r.Text, s.ID)
 		return t
 	case KindFanout:
 		last := len(s.Fanout.Stages) - 1
@@ -683,27 +728,27 @@ func (fc *flowCheck) checkStepRef(r *Ref, path string, n *node, outputFrom bool)
 			return t
 		}
 		if outputFrom && (len(r.Path) == 0 || !r.Path[0].IsIndex) {
-			v.d.add(n, CodeUnknownPath, path, "%s: the output of fanout %q is an array; a flow output must select one element, as ${%s.output[0]}", r.Text, s.ID, s.ID)
+			v.d.addAt(n, CodeUnknownPath, lp, "%s: the output of fanout %q is an array; a flow output must select one element, as ${%s.output[0]}", r.Text, s.ID, s.ID)
 			return t
 		}
 		if len(r.Path) > 0 && !r.Path[0].IsIndex {
-			v.d.add(n, CodeUnknownPath, path, "%s: the output of fanout %q is an array (one %s per item); index it first, as ${%s.output[0]%s}", r.Text, s.ID, st.Out, s.ID, pathString(r.Path))
+			v.d.addAt(n, CodeUnknownPath, lp, "%s: the output of fanout %q is an array (one %s per item); index it first, as ${%s.output[0]%s}", r.Text, s.ID, st.Out, s.ID, pathString(r.Path))
 			return t
 		}
 		if len(r.Path) > 1 {
 			if why := pathProblem(t.outCI, r.Path[1:]); why != "" {
-				v.d.add(n, CodeUnknownPath, path, "%s: %s", r.Text, why)
+				v.d.addAt(n, CodeUnknownPath, lp, "%s: %s", r.Text, why)
 			}
 		}
 		return t
 	case KindDo, KindSet, KindEvaluate:
 		if s.Out == "" {
-			v.d.add(n, CodeOutRequired, path, "%s reads the output of step %q, which declares no out contract; add out: CONTRACT to step %q", r.Text, s.ID, s.ID)
+			v.d.addAt(n, CodeOutRequired, lp, "%s reads the output of step %q, which declares no out contract; add out: CONTRACT to step %q", r.Text, s.ID, s.ID)
 			return t
 		}
 	}
 	if why := pathProblem(t.outCI, r.Path); why != "" {
-		v.d.add(n, CodeUnknownPath, path, "%s: %s", r.Text, why)
+		v.d.addAt(n, CodeUnknownPath, lp, "%s: %s", r.Text, why)
 	}
 	return t
 }
@@ -717,27 +762,33 @@ func (fl *flowInfo) declaresCarry(name string) bool {
 	return false
 }
 
+// stepHint lists some of the flow's step ids for messages about unknown
+// steps; it is computed once per flow.
 func (fl *flowInfo) stepHint() string {
-	if len(fl.byID) == 0 {
-		return ""
+	if fl.hint != nil {
+		return *fl.hint
 	}
-	ids := make([]string, 0, len(fl.byID))
+	var ids []string
 	for _, si := range fl.steps {
 		if si.idOK && fl.byID[si.s.ID] == si {
 			ids = append(ids, si.s.ID)
 		}
-		if len(ids) == 12 {
-			ids = append(ids, "...")
-			break
-		}
 	}
-	return " (steps: " + strings.Join(ids, ", ") + ")"
+	h := ""
+	if len(ids) > 0 {
+		h = " (steps: " + listNames(len(ids), func(i int) string { return ids[i] }) + ")"
+	}
+	fl.hint = &h
+	return h
 }
 
 // ---- consumer worktree fanouts (spec/ir.md 8.6) ----
 
 func (fc *flowCheck) consumerWorktree() {
 	v, fl := fc.v, fc.fl
+	// gated[i]: step i is a direct dependency of a gate that always opens
+	// (no when, not a route target).
+	var gated []bool
 	for _, si := range fl.steps {
 		s := si.s
 		if !si.kindKnown || s.Kind != KindFanout || s.Fanout == nil || s.Fanout.Dispatch != "consumer" || s.Fanout.Isolation != "worktree" {
@@ -759,22 +810,18 @@ func (fc *flowCheck) consumerWorktree() {
 				v.d.add(si.stageNodes[j].get("when"), CodeWorktreeFS, joinPath(sp, "when"), "a consumer-dispatched worktree fanout cannot call file functions in a stage when (the files live in the consumer's worktrees)")
 			}
 		}
-		ok := false
-		for _, gi := range fl.steps {
-			if !gi.kindKnown || gi.s.Kind != KindGate || gi.s.HasWhen || fc.routed[gi.s.Index] {
-				continue
-			}
-			for _, p := range fc.g.dpred[gi.s.Index] {
-				if int(p) == s.Index {
-					ok = true
-					break
+		if gated == nil {
+			gated = make([]bool, len(fl.steps))
+			for _, gi := range fl.steps {
+				if !gi.kindKnown || gi.s.Kind != KindGate || gi.s.HasWhen || fc.routed[gi.s.Index] {
+					continue
+				}
+				for _, p := range fc.g.dpred[gi.s.Index] {
+					gated[p] = true
 				}
 			}
-			if ok {
-				break
-			}
 		}
-		if !ok {
+		if !gated[s.Index] {
 			v.d.add(si.present.get("fanout").get("isolation"), CodeWorktreeGate, joinPath(si.path, "fanout.isolation"),
 				"a consumer-dispatched worktree fanout needs a gate that directly follows it (a gate step with after: [%s], no when, and not the target of any route) so that the merged worktrees are reviewed", s.ID)
 		}
@@ -792,9 +839,8 @@ func (fc *flowCheck) carry() {
 	// Sources: index of the initial step per variable (-1 for input or
 	// unknown).
 	type source struct {
-		ok    bool // initial checked and usable for ordering
-		step  int  // -1: input-sourced
-		reach []bool
+		ok   bool // initial checked and usable for ordering
+		step int  // -1: input-sourced
 	}
 	sources := make(map[string]*source)
 	if visible {
@@ -814,13 +860,18 @@ func (fc *flowCheck) carry() {
 			ci.c = &Carry{Name: ci.name, Initial: ref}
 			if ref.Kind == RefStep {
 				src.step = fl.byID[ref.Name].s.Index
-				src.reach = fc.g.reachSet(src.step, false)
 			}
 			src.ok = true
 		}
 	}
-	// Uses.
+	// Uses. The ordering questions are answered together (reachAll).
 	consumers := make(map[string][]*stepInfo)
+	type orderCheck struct {
+		u   carryUse
+		src int
+	}
+	var checks []orderCheck
+	var qs []reachQuery
 	for _, u := range fc.uses {
 		src, declared := sources[u.name]
 		if !declared {
@@ -829,7 +880,7 @@ func (fc *flowCheck) carry() {
 				if fl.byID[u.name] != nil {
 					hint = "; to read step " + u.name + "'s output write ${" + u.name + ".output...}"
 				}
-				v.d.add(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, hint)
+				v.d.addAt(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, hint)
 			}
 			continue
 		}
@@ -840,15 +891,28 @@ func (fc *flowCheck) carry() {
 		if !src.ok || src.step < 0 {
 			continue
 		}
-		if u.consumer.s.Index == src.step || !src.reach[u.consumer.s.Index] {
-			v.d.add(u.n, CodeCarryBefore, u.path, "step %q reads carry variable %s before its initial source %q has run; add after: [%s] (carry creates no dependency, and routes do not order)", u.consumer.s.ID, u.name, fl.steps[src.step].s.ID, fl.steps[src.step].s.ID)
+		checks = append(checks, orderCheck{u: u, src: src.step})
+		qs = append(qs, reachQuery{From: src.step, To: u.consumer.s.Index})
+	}
+	fc.g.reachAll(qs)
+	for i, c := range checks {
+		if c.u.consumer.s.Index == c.src || !qs[i].Reaches {
+			src := fl.steps[c.src].s.ID
+			v.d.addAt(c.u.n, CodeCarryBefore, c.u.path, "step %q reads carry variable %s before its initial source %q has run; add after: [%s] (carry creates no dependency, and routes do not order)", c.u.consumer.s.ID, c.u.name, src, src)
 		}
 	}
 	if !visible {
 		return
 	}
-	// on_revise entries.
+	// on_revise entries. The reset and ordering questions of a variable's
+	// entries are answered together (reviseCoverage), then reported.
+	type reviseEntry struct {
+		e      *carryReviseInfo
+		gate   *stepInfo
+		target *stepInfo
+	}
 	for _, ci := range fl.carry {
+		var entries []reviseEntry
 		for i := range ci.revise {
 			e := &ci.revise[i]
 			if !e.ok {
@@ -875,23 +939,37 @@ func (fc *flowCheck) carry() {
 			target := fl.byID[g.OnRevise]
 			rp := joinPath(gi.path, "gate.on_revise")
 			if target == nil {
-				fc.unknownTarget(gi.present.get("gate").get("on_revise"), rp, "on_revise", g.OnRevise)
+				fc.unknownTarget(gi.present.get("gate").get("on_revise"), locOf(rp), "on_revise", g.OnRevise)
 				continue
 			}
 			if target == gi {
 				v.d.add(gi.present.get("gate").get("on_revise"), CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
 				continue
 			}
-			closure := fc.g.reachSet(target.s.Index, true)
-			before := fc.g.ancestorsD(gi.s.Index)
-			for _, c := range consumers[ci.name] {
-				if !closure[c.s.Index] {
-					v.d.add(e.keyNode, CodeCarryMisses, e.path, "gate %q rewrites %s on revise, but its revise target %q does not reset consumer %q; revise to a step that %q depends on, so the consumer reruns with the new value", e.gate, ci.name, target.s.ID, c.s.ID, c.s.ID)
-				} else if c != gi && !before[c.s.Index] {
-					v.d.add(e.keyNode, CodeCarryNotAfter, e.path, "gate %q rewrites %s, so it must come after every step that reads it; add %q to the gate's after list", e.gate, ci.name, c.s.ID)
-				}
-			}
+			entries = append(entries, reviseEntry{e: e, gate: gi, target: target})
 		}
+		readers := consumers[ci.name]
+		idx := make([]int, len(readers))
+		for i, c := range readers {
+			idx[i] = c.s.Index
+		}
+		pairs := make([][2]int, len(entries))
+		for i, re := range entries {
+			pairs[i] = [2]int{re.target.s.Index, re.gate.s.Index}
+		}
+		fc.g.reviseCoverage(idx, pairs, func(i, k int, missed bool) bool {
+			if v.d.full() {
+				v.d.dropped++ // and stop looking: the report is full
+				return false
+			}
+			e, re, c := entries[i].e, entries[i], readers[k]
+			if missed {
+				v.d.add(e.keyNode, CodeCarryMisses, e.path, "gate %q rewrites %s on revise, but its revise target %q does not reset consumer %q; revise to a step that %q depends on, so the consumer reruns with the new value", e.gate, ci.name, re.target.s.ID, c.s.ID, c.s.ID)
+			} else {
+				v.d.add(e.keyNode, CodeCarryNotAfter, e.path, "gate %q rewrites %s, so it must come after every step that reads it; add %q to the gate's after list", e.gate, ci.name, c.s.ID)
+			}
+			return true
+		})
 	}
 	for _, ci := range fl.carry {
 		if ci.c != nil {
@@ -919,14 +997,10 @@ func (fc *flowCheck) carryHint(visible bool) string {
 		}
 		return "; carry variables exist only in the entry flow " + fc.v.entry
 	}
-	var names []string
-	for _, c := range fc.fl.carry {
-		names = append(names, c.name)
-	}
-	if len(names) == 0 {
+	if len(fc.fl.carry) == 0 {
 		return ""
 	}
-	return " (declared: " + strings.Join(names, ", ") + ")"
+	return " (declared: " + listNames(len(fc.fl.carry), func(i int) string { return fc.fl.carry[i].name }) + ")"
 }
 
 // carryValue checks a carry initial or on_revise value: one full step or
@@ -977,7 +1051,7 @@ func (fc *flowCheck) carryValue(text, path string, n *node, initial bool) (*Ref,
 // diagnostic.
 func (fc *flowCheck) checkStepRefCount(ref *Ref, path string, n *node) bool {
 	before := len(fc.v.d.list)
-	si := fc.checkStepRef(ref, path, n, false)
+	si := fc.checkStepRef(ref, locOf(path), n, false)
 	return si != nil && len(fc.v.d.list) == before && si.kindKnown && !si.outPoisoned
 }
 
@@ -986,6 +1060,13 @@ func (fc *flowCheck) checkStepRefCount(ref *Ref, path string, n *node) bool {
 func (fc *flowCheck) revise() {
 	v, fl := fc.v, fc.fl
 	first := true
+	type ancestorCheck struct {
+		gate, target *stepInfo
+		rn           *node
+		rp           string
+	}
+	var checks []ancestorCheck
+	var qs []reachQuery
 	for _, gi := range fl.steps {
 		if !gi.kindKnown || gi.s.Kind != KindGate || gi.s.Gate == nil || gi.s.Gate.OnRevise == "" {
 			continue
@@ -1000,11 +1081,18 @@ func (fc *flowCheck) revise() {
 		target := fl.byID[g.OnRevise]
 		switch {
 		case target == nil:
-			fc.unknownTarget(rn, rp, "on_revise", g.OnRevise)
+			fc.unknownTarget(rn, locOf(rp), "on_revise", g.OnRevise)
 		case target == gi:
 			v.d.add(rn, CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
-		case !fc.g.reaches(target.s.Index, gi.s.Index, true):
-			v.d.add(rn, CodeReviseAncestor, rp, "on_revise target %q is not an ancestor of gate %q: revise goes back to a step the gate comes after (through after, references or routes)", g.OnRevise, gi.s.ID)
+		default:
+			checks = append(checks, ancestorCheck{gate: gi, target: target, rn: rn, rp: rp})
+			qs = append(qs, reachQuery{From: target.s.Index, To: gi.s.Index, All: true})
+		}
+	}
+	fc.g.reachAll(qs)
+	for i, c := range checks {
+		if !qs[i].Reaches {
+			v.d.add(c.rn, CodeReviseAncestor, c.rp, "on_revise target %q is not an ancestor of gate %q: revise goes back to a step the gate comes after (through after, references or routes)", c.target.s.ID, c.gate.s.ID)
 		}
 	}
 }
@@ -1026,7 +1114,7 @@ func (fc *flowCheck) outputFrom() {
 		v.d.add(fl.fromNode, CodeRefInvalid, path, "output.from must be exactly one step output reference, such as \"${STEP.output}\" or \"${fan.output[0]}\", with no other text; got %q", fl.fromText)
 		return
 	}
-	if fc.checkStepRef(ref, path, fl.fromNode, true) != nil {
+	if fc.checkStepRef(ref, locOf(path), fl.fromNode, true) != nil {
 		fl.f.Output.From = ref
 	}
 }

@@ -3,6 +3,7 @@ package ir
 import (
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -15,7 +16,17 @@ import (
 // validator holds the state of one validation.
 type validator struct {
 	d          diags
-	schemaErrs int // SCHEMA_INVALID count, for whole-object rule suppression
+	schemaErrs int // SCHEMA_INVALID count
+	// typeErrs counts the SCHEMA_INVALID problems that the reference's
+	// schema library treats as aborting the value (a wrong type, a missing
+	// required field, an enum, literal or union mismatch), as opposed to a
+	// failed pattern, range, length or refinement check on a value of the
+	// right type. A mapping's whole-object rules (the construct rules of a
+	// step) run only when nothing inside it aborted (spec/ir.md 10.1).
+	typeErrs int
+	// cycleBudget overrides the edge-visit budget of the edge-by-edge
+	// cycle check (tests use it to reach the bisecting fallback).
+	cycleBudget int
 
 	root *node
 
@@ -72,6 +83,7 @@ type flowInfo struct {
 	unnamedSteps bool
 	steps        []*stepInfo
 	byID         map[string]*stepInfo // first occurrence of each id
+	hint         *string              // stepHint, once computed
 	g            *graph               // built by the semantic phase
 }
 
@@ -120,12 +132,70 @@ type stepInfo struct {
 	stageEnsureAt map[int][]int
 }
 
+// pathPart is one segment of a location inside a with value: a key of a
+// mapping or a list position. Locations are chains of parts, turned into
+// strings only when a diagnostic or a Site needs them: building the path
+// of every value eagerly costs the nesting depth times the key lengths per
+// value, which a hostile spec turns into gigabytes.
+type pathPart struct {
+	parent *pathPart
+	base   string // set on the root part: the path of the with mapping
+	key    string
+	index  int
+	isKey  bool
+}
+
+func (p *pathPart) String() string {
+	var parts []*pathPart
+	for q := p; q != nil; q = q.parent {
+		parts = append(parts, q)
+	}
+	var b strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		q := parts[i]
+		switch {
+		case q.parent == nil:
+			b.WriteString(q.base)
+		case q.isKey:
+			b.WriteByte('.')
+			b.WriteString(q.key)
+		default:
+			b.WriteByte('[')
+			b.WriteString(itoa(q.index))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+// loc is a location in the document, made a string only when a
+// diagnostic or a Site path needs it: base + "." + rel (or base when rel
+// is empty), or at for strings inside with values.
+type loc struct {
+	at        *pathPart
+	base, rel string
+}
+
+func (p loc) String() string {
+	switch {
+	case p.at != nil:
+		return p.at.String()
+	case p.rel == "":
+		return p.base
+	}
+	return p.base + "." + p.rel
+}
+
+func locOf(path string) loc { return loc{base: path} }
+
 // leaf is one string scanned for references (spec/ir.md 7.1).
 type leaf struct {
 	group leafGroup
-	// The leaf's path is base + "." + rel (or base when rel is empty),
-	// built only when needed: most leaves never appear in a diagnostic.
+	// The leaf's path is base + "." + rel (or base when rel is empty), or
+	// at (for strings inside with), built only when needed: most leaves
+	// never appear in a diagnostic.
 	base, rel  string
+	at         *pathPart
 	n          *node
 	text       string
 	expression bool
@@ -195,7 +265,18 @@ var allowedFor = map[string]string{
 	"evaluate": " out ",
 }
 
+// schema reports a type error: a value of the wrong kind, a missing
+// required field, or an enum, literal or union mismatch.
 func (v *validator) schema(n *node, path, format string, args ...any) {
+	v.typeErrs++
+	v.schemaErrs++
+	v.d.add(n, CodeSchemaInvalid, path, format, args...)
+}
+
+// rejected reports a value of the right kind that fails a pattern, range,
+// length or refinement check; unlike a type error it does not suppress the
+// whole-object rules of the mapping that contains it.
+func (v *validator) rejected(n *node, path, format string, args ...any) {
 	v.schemaErrs++
 	v.d.add(n, CodeSchemaInvalid, path, format, args...)
 }
@@ -254,7 +335,11 @@ func formatNumber(f float64) string {
 func (v *validator) unknownKeys(m *node, path, allowed, where string) {
 	for _, k := range m.keys() {
 		if !hasWord(allowed, k.str) {
-			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "unknown field %q in %s; allowed fields are:%s", k.str, where, strings.TrimRight(strings.ReplaceAll(allowed, " ", ", "), ", ")[1:])
+			name := strconv.Quote(k.str)
+			if k.str == "" {
+				name = `"" (an empty or null key)`
+			}
+			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "unknown field %s in %s; allowed fields are:%s", name, where, strings.TrimRight(strings.ReplaceAll(allowed, " ", ", "), ", ")[1:])
 		}
 	}
 }
@@ -308,8 +393,12 @@ func (v *validator) posInt(m *node, path, key string, required bool) (int, bool)
 }
 
 func (v *validator) posIntValue(n *node, path string) (int, bool) {
-	if n.kind != numberNode || math.IsNaN(n.num) || math.IsInf(n.num, 0) || n.num != math.Trunc(n.num) || n.num < 1 {
+	if n.kind != numberNode || math.IsNaN(n.num) {
 		v.wrongType(n, path, "an integer of at least 1")
+		return 0, false
+	}
+	if math.IsInf(n.num, 0) || n.num != math.Trunc(n.num) || n.num < 1 {
+		v.rejected(n, path, "expected an integer of at least 1, got %s", describeNode(n))
 		return 0, false
 	}
 	if n.num > math.MaxInt32 {
@@ -364,7 +453,7 @@ func (v *validator) buildContract(k, val *node) {
 		v.contractByName[k.str] = ci
 	}
 	if !isName(k.str) {
-		v.schema(k, path, "contract name %q is invalid: use letters, digits and _, not starting with a digit", k.str)
+		v.rejected(k, path, "contract name %q is invalid: use letters, digits and _, not starting with a digit", k.str)
 		ci.poisoned = true
 	}
 	c, nodes, srcs, ok := v.fieldMapping(val, path, "contract")
@@ -383,11 +472,17 @@ func (v *validator) fieldMapping(n *node, path, what string) (*Contract, []*node
 		v.wrongType(n, path, "a mapping from field name to type string ("+what+" fields; {} for none)")
 		return nil, nil, nil, false
 	}
+	// A reserved key makes the reference report every reserved key of the
+	// mapping and nothing else about it (spec/ir.md 4.1, 10.1).
+	reserved := false
 	for _, k := range n.keys() {
 		if isReserved(k.str) {
 			v.d.add(k, CodeReservedField, joinPath(path, k.str), "field name %q is reserved; rename the field", k.str)
-			return nil, nil, nil, false
+			reserved = true
 		}
+	}
+	if reserved {
+		return nil, nil, nil, false
 	}
 	ok := true
 	c := &Contract{Fields: make([]Field, 0, len(n.keys()))}
@@ -396,7 +491,7 @@ func (v *validator) fieldMapping(n *node, path, what string) (*Contract, []*node
 	for i, k := range n.keys() {
 		fp := joinPath(path, k.str)
 		if !isName(k.str) {
-			v.schema(k, fp, "field name %q is invalid: use letters, digits and _, not starting with a digit", k.str)
+			v.rejected(k, fp, "field name %q is invalid: use letters, digits and _, not starting with a digit", k.str)
 			ok = false
 			continue
 		}
@@ -520,8 +615,10 @@ func (v *validator) budget(n *node, path string) *Budget {
 	known := 0
 	if un := n.get("usd"); n.keyNode("usd") != nil {
 		known++
-		if un.kind != numberNode || math.IsNaN(un.num) || math.IsInf(un.num, 0) || un.num <= 0 {
+		if un.kind != numberNode || math.IsNaN(un.num) {
 			v.wrongType(un, joinPath(path, "usd"), "a finite number greater than 0")
+		} else if math.IsInf(un.num, 0) || un.num <= 0 {
+			v.rejected(un, joinPath(path, "usd"), "expected a finite number greater than 0, got %s", describeNode(un))
 		} else {
 			b.USD = un.num
 		}
@@ -549,7 +646,7 @@ func (v *validator) budget(n *node, path string) *Budget {
 	}
 	v.unknownKeys(n, path, " usd tokens dispatches ms ", "a budget")
 	if v.schemaErrs == before && known == 0 {
-		v.schema(n, path, "budget requires at least one of usd, tokens, dispatches, ms")
+		v.rejected(n, path, "budget requires at least one of usd, tokens, dispatches, ms")
 	}
 	if v.schemaErrs != before {
 		return nil
@@ -562,18 +659,22 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 		v.wrongType(n, path, "a mapping from variable name to {initial, on_revise}")
 		return
 	}
+	reserved := false
 	for _, k := range n.keys() {
 		if isReserved(k.str) {
 			v.d.add(k, CodeReservedField, joinPath(path, k.str), "carry variable name %q is reserved; rename it", k.str)
-			return
+			reserved = true
 		}
+	}
+	if reserved {
+		return
 	}
 	fl.carryOK = true
 	for i, k := range n.keys() {
 		vp := joinPath(path, k.str)
 		ci := &carryInfo{name: k.str, path: vp, keyNode: k}
 		if !isStepID(k.str) {
-			v.schema(k, vp, "carry variable name %q is invalid: use lowercase letters, digits, _ and -, starting with a letter", k.str)
+			v.rejected(k, vp, "carry variable name %q is invalid: use lowercase letters, digits, _ and -, starting with a letter", k.str)
 			fl.carryOK = false
 		}
 		fl.carry = append(fl.carry, ci)
@@ -585,7 +686,7 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 		}
 		init, initN, ok := v.str(vn, vp, "initial", true, "a single reference such as \"${STEP.output.field}\"")
 		if ok && init == "" {
-			v.schema(initN, joinPath(vp, "initial"), "initial must be a non-empty reference such as \"${STEP.output.field}\"")
+			v.rejected(initN, joinPath(vp, "initial"), "initial must be a non-empty reference such as \"${STEP.output.field}\"")
 			ok = false
 		}
 		ci.initial, ci.initialNode, ci.initialOK = init, initN, ok
@@ -598,13 +699,16 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 					ep := joinPath(rp, gk.str)
 					e := carryReviseInfo{gate: gk.str, path: ep, keyNode: gk, ok: true}
 					if !isStepID(gk.str) {
-						v.schema(gk, ep, "%q is not a step id: on_revise keys name gate steps (lowercase letters, digits, _ and -)", gk.str)
+						v.rejected(gk, ep, "%q is not a step id: on_revise keys name gate steps (lowercase letters, digits, _ and -)", gk.str)
 						e.ok = false
 					}
 					val := rn.vals()[j]
 					e.valNode = val
-					if val.kind != stringNode || val.str == "" {
+					if val.kind != stringNode {
 						v.wrongType(val, ep, "a non-empty reference such as \"${STEP.output.field}\"")
+						e.ok = false
+					} else if val.str == "" {
+						v.rejected(val, ep, "an on_revise value must be a non-empty reference such as \"${STEP.output.field}\"")
 						e.ok = false
 					} else {
 						e.value = val.str
@@ -628,7 +732,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 		fl.unnamedSteps = true
 		return
 	}
-	before := v.schemaErrs
+	before, beforeType := v.schemaErrs, v.typeErrs
 	s := si.s
 	si.present = n
 	// One pass over the keys tells which step fields are present.
@@ -647,7 +751,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	// id
 	if id, idN, ok := v.str(n, path, "id", true, "a step id (lowercase letters, digits, _ and -, starting with a letter)"); ok {
 		if !isStepID(id) {
-			v.schema(idN, fp("id"), "invalid step id %q: use lowercase letters, digits, _ and -, starting with a letter", id)
+			v.rejected(idN, fp("id"), "invalid step id %q: use lowercase letters, digits, _ and -, starting with a letter", id)
 		} else {
 			s.ID = id
 			si.idOK = true
@@ -663,8 +767,12 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 			v.wrongType(an, fp("after"), "a list of step ids")
 		} else {
 			for i, e := range an.items() {
-				if e.kind != stringNode || !isStepID(e.str) {
+				if e.kind != stringNode {
 					v.wrongType(e, indexPath(fp("after"), i), "a step id (lowercase letters, digits, _ and -, starting with a letter)")
+					continue
+				}
+				if !isStepID(e.str) {
+					v.rejected(e, indexPath(fp("after"), i), "invalid step id %q in after: use lowercase letters, digits, _ and -, starting with a letter", e.str)
 					continue
 				}
 				s.After = append(s.After, e.str)
@@ -745,7 +853,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	// on_fail
 	if of, ofn, ok := v.str(n, path, "on_fail", false, "a step id"); ok {
 		if !isStepID(of) {
-			v.schema(ofn, fp("on_fail"), "on_fail must be a step id (lowercase letters, digits, _ and -), got %q", of)
+			v.rejected(ofn, fp("on_fail"), "on_fail must be a step id (lowercase letters, digits, _ and -), got %q", of)
 		} else {
 			s.OnFail = of
 		}
@@ -768,7 +876,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 		if wn.kind != mapNode {
 			v.wrongType(wn, fp("with"), "a mapping from the called flow's input names to values")
 		} else {
-			s.With = v.withValue(wn, fp("with"), si)
+			s.With = v.withValue(wn, &pathPart{base: fp("with")}, si)
 		}
 	}
 	// evaluate
@@ -778,8 +886,10 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 
 	v.unknownKeys(n, path, stepFieldList, "a step")
 
-	// Whole-object construct rules, only for a well-typed step.
-	if v.schemaErrs != before {
+	// Whole-object construct rules, only for a well-typed step: a failed
+	// pattern, range or length check elsewhere in the step does not
+	// suppress them, a type error does (spec/ir.md 10.1).
+	if v.typeErrs != beforeType {
 		si.outPoisoned = true
 		return
 	}
@@ -805,25 +915,26 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 		}
 		if !hasWord(allowedFor[kind], f) {
 			k := n.keyNode(f)
-			v.d.add(k, CodeFieldForKind, fp(f), "field %q is not allowed on a %s step (a %s step accepts: id, after, when, %s%s)", f, kind, kind, kind, strings.TrimRight(strings.ReplaceAll(allowedFor[kind], " ", ", "), ", "))
+			art := "a"
+			if kind == "evaluate" {
+				art = "an"
+			}
+			v.d.add(k, CodeFieldForKind, fp(f), "field %q is not allowed on %s %s step (it accepts: id, after, when, %s%s); remove it or use a construct that takes it", f, art, kind, kind, strings.TrimRight(strings.ReplaceAll(allowedFor[kind], " ", ", "), ", "))
 			si.outPoisoned = true
 		}
 	}
 	switch kind {
 	case "set":
 		if !has("out") {
-			v.schema(n, fp("out"), "required for set: a set step must name its output contract with out")
-			si.outPoisoned = true
-			return
+			v.rejected(n, fp("out"), "required for set: a set step must name its output contract with out")
 		}
 	case "run":
 		if !has("with") {
-			v.schema(n, fp("with"), "required for run: give with, a mapping of the called flow's inputs (with: {} when it has none)")
-			si.outPoisoned = true
-			return
+			v.rejected(n, fp("with"), "required for run: give with, a mapping of the called flow's inputs (with: {} when it has none)")
 		}
 	}
-	if si.outPoisoned {
+	if si.outPoisoned || v.schemaErrs != before {
+		si.outPoisoned = true
 		return
 	}
 	si.kindKnown = true
@@ -844,12 +955,9 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	si.orderLeaves()
 }
 
-func (l *leaf) fullPath() string {
-	if l.rel == "" {
-		return l.base
-	}
-	return l.base + "." + l.rel
-}
+func (l *leaf) loc() loc { return loc{at: l.at, base: l.base, rel: l.rel} }
+
+func (l *leaf) fullPath() string { return l.loc().String() }
 
 // ensureRels holds the common "ensure[i].expr" suffixes.
 var ensureRels = [...]string{"ensure[0].expr", "ensure[1].expr", "ensure[2].expr", "ensure[3].expr", "ensure[4].expr", "ensure[5].expr", "ensure[6].expr", "ensure[7].expr"}
@@ -1048,7 +1156,10 @@ func (v *validator) gate(n *node, path string) *Gate {
 		r := n.get(key)
 		switch {
 		case r.kind == nullNode:
-		case r.kind == stringNode && isStepID(r.str):
+		case r.kind == stringNode && !isStepID(r.str):
+			v.rejected(r, rp, "%s must be null or a step id (lowercase letters, digits, _ and -), got %q", key, r.str)
+			ok = false
+		case r.kind == stringNode:
 			switch key {
 			case "on_approve":
 				g.OnApprove = r.str
@@ -1086,8 +1197,10 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 	}
 	if sn := n.get("steps"); n.keyNode("steps") == nil {
 		v.missing(n, path, "steps", "a list of at least one stage, each {do: TASK, ...}")
-	} else if sn.kind != listNode || len(sn.items()) == 0 {
+	} else if sn.kind != listNode {
 		v.wrongType(sn, joinPath(path, "steps"), "a list of at least one stage")
+	} else if len(sn.items()) == 0 {
+		v.rejected(sn, joinPath(path, "steps"), "a fanout needs at least one stage: steps: [{do: TASK}]")
 	} else {
 		for i, st := range sn.items() {
 			stage := v.stage(st, indexPath(joinPath(path, "steps"), i), si, i)
@@ -1206,7 +1319,7 @@ func (v *validator) evaluate(n *node, path string, si *stepInfo) *Evaluate {
 	e := &Evaluate{}
 	if c, cn, ok := v.str(n, path, "command", true, "the command to run (a non-empty string)"); ok {
 		if c == "" {
-			v.schema(cn, joinPath(path, "command"), "command must not be empty")
+			v.rejected(cn, joinPath(path, "command"), "command must not be empty")
 		}
 		e.Command = c
 	}
@@ -1224,7 +1337,7 @@ func (v *validator) evaluate(n *node, path string, si *stepInfo) *Evaluate {
 }
 
 // withValue converts a with mapping, recording every string as a leaf.
-func (v *validator) withValue(n *node, path string, si *stepInfo) *Value {
+func (v *validator) withValue(n *node, at *pathPart, si *stepInfo) *Value {
 	switch n.kind {
 	case nullNode:
 		return &Value{Kind: ValueNull}
@@ -1232,23 +1345,24 @@ func (v *validator) withValue(n *node, path string, si *stepInfo) *Value {
 		return &Value{Kind: ValueBool, Bool: n.b}
 	case numberNode:
 		if math.IsNaN(n.num) || math.IsInf(n.num, 0) {
-			v.wrongType(n, path, "a finite number (JSON has no infinity or NaN)")
+			v.schemaErrs++
+			v.d.addAt(n, CodeSchemaInvalid, loc{at: at}, "expected a finite number (JSON has no infinity or NaN), got %s", describeNode(n))
 		}
 		return &Value{Kind: ValueNumber, Number: n.num}
 	case stringNode:
-		t := si.leafLater(groupWith, leaf{base: path, n: n, text: n.str, stage: -1})
+		t := si.leafLater(groupWith, leaf{at: at, n: n, text: n.str, stage: -1})
 		return &Value{Kind: ValueString, String: t}
 	case listNode:
 		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items()))}
 		for i, e := range n.items() {
-			out.Items[i] = v.withValue(e, indexPath(path, i), si)
+			out.Items[i] = v.withValue(e, &pathPart{parent: at, index: i}, si)
 		}
 		return out
 	default:
 		out := &Value{Kind: ValueObject, Keys: make([]string, len(n.keys())), Fields: make([]*Value, len(n.keys()))}
 		for i, k := range n.keys() {
 			out.Keys[i] = k.str
-			out.Fields[i] = v.withValue(n.vals()[i], joinPath(path, k.str), si)
+			out.Fields[i] = v.withValue(n.vals()[i], &pathPart{parent: at, key: k.str, isKey: true}, si)
 		}
 		return out
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/stratum-go/stratum/expr"
@@ -259,11 +260,7 @@ func fieldList(c *Contract) string {
 	if len(c.Fields) == 0 {
 		return "none"
 	}
-	names := make([]string, len(c.Fields))
-	for i, f := range c.Fields {
-		names[i] = f.Name
-	}
-	return strings.Join(names, ", ")
+	return listNames(len(c.Fields), func(i int) string { return c.Fields[i].Name })
 }
 
 func toNumber(v any) (float64, bool) {
@@ -334,24 +331,26 @@ func describeValue(v any) string {
 }
 
 func quoteList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
+	return listNames(len(items), func(i int) string { return strconv.Quote(items[i]) })
 }
 
 // parseType parses a type string (spec/ir.md section 4.2). It returns nil
 // and a reason when the string is not a valid type.
+// Type strings are not trimmed: " string" is invalid, but spaces are
+// ordinary characters of enum members, so " a|b" is the enum of " a" and
+// "b", as in the reference.
 func parseType(s string) (*Type, string) {
-	if trimmed := strings.TrimSpace(s); trimmed != s {
-		return nil, "remove the surrounding spaces (write \"" + trimmed + "\")"
-	}
 	t, why := parseTypeInner(s)
 	if t != nil {
 		t.Source = s
+		return t, ""
 	}
-	return t, why
+	if trimmed := strings.TrimSpace(s); trimmed != s {
+		if tt, _ := parseTypeInner(trimmed); tt != nil {
+			return nil, "remove the surrounding spaces (write \"" + trimmed + "\")"
+		}
+	}
+	return nil, why
 }
 
 func parseTypeInner(s string) (*Type, string) {
