@@ -11,8 +11,10 @@ import (
 // Options configure an Engine. The zero value gives production defaults:
 // the system clock, crypto/rand ids, no judge (judged ensures fail closed),
 // no dispatcher (engine-dispatched fanouts fail the run clearly), the
-// default evaluate runner (/bin/sh -c in the workspace) and the process's
-// working directory as the default workspace root.
+// default evaluate runner (/bin/sh -c in the workspace), the process's
+// working directory as the default workspace root, worktrees of isolated
+// fanout items in the system's temporary directory and a 16 MiB limit on
+// an item's captured changes.
 type Options struct {
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time

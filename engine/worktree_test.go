@@ -116,9 +116,11 @@ flows:
 const writeStage = `            - do: "Write ${item}"
               out: V`
 
-// writeAgent writes <name>.txt in its working directory; "bad" items
-// write too, then fail; "conflict" items rewrite README.
+// writeAgent writes <name>.txt in its working directory; "noop" items
+// change nothing; "bad" items write too, then fail; "conflict" items
+// rewrite README; "drop" items delete old.txt.
 const writeAgent = `read task; name=${task#Write }
+case "$name" in noop*) printf '{"value":"%s"}' "$name"; exit 0;; esac
 echo "$name" > "$name.txt"
 case "$name" in
 bad*) echo "refused" >&2; exit 1;;
@@ -167,14 +169,14 @@ func TestWorktreeFanoutMerges(t *testing.T) {
 	d := &procDispatcher{script: writeAgent}
 	h, wtDir := worktreeHarness(t, d)
 	check := `test -f a.txt && test -f c.txt && test ! -f bad.txt && ` + closedVerdict
-	spec := worktreeSpec("2", []string{"git diff --cached --name-only > ../premerge.seen"}, writeStage, check)
-	r := h.plan(spec, map[string]any{"items": []any{"a", "bad", "c"}})
+	spec := worktreeSpec("3", []string{"git diff --cached --name-only > ../premerge.seen"}, writeStage, check)
+	r := h.plan(spec, map[string]any{"items": []any{"a", "bad", "c", "noop"}})
 	r = h.waitFor(h.e, r.RunID, notFanoutWaiting)
 	if h.e.Wait(h.ctx) != nil {
 		t.Fatal("wait")
 	}
 	en := entry(t, r, "after")
-	if en.Do != `after [{"value":"a"},null,{"value":"c"}]` {
+	if en.Do != `after [{"value":"a"},null,{"value":"c"},{"value":"noop"}]` {
 		t.Fatalf("after %s", dump(en))
 	}
 	if got := staged(t, h.ws); !slices.Equal(got, []string{"a.txt", "c.txt"}) {
@@ -188,7 +190,7 @@ func TestWorktreeFanoutMerges(t *testing.T) {
 		t.Errorf("pre_merge saw %q (%v)", b, err)
 	}
 	merges := h.mergeEvents(r.RunID)
-	if dump(merges) != `[{"itemIndex":0,"success":true},{"itemIndex":2,"success":true}]` {
+	if dump(merges) != `[{"itemIndex":0,"success":true},{"itemIndex":2,"success":true},{"changes":false,"itemIndex":3,"success":true}]` {
 		t.Errorf("merge events %s", dump(merges))
 	}
 	types := h.eventTypes(r.RunID)
@@ -202,7 +204,10 @@ func TestWorktreeFanoutMerges(t *testing.T) {
 			t.Errorf("item %d patch %d/%d after the merge", i, it.PatchSeq, it.PatchBytes)
 		}
 	}
-	if fan.Fanout.Merge == nil || fan.Fanout.Merge.Next != 3 || !fan.Fanout.Merge.PreMerged {
+	if it := fan.Fanout.Items[3]; it.PatchSeq != 0 || it.PatchBytes != 0 {
+		t.Errorf("item without changes: patch %d/%d", it.PatchSeq, it.PatchBytes)
+	}
+	if fan.Fanout.Merge == nil || fan.Fanout.Merge.Next != 4 || !fan.Fanout.Merge.PreMerged {
 		t.Errorf("merge state %s", dump(fan.Fanout.Merge))
 	}
 	// The agents worked in worktrees of the run, told they may write.
