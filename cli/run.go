@@ -76,7 +76,7 @@ output|failure|waiting, ledger}).
 
 Exit status: 0 completed; 1 failed, killed, budget exhausted, cancelled,
 or stopped by a problem outside the run (resumable); 2 usage, invalid
-spec or invalid input; 3 stopped at a gate.`
+spec, invalid input or an unknown --resume RUN; 3 stopped at a gate.`
 }
 
 func (c *runCmd) SetFlags(fs *flag.FlagSet) {
@@ -153,8 +153,11 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 			}
 			req.WorkspaceRoot = abs
 		}
-	} else if err := checkRunID(env, c.resume); err != nil {
-		return err
+	} else if msg := runIDProblem(c.resume); msg != "" {
+		// stdout is the flow's output: a bad --resume is said on stderr
+		// only, and it is a bad argument (2), not a failed run (1).
+		fmt.Fprintf(env.Stderr, "stratum run: --resume: %s\n", msg)
+		return exitCode(ExitUsage)
 	}
 
 	st, err := openStore(env)
@@ -175,10 +178,15 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	if c.resume != "" {
 		reader := engine.New(st, engine.Options{})
-		if p, err := reader.RunPlan(ctx, c.resume); err == nil {
+		p, err := reader.RunPlan(ctx, c.resume)
+		reader.Close()
+		if isNotFound(err) {
+			fmt.Fprintf(env.Stderr, "stratum run: --resume: no run %s in %s (\"stratum query flows\" lists the runs there)\n", c.resume, st.Root())
+			return exitCode(ExitUsage)
+		}
+		if err == nil {
 			plan = p // contract fields in declaration order; optional
 		}
-		reader.Close()
 	}
 	var e *engine.Engine // the gate question reads the run through it
 	opts := driver.Options{
@@ -253,8 +261,8 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 		return exitCode(ExitFailure)
 	case err != nil:
 		if c.resume != "" && isNotFound(err) {
-			say("stratum run: run %s not found", c.resume)
-			return exitCode(ExitFailure)
+			say("stratum run: --resume: no run %s", c.resume)
+			return exitCode(ExitUsage)
 		}
 		say("stratum run: %v", err)
 		return exitCode(ExitFailure)
