@@ -85,11 +85,12 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("state root %s: %w", root, err)
 	}
-	if c.agent != "" {
-		// Refuse a bad command line now rather than at the first fanout.
-		if _, err := (&agent.Resolver{}).Resolve(c.agent, ""); err != nil {
-			return usagef("--agent: %v", err)
-		}
+	// Refuse a bad --agent now rather than at the first fanout.
+	if c.agent == "human" {
+		return usagef("--agent human cannot be used by the MCP server: its standard input carries JSON-RPC, not a person's answers")
+	}
+	if err := checkAgentFlag(c.agent); err != nil {
+		return err
 	}
 	j, err := judge.FromEnv(env.getenv)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -113,12 +114,8 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 	} else if len(args) != 1 {
 		return usagef("expected one spec file (or - for standard input), got %d arguments", len(args))
 	}
-	if c.agent != "" && c.agent != "claude" && c.agent != "codex" && c.agent != "human" {
-		// A command line is checked now (its program must exist), so a
-		// typo costs no run.
-		if _, err := (&agent.Resolver{}).Resolve(c.agent, ""); err != nil {
-			return usagef("--agent: %v", err)
-		}
+	if err := checkAgentFlag(c.agent); err != nil {
+		return err
 	}
 
 	var plan *ir.Plan
@@ -301,6 +298,25 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 	}
 	say("run %s %s%s", out.RunID, strings.ReplaceAll(resp.Status, "_", " "), reason)
 	return exitCode(ExitFailure)
+}
+
+// checkAgentFlag refuses an --agent that can never start (a missing or
+// non-executable program, claude or codex not on PATH) before a run is
+// planned, so that a typo or a missing install costs no run.
+func checkAgentFlag(value string) error {
+	switch value {
+	case "", "human":
+		return nil
+	case "claude", "codex":
+		if _, err := exec.LookPath(value); err != nil {
+			return usagef("--agent %s: the %s CLI is not on PATH; install it, or pass --agent '<command>' (see docs/agents.md)", value, value)
+		}
+		return nil
+	}
+	if _, err := (&agent.Resolver{}).Resolve(value, ""); err != nil {
+		return usagef("%v", err) // the message names --agent and the program
+	}
+	return nil
 }
 
 // agentArg repeats --agent for a resume hint (the choice is not part of the
