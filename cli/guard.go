@@ -121,7 +121,13 @@ func (c *guardCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	call, known := guardActions()[action]
 	if !known && action != "verify" {
-		fmt.Fprintf(env.Stderr, "Unknown guard action: %s. Expected one of: %s.\n", action, strings.Join(guardActionNames(), ", "))
+		// spec/guard.md 17: stderr only, exit 1. A missing action is said
+		// as such rather than as the unknown action "".
+		what := fmt.Sprintf("Unknown guard action: %s.", action)
+		if action == "" {
+			what = "Missing guard action."
+		}
+		fmt.Fprintf(env.Stderr, "%s Expected one of: %s.\n", what, strings.Join(guardActionNames(), ", "))
 		return exitCode(ExitFailure)
 	}
 	if action == "verify" {
@@ -138,6 +144,11 @@ func (c *guardCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if action == "verify" {
 		res, err := g.Verify(ctx, args[1])
 		return printGuard(env, res, err)
+	}
+	if isTerminal(env.Stdin) {
+		// Otherwise a person who typed "stratum guard history" sees a
+		// command that hangs for no visible reason.
+		fmt.Fprintf(env.Stderr, "stratum guard %s: reading its JSON arguments from standard input; end them with Ctrl-D (\"stratum help guard\" lists them)\n", action)
 	}
 	in, err := io.ReadAll(io.LimitReader(env.Stdin, maxGuardInput+1))
 	if err != nil {
