@@ -36,7 +36,7 @@ Output (JSON) and exit status:
 }
 
 func (c *flowCmd) SetFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.reason, "reason", "", "why the run is cancelled (recorded in its event log)")
+	fs.StringVar(&c.reason, "reason", "", "why the run is cancelled, as `TEXT` (recorded in its event log)")
 }
 
 type cancelDoc struct {

@@ -43,13 +43,14 @@ output); a dotted "after" arrow is an ordering-only dependency; thick
 Route-only steps (run only when routed to) have a dashed border. The
 "output" node shows which step's output is the flow's result.
 
-An invalid spec prints its problems like "stratum validate" and exits 1;
-an unreadable file or unknown flow exits 2.`
+Exit status: 0 drawn; 1 when SPEC is invalid (its problems are printed
+like "stratum validate"); 2 for a usage error, an unreadable file or an
+unknown --flow.`
 }
 
 func (c *graphCmd) SetFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.flow, "flow", "", "draw only the flow `NAME`")
-	fs.StringVar(&c.format, "format", "mermaid", "output `format`: mermaid or dot")
+	fs.StringVar(&c.format, "format", "mermaid", "output `FORMAT`: mermaid or dot")
 }
 
 func (c *graphCmd) Run(ctx context.Context, env *Env, args []string) error {

@@ -53,13 +53,18 @@ docs/agents.md); without it each item uses its step's agent: (claude or
 codex). Steps reported by the MCP client itself are never affected.
 
 --instructions prints the guidance the server sends to clients (how an
-agent should use the tools) and exits. See docs/mcp.md for every tool.`
+agent should use the tools) and exits. See docs/mcp.md for every tool.
+
+Exit status: 0 when standard input ends or on SIGINT/SIGTERM (or after
+--instructions); 1 when the server cannot start or its transport fails
+(the state root or guard store is unusable, ...); 2 for a usage error or
+an --agent that cannot run.`
 }
 
 func (c *mcpCmd) SetFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.logLevel, "log-level", "info", "`level` of logs on stderr: debug, info, warn or error")
+	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL` of logs on stderr: debug, info, warn or error")
 	fs.BoolVar(&c.instructions, "instructions", false, "print the server instructions and exit")
-	fs.StringVar(&c.agent, "agent", "", "agent `CMD` for engine-dispatched fanout items")
+	fs.StringVar(&c.agent, "agent", "", "agent for engine-dispatched fanout items: claude, codex or a command line `CMD`")
 }
 
 func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
@@ -74,6 +79,13 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return usagef("--log-level: %q is not one of debug, info, warn, error", c.logLevel)
 	}
+	// Refuse a bad --agent now rather than at the first fanout.
+	if c.agent == "human" {
+		return usagef("--agent human cannot be used by the MCP server: its standard input carries JSON-RPC, not a person's answers")
+	}
+	if err := checkAgentFlag(c.agent); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	root, err := store.DefaultRoot(env.getenv)
 	if err != nil {
@@ -84,13 +96,6 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}})
 	if err != nil {
 		return fmt.Errorf("state root %s: %w", root, err)
-	}
-	// Refuse a bad --agent now rather than at the first fanout.
-	if c.agent == "human" {
-		return usagef("--agent human cannot be used by the MCP server: its standard input carries JSON-RPC, not a person's answers")
-	}
-	if err := checkAgentFlag(c.agent); err != nil {
-		return err
 	}
 	j, err := judge.FromEnv(env.getenv)
 	if err != nil {

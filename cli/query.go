@@ -38,8 +38,11 @@ status is complete, failed, killed (a gate's kill ended the run),
 budget_exhausted, cancelled, awaiting_gate or running; terminal_status is the
 run's own status once it has finished (null while it runs).
 
-A run that cannot be read is skipped with a message on stderr. An unknown
-RUN prints {"error": {"code": "NOT_FOUND", ...}} and exits 1.`
+A run that cannot be read is skipped with a message on stderr.
+
+Exit status: 0 printed; 1 with {"error": {"code", "message"}} on stdout for
+an unknown RUN (NOT_FOUND) or an id that cannot be a run id (INVALID);
+2 for a usage error.`
 }
 
 func (*queryCmd) SetFlags(*flag.FlagSet) {}

@@ -42,7 +42,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (*runCmd) Name() string { return "run" }
 func (*runCmd) Synopsis() string {
-	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--json]"
+	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--concurrency N] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--concurrency N] [--json]"
 }
 func (*runCmd) Short() string { return "run a flow end to end with local agents" }
 func (*runCmd) Long() string {
@@ -83,8 +83,8 @@ spec, invalid input or an unknown --resume RUN; 3 stopped at a gate.`
 func (c *runCmd) SetFlags(fs *flag.FlagSet) {
 	fs.Var(&c.inputs, "input", "set input field `k=v` (repeatable)")
 	fs.StringVar(&c.inputJSON, "input-json", "", "the input object as `JSON` text or @FILE")
-	fs.StringVar(&c.agent, "agent", "", "agent for every step: claude, codex, human or a command `line`")
-	fs.StringVar(&c.gate, "gate", "", "at gates: ask, approve, kill, wait or stop (default ask on a terminal, else stop)")
+	fs.StringVar(&c.agent, "agent", "", "agent for every step: claude, codex, human or a command line `CMD`")
+	fs.StringVar(&c.gate, "gate", "", "at gates, `MODE`: ask, approve, kill, wait or stop (default ask on a terminal, else stop)")
 	fs.StringVar(&c.workspace, "workspace", "", "workspace root `DIR` (default: the current directory)")
 	fs.BoolVar(&c.json, "json", false, "print the final run state as JSON")
 	fs.StringVar(&c.resume, "resume", "", "continue the persisted run `RUN`")
