@@ -49,11 +49,14 @@ func (*queryCmd) SetFlags(*flag.FlagSet) {}
 
 func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 	switch {
-	case len(args) == 1 && args[0] == "flows":
-	case len(args) == 2 && args[0] == "flow":
-	case len(args) == 1 && args[0] == "gates":
-	default:
+	case len(args) == 0:
 		return usagef("expected flows, flow RUN or gates")
+	case args[0] == "flow" && len(args) != 2:
+		return usagef("query flow takes one RUN id (\"stratum query flows\" lists them)")
+	case (args[0] == "flows" || args[0] == "gates") && len(args) != 1:
+		return usagef("query %s takes no arguments, got %q", args[0], args[1:])
+	case args[0] != "flows" && args[0] != "flow" && args[0] != "gates":
+		return usagef("unknown query %q: expected flows, flow RUN or gates", args[0])
 	}
 	e, st, err := openEngine(env, engine.Options{})
 	if err != nil {
