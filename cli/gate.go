@@ -154,6 +154,9 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 				waiting[i] = g.StepID
 			}
 			msg := fmt.Sprintf("step '%s' of run '%s' is not a gate step", stepID, runID)
+			if flow == nil || flow.Step(local) == nil {
+				msg = fmt.Sprintf("run '%s' has no step '%s'", runID, stepID)
+			}
 			if len(waiting) > 0 {
 				msg += fmt.Sprintf(" (gates waiting: %s)", strings.Join(waiting, ", "))
 			}
