@@ -365,6 +365,9 @@ func (c *runCmd) buildInput(flow *ir.Flow) (map[string]any, error) {
 			for i, f := range flow.Input.Fields {
 				names[i] = f.Name
 			}
+			if len(names) == 0 {
+				return nil, usagef("--input %s: flow %s takes no input; leave --input out", kv, flow.Name)
+			}
 			return nil, usagef("--input %s: flow %s has no input field %q (fields: %s)", kv, flow.Name, k, strings.Join(names, ", "))
 		}
 		val, err := convertInput(f.Type, v)
