@@ -32,6 +32,10 @@ type runCmd struct {
 	json        bool
 	resume      string
 	concurrency int
+
+	// textInputs are the --input fields of a non-string type whose value
+	// was not JSON (kept as text for the input contract to judge).
+	textInputs []string
 }
 
 // multiFlag collects a repeatable string flag.
@@ -251,6 +255,13 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 		if len(ee.Details) == 0 {
 			say("  %s", ee.Message)
 		}
+		if len(c.textInputs) > 0 {
+			what := "the value of " + c.textInputs[0] + " was"
+			if len(c.textInputs) > 1 {
+				what = "the values of " + strings.Join(c.textInputs, ", ") + " were"
+			}
+			say("note: --input values of fields that are not strings are read as JSON (--input n=3, --input ok=true, --input 'tags=[\"a\",\"b\"]'); %s not JSON and went in as text", what)
+		}
 		return exitCode(ExitUsage)
 	case errors.As(err, &halt):
 		say("stratum run: %v", err)
@@ -370,27 +381,32 @@ func (c *runCmd) buildInput(flow *ir.Flow) (map[string]any, error) {
 			}
 			return nil, usagef("--input %s: flow %s has no input field %q (fields: %s)", kv, flow.Name, k, strings.Join(names, ", "))
 		}
-		val, err := convertInput(f.Type, v)
-		if err != nil {
-			return nil, usagef("--input %s: %v", k, err)
+		val, asText := convertInput(f.Type, v)
+		if asText {
+			c.textInputs = append(c.textInputs, k)
 		}
 		input[k] = val
 	}
 	return input, nil
 }
 
-// convertInput converts the text of a k=v input to the field's type.
-func convertInput(t *ir.Type, v string) (any, error) {
+// convertInput converts the text of a k=v input by the field's type:
+// string and enum fields take the text as typed, any other field reads it
+// as JSON. Text that is not JSON is passed on as a string (asText), so that
+// the engine's input contract check says what is wrong in the same words
+// as for stratum_plan ("input.n: expected an integer, got the string
+// \"abc\"").
+func convertInput(t *ir.Type, v string) (val any, asText bool) {
 	if t.Optional && v == "null" && t.Kind != ir.TypeString && t.Kind != ir.TypeEnum {
-		return nil, nil
+		return nil, false
 	}
 	switch t.Kind {
 	case ir.TypeString, ir.TypeEnum:
-		return v, nil
+		return v, false
 	}
 	var out any
 	if err := json.Unmarshal([]byte(v), &out); err != nil {
-		return nil, fmt.Errorf("%q is not valid for type %s (numbers, booleans, arrays and objects are written as JSON)", v, t.String())
+		return v, true
 	}
-	return out, nil
+	return out, false
 }
