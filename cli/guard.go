@@ -35,7 +35,10 @@ hash-chained ledger (see docs/guard.md).
 Each action reads one JSON object of arguments on stdin (empty input is {})
 and prints one line of JSON on stdout. Exit status 0 for every result,
 including "refused", "replayed", "unchanged" and "deviation"; 1 with
-{"status":"error","error_type":...,"message":...} for an error.
+{"status":"error","error_type":...,"message":...} for an error, and 1 with
+a message on stderr (nothing on stdout) for an unknown or missing ACTION;
+2 for arguments in the wrong place (verify without RESOURCE_ID, JSON
+arguments given on the command line).
 
 Actions and their arguments (? = optional):
   register     resource_id, graph, edge_predicates, initial,
