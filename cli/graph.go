@@ -90,7 +90,7 @@ func (c *graphCmd) Run(ctx context.Context, env *Env, args []string) error {
 // unreadable file is a usage error; an invalid spec prints its diagnostics
 // on stderr in validate's text format and ends the command with status 1.
 func loadPlan(env *Env, name string) (*ir.Plan, error) {
-	src, display, err := readSpec(env, name)
+	src, display, err := readSpec(env, "graph", name)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +103,11 @@ func loadPlan(env *Env, name string) (*ir.Plan, error) {
 	return plan, nil
 }
 
-// readSpec reads a spec file or standard input; failures are usage errors.
-func readSpec(env *Env, name string) (src []byte, display string, err error) {
+// readSpec reads a spec file or standard input for command cmd. A file
+// that cannot be read ends the command with status 2 and one line saying
+// why, as in stratum validate and migrate: the command's synopsis would
+// only hide the reason.
+func readSpec(env *Env, cmd, name string) (src []byte, display string, err error) {
 	if name == "-" {
 		src, err = readBounded(env.Stdin)
 		display = "<stdin>"
@@ -113,7 +116,8 @@ func readSpec(env *Env, name string) (src []byte, display string, err error) {
 		display = name
 	}
 	if err != nil {
-		return nil, "", usagef("%v", err)
+		fmt.Fprintf(env.Stderr, "stratum %s: %v\n", cmd, err)
+		return nil, "", exitCode(ExitUsage)
 	}
 	return src, display, nil
 }

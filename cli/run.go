@@ -125,7 +125,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 	var plan *ir.Plan
 	var req engine.PlanRequest
 	if c.resume == "" {
-		src, display, err := readSpec(env, args[0])
+		src, display, err := readSpec(env, "run", args[0])
 		if err != nil {
 			return err
 		}
