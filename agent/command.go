@@ -165,8 +165,19 @@ func findProgram(name string, lookPath func(string) (string, error), notFound st
 		if err != nil {
 			return "", fmt.Errorf("agent: %s: %w", name, err)
 		}
-		if _, err := os.Stat(abs); err != nil {
+		fi, err := os.Stat(abs)
+		if err != nil {
 			return "", &NotFoundError{Program: name, Hint: notFound + ": " + err.Error()}
+		}
+		// Checked here, not left to exec: a pre-flight check (stratum run
+		// --agent) must refuse what can never start before a run exists.
+		// The subject is the caller's "... not found" phrase without it.
+		subject := strings.TrimSuffix(notFound, " not found")
+		if fi.IsDir() {
+			return "", &NotFoundError{Program: name, Hint: subject + " is a directory, not a program"}
+		}
+		if fi.Mode()&0o111 == 0 {
+			return "", &NotFoundError{Program: name, Hint: fmt.Sprintf("%s is not executable (chmod +x %s, or name its interpreter: 'sh %s')", subject, name, name)}
 		}
 		return abs, nil
 	}

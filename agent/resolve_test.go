@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -70,6 +71,11 @@ func TestResolve(t *testing.T) {
 func TestResolveErrors(t *testing.T) {
 	lookPath := func(string) (string, error) { return "", errors.New("not found") }
 	r := &Resolver{LookPath: lookPath}
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "agent.sh") // a script without its x bit
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\necho '{}'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		override, step string
 		is             error
@@ -82,6 +88,8 @@ func TestResolveErrors(t *testing.T) {
 		{"human", "", nil, "no terminal is attached"},
 		{"no-such-agent --x", "", ErrNotFound, `--agent "no-such-agent --x": program "no-such-agent" not found`},
 		{"./missing/agent", "", ErrNotFound, "program \"./missing/agent\" not found"},
+		{dir, "", ErrNotFound, `program "` + dir + `" is a directory, not a program`},
+		{plain, "", ErrNotFound, `program "` + plain + `" is not executable (chmod +x ` + plain + `, or name its interpreter: 'sh ` + plain + `')`},
 		{"agent | tee", "", ErrCommandLine, `--agent "agent | tee": invalid agent command line: unquoted '|'`},
 	}
 	for _, tt := range tests {

@@ -42,7 +42,7 @@ Exit status: 0 printed (and intact), 1 not found, corrupt or broken,
 
 func (c *auditCmd) SetFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.verify, "verify", false, "re-check the event chain; exit 1 on any break")
-	fs.BoolVar(&c.json, "json", false, "print JSON")
+	fs.BoolVar(&c.json, "json", false, "print the full audit document as JSON (with --verify: the verification result)")
 }
 
 type verifyDoc struct {

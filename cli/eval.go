@@ -26,10 +26,10 @@ func (*evalCmd) Short() string    { return "evaluate an ensure/when expression a
 func (*evalCmd) Long() string {
 	return `Evaluate EXPR, an expression of the v1 expression language (the language of
 ensure, when, set and iterate.until; see docs/expressions.md), and print one
-JSON line:
+JSON line. Output and exit status:
 
-  {"value": V}                                  exit 0
-  {"error": {"code": C, "message": M}}          exit 1
+  {"value": V}                                  0
+  {"error": {"code": C, "message": M}}          1
 
 C is one of parse_error, unknown_identifier, unknown_function, type_error,
 validation_error, resource_limit. Usage mistakes and unreadable bindings

@@ -25,12 +25,14 @@ type eventDetail struct {
 		Iteration int `json:"iteration"`
 		Max       int `json:"max"`
 	} `json:"iterate"`
-	Statement string `json:"statement"`
-	Holds     *bool  `json:"holds"`
-	Name      string `json:"name"`
-	Label     string `json:"label"`
-	Flow      string `json:"flow"`
-	Burned    *struct {
+	Rationale  string `json:"rationale"`
+	ResolvedBy string `json:"resolvedBy"`
+	Statement  string `json:"statement"`
+	Holds      *bool  `json:"holds"`
+	Name       string `json:"name"`
+	Label      string `json:"label"`
+	Flow       string `json:"flow"`
+	Burned     *struct {
 		Steps []string `json:"steps"`
 		Items int      `json:"items"`
 	} `json:"burned"`
@@ -101,6 +103,15 @@ func describeEvent(ev engine.Event) string {
 		if d.Target != nil && *d.Target != "" {
 			s += " -> " + *d.Target
 		}
+		// Who decided and why is what an audit reader looks for.
+		switch {
+		case d.ResolvedBy != "" && d.Rationale != "":
+			s += fmt.Sprintf(" (by %s: %s)", oneLine(d.ResolvedBy), oneLine(d.Rationale))
+		case d.ResolvedBy != "":
+			s += fmt.Sprintf(" (by %s)", oneLine(d.ResolvedBy))
+		case d.Rationale != "":
+			s += fmt.Sprintf(" (%s)", oneLine(d.Rationale))
+		}
 		return s
 	case "step_reset":
 		return step + ": reset for a revision"
@@ -141,6 +152,9 @@ func describeEvent(ev engine.Event) string {
 	case "budget_exhausted":
 		return "budget exhausted: " + oneLine(d.Reason)
 	case "flow_cancelled":
+		if d.Reason != "" {
+			return "cancelled: " + oneLine(d.Reason)
+		}
 		return "cancelled"
 	}
 	if step != "" {

@@ -36,7 +36,7 @@ Output (JSON) and exit status:
 }
 
 func (c *flowCmd) SetFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.reason, "reason", "", "why the run is cancelled (recorded in its event log)")
+	fs.StringVar(&c.reason, "reason", "", "why the run is cancelled, as `TEXT` (recorded in its event log)")
 }
 
 type cancelDoc struct {
@@ -73,6 +73,11 @@ func (c *flowCmd) Run(ctx context.Context, env *Env, args []string) error {
 		_ = writeJSON(env.Stdout, doc)
 		fmt.Fprintf(env.Stderr, "stratum flow cancel: %s\n", doc.Message)
 		return exitCode(ExitFailure)
+	}
+	// An id that cannot name a run is an error, not "not found" (spec/cli.md
+	// 2): the answer must not suggest that such a run could exist.
+	if msg := runIDProblem(runID); msg != "" {
+		return refuse(cancelRefusal{Error: "INVALID", Message: msg})
 	}
 	e, _, err := openEngine(env, engine.Options{})
 	if err != nil {

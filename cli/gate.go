@@ -20,7 +20,7 @@ type gateCmd struct {
 
 func (*gateCmd) Name() string { return "gate" }
 func (*gateCmd) Synopsis() string {
-	return "approve|reject|revise RUN STEP [--token T] [--note TEXT]"
+	return "approve|reject|revise RUN STEP [--token T] [--note TEXT] [--resolved-by WHO]"
 }
 func (*gateCmd) Short() string { return "approve, reject (kill) or revise a waiting gate" }
 func (*gateCmd) Long() string {
@@ -51,8 +51,8 @@ as the decision is recorded.`
 
 func (c *gateCmd) SetFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.token, "token", "", "apply only to the gate round with this gate `TOKEN`")
-	fs.StringVar(&c.note, "note", "", "a note explaining the decision")
-	fs.StringVar(&c.resolvedBy, "resolved-by", "human", "who decided: human, agent or system")
+	fs.StringVar(&c.note, "note", "", "a note explaining the decision, as `TEXT` (recorded in the run)")
+	fs.StringVar(&c.resolvedBy, "resolved-by", "human", "who decided, `WHO`: human, agent or system (recorded in the run)")
 }
 
 type gateResult struct {
@@ -154,6 +154,9 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 				waiting[i] = g.StepID
 			}
 			msg := fmt.Sprintf("step '%s' of run '%s' is not a gate step", stepID, runID)
+			if flow == nil || flow.Step(local) == nil {
+				msg = fmt.Sprintf("run '%s' has no step '%s'", runID, stepID)
+			}
 			if len(waiting) > 0 {
 				msg += fmt.Sprintf(" (gates waiting: %s)", strings.Join(waiting, ", "))
 			}

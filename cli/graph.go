@@ -43,13 +43,14 @@ output); a dotted "after" arrow is an ordering-only dependency; thick
 Route-only steps (run only when routed to) have a dashed border. The
 "output" node shows which step's output is the flow's result.
 
-An invalid spec prints its problems like "stratum validate" and exits 1;
-an unreadable file or unknown flow exits 2.`
+Exit status: 0 drawn; 1 when SPEC is invalid (its problems are printed
+like "stratum validate"); 2 for a usage error, an unreadable file or an
+unknown --flow.`
 }
 
 func (c *graphCmd) SetFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.flow, "flow", "", "draw only the flow `NAME`")
-	fs.StringVar(&c.format, "format", "mermaid", "output `format`: mermaid or dot")
+	fs.StringVar(&c.format, "format", "mermaid", "output `FORMAT`: mermaid or dot")
 }
 
 func (c *graphCmd) Run(ctx context.Context, env *Env, args []string) error {
@@ -89,7 +90,7 @@ func (c *graphCmd) Run(ctx context.Context, env *Env, args []string) error {
 // unreadable file is a usage error; an invalid spec prints its diagnostics
 // on stderr in validate's text format and ends the command with status 1.
 func loadPlan(env *Env, name string) (*ir.Plan, error) {
-	src, display, err := readSpec(env, name)
+	src, display, err := readSpec(env, "graph", name)
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +103,11 @@ func loadPlan(env *Env, name string) (*ir.Plan, error) {
 	return plan, nil
 }
 
-// readSpec reads a spec file or standard input; failures are usage errors.
-func readSpec(env *Env, name string) (src []byte, display string, err error) {
+// readSpec reads a spec file or standard input for command cmd. A file
+// that cannot be read ends the command with status 2 and one line saying
+// why, as in stratum validate and migrate: the command's synopsis would
+// only hide the reason.
+func readSpec(env *Env, cmd, name string) (src []byte, display string, err error) {
 	if name == "-" {
 		src, err = readBounded(env.Stdin)
 		display = "<stdin>"
@@ -112,7 +116,8 @@ func readSpec(env *Env, name string) (src []byte, display string, err error) {
 		display = name
 	}
 	if err != nil {
-		return nil, "", usagef("%v", err)
+		fmt.Fprintf(env.Stderr, "stratum %s: %v\n", cmd, err)
+		return nil, "", exitCode(ExitUsage)
 	}
 	return src, display, nil
 }

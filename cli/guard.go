@@ -35,7 +35,10 @@ hash-chained ledger (see docs/guard.md).
 Each action reads one JSON object of arguments on stdin (empty input is {})
 and prints one line of JSON on stdout. Exit status 0 for every result,
 including "refused", "replayed", "unchanged" and "deviation"; 1 with
-{"status":"error","error_type":...,"message":...} for an error.
+{"status":"error","error_type":...,"message":...} for an error, and 1 with
+a message on stderr (nothing on stdout) for an unknown or missing ACTION;
+2 for arguments in the wrong place (verify without RESOURCE_ID, JSON
+arguments given on the command line).
 
 Actions and their arguments (? = optional):
   register     resource_id, graph, edge_predicates, initial,
@@ -121,7 +124,13 @@ func (c *guardCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	call, known := guardActions()[action]
 	if !known && action != "verify" {
-		fmt.Fprintf(env.Stderr, "Unknown guard action: %s. Expected one of: %s.\n", action, strings.Join(guardActionNames(), ", "))
+		// spec/guard.md 17: stderr only, exit 1. A missing action is said
+		// as such rather than as the unknown action "".
+		what := fmt.Sprintf("Unknown guard action: %s.", action)
+		if action == "" {
+			what = "Missing guard action."
+		}
+		fmt.Fprintf(env.Stderr, "%s Expected one of: %s.\n", what, strings.Join(guardActionNames(), ", "))
 		return exitCode(ExitFailure)
 	}
 	if action == "verify" {
@@ -138,6 +147,11 @@ func (c *guardCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if action == "verify" {
 		res, err := g.Verify(ctx, args[1])
 		return printGuard(env, res, err)
+	}
+	if isTerminal(env.Stdin) {
+		// Otherwise a person who typed "stratum guard history" sees a
+		// command that hangs for no visible reason.
+		fmt.Fprintf(env.Stderr, "stratum guard %s: reading its JSON arguments from standard input; end them with Ctrl-D (\"stratum help guard\" lists them)\n", action)
 	}
 	in, err := io.ReadAll(io.LimitReader(env.Stdin, maxGuardInput+1))
 	if err != nil {

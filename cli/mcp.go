@@ -57,13 +57,18 @@ changes of the items that succeeded are merged into the workspace when
 the fanout settles, as with stratum run.
 
 --instructions prints the guidance the server sends to clients (how an
-agent should use the tools) and exits. See docs/mcp.md for every tool.`
+agent should use the tools) and exits. See docs/mcp.md for every tool.
+
+Exit status: 0 when standard input ends or on SIGINT/SIGTERM (or after
+--instructions); 1 when the server cannot start or its transport fails
+(the state root or guard store is unusable, ...); 2 for a usage error or
+an --agent that cannot run.`
 }
 
 func (c *mcpCmd) SetFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.logLevel, "log-level", "info", "`level` of logs on stderr: debug, info, warn or error")
+	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL` of logs on stderr: debug, info, warn or error")
 	fs.BoolVar(&c.instructions, "instructions", false, "print the server instructions and exit")
-	fs.StringVar(&c.agent, "agent", "", "agent `CMD` for engine-dispatched fanout items")
+	fs.StringVar(&c.agent, "agent", "", "agent for engine-dispatched fanout items: claude, codex or a command line `CMD`")
 }
 
 func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
@@ -78,6 +83,13 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return usagef("--log-level: %q is not one of debug, info, warn, error", c.logLevel)
 	}
+	// Refuse a bad --agent now rather than at the first fanout.
+	if c.agent == "human" {
+		return usagef("--agent human cannot be used by the MCP server: its standard input carries JSON-RPC, not a person's answers")
+	}
+	if err := checkAgentFlag(c.agent); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	root, err := store.DefaultRoot(env.getenv)
 	if err != nil {
@@ -88,12 +100,6 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}})
 	if err != nil {
 		return fmt.Errorf("state root %s: %w", root, err)
-	}
-	if c.agent != "" {
-		// Refuse a bad command line now rather than at the first fanout.
-		if _, err := (&agent.Resolver{}).Resolve(c.agent, ""); err != nil {
-			return usagef("--agent: %v", err)
-		}
 	}
 	j, err := judge.FromEnv(env.getenv)
 	if err != nil {

@@ -38,19 +38,25 @@ status is complete, failed, killed (a gate's kill ended the run),
 budget_exhausted, cancelled, awaiting_gate or running; terminal_status is the
 run's own status once it has finished (null while it runs).
 
-A run that cannot be read is skipped with a message on stderr. An unknown
-RUN prints {"error": {"code": "NOT_FOUND", ...}} and exits 1.`
+A run that cannot be read is skipped with a message on stderr.
+
+Exit status: 0 printed; 1 with {"error": {"code", "message"}} on stdout for
+an unknown RUN (NOT_FOUND) or an id that cannot be a run id (INVALID);
+2 for a usage error.`
 }
 
 func (*queryCmd) SetFlags(*flag.FlagSet) {}
 
 func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 	switch {
-	case len(args) == 1 && args[0] == "flows":
-	case len(args) == 2 && args[0] == "flow":
-	case len(args) == 1 && args[0] == "gates":
-	default:
+	case len(args) == 0:
 		return usagef("expected flows, flow RUN or gates")
+	case args[0] == "flow" && len(args) != 2:
+		return usagef("query flow takes one RUN id (\"stratum query flows\" lists them)")
+	case (args[0] == "flows" || args[0] == "gates") && len(args) != 1:
+		return usagef("query %s takes no arguments, got %q", args[0], args[1:])
+	case args[0] != "flows" && args[0] != "flow" && args[0] != "gates":
+		return usagef("unknown query %q: expected flows, flow RUN or gates", args[0])
 	}
 	e, st, err := openEngine(env, engine.Options{})
 	if err != nil {

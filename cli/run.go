@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -31,6 +32,10 @@ type runCmd struct {
 	json        bool
 	resume      string
 	concurrency int
+
+	// textInputs are the --input fields of a non-string type whose value
+	// was not JSON (kept as text for the input contract to judge).
+	textInputs []string
 }
 
 // multiFlag collects a repeatable string flag.
@@ -41,7 +46,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (*runCmd) Name() string { return "run" }
 func (*runCmd) Synopsis() string {
-	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--json]"
+	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--concurrency N] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--concurrency N] [--json]"
 }
 func (*runCmd) Short() string { return "run a flow end to end with local agents" }
 func (*runCmd) Long() string {
@@ -76,14 +81,14 @@ output|failure|waiting, ledger}).
 
 Exit status: 0 completed; 1 failed, killed, budget exhausted, cancelled,
 or stopped by a problem outside the run (resumable); 2 usage, invalid
-spec or invalid input; 3 stopped at a gate.`
+spec, invalid input or an unknown --resume RUN; 3 stopped at a gate.`
 }
 
 func (c *runCmd) SetFlags(fs *flag.FlagSet) {
 	fs.Var(&c.inputs, "input", "set input field `k=v` (repeatable)")
 	fs.StringVar(&c.inputJSON, "input-json", "", "the input object as `JSON` text or @FILE")
-	fs.StringVar(&c.agent, "agent", "", "agent for every step: claude, codex, human or a command `line`")
-	fs.StringVar(&c.gate, "gate", "", "at gates: ask, approve, kill, wait or stop (default ask on a terminal, else stop)")
+	fs.StringVar(&c.agent, "agent", "", "agent for every step: claude, codex, human or a command line `CMD`")
+	fs.StringVar(&c.gate, "gate", "", "at gates, `MODE`: ask, approve, kill, wait or stop (default ask on a terminal, else stop)")
 	fs.StringVar(&c.workspace, "workspace", "", "workspace root `DIR` (default: the current directory)")
 	fs.BoolVar(&c.json, "json", false, "print the final run state as JSON")
 	fs.StringVar(&c.resume, "resume", "", "continue the persisted run `RUN`")
@@ -113,18 +118,14 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 	} else if len(args) != 1 {
 		return usagef("expected one spec file (or - for standard input), got %d arguments", len(args))
 	}
-	if c.agent != "" && c.agent != "claude" && c.agent != "codex" && c.agent != "human" {
-		// A command line is checked now (its program must exist), so a
-		// typo costs no run.
-		if _, err := (&agent.Resolver{}).Resolve(c.agent, ""); err != nil {
-			return usagef("--agent: %v", err)
-		}
+	if err := checkAgentFlag(c.agent); err != nil {
+		return err
 	}
 
 	var plan *ir.Plan
 	var req engine.PlanRequest
 	if c.resume == "" {
-		src, display, err := readSpec(env, args[0])
+		src, display, err := readSpec(env, "run", args[0])
 		if err != nil {
 			return err
 		}
@@ -153,8 +154,11 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 			}
 			req.WorkspaceRoot = abs
 		}
-	} else if err := checkRunID(env, c.resume); err != nil {
-		return err
+	} else if msg := runIDProblem(c.resume); msg != "" {
+		// stdout is the flow's output: a bad --resume is said on stderr
+		// only, and it is a bad argument (2), not a failed run (1).
+		fmt.Fprintf(env.Stderr, "stratum run: --resume: %s\n", msg)
+		return exitCode(ExitUsage)
 	}
 
 	st, err := openStore(env)
@@ -175,10 +179,15 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	if c.resume != "" {
 		reader := engine.New(st, engine.Options{})
-		if p, err := reader.RunPlan(ctx, c.resume); err == nil {
+		p, err := reader.RunPlan(ctx, c.resume)
+		reader.Close()
+		if isNotFound(err) {
+			fmt.Fprintf(env.Stderr, "stratum run: --resume: no run %s in %s (\"stratum query flows\" lists the runs there)\n", c.resume, st.Root())
+			return exitCode(ExitUsage)
+		}
+		if err == nil {
 			plan = p // contract fields in declaration order; optional
 		}
-		reader.Close()
 	}
 	var e *engine.Engine // the gate question reads the run through it
 	opts := driver.Options{
@@ -246,6 +255,13 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 		if len(ee.Details) == 0 {
 			say("  %s", ee.Message)
 		}
+		if len(c.textInputs) > 0 {
+			what := "the value of " + c.textInputs[0] + " was"
+			if len(c.textInputs) > 1 {
+				what = "the values of " + strings.Join(c.textInputs, ", ") + " were"
+			}
+			say("note: --input values of fields that are not strings are read as JSON (--input n=3, --input ok=true, --input 'tags=[\"a\",\"b\"]'); %s not JSON and went in as text", what)
+		}
 		return exitCode(ExitUsage)
 	case errors.As(err, &halt):
 		say("stratum run: %v", err)
@@ -253,8 +269,8 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 		return exitCode(ExitFailure)
 	case err != nil:
 		if c.resume != "" && isNotFound(err) {
-			say("stratum run: run %s not found", c.resume)
-			return exitCode(ExitFailure)
+			say("stratum run: --resume: no run %s", c.resume)
+			return exitCode(ExitUsage)
 		}
 		say("stratum run: %v", err)
 		return exitCode(ExitFailure)
@@ -293,6 +309,25 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 	}
 	say("run %s %s%s", out.RunID, strings.ReplaceAll(resp.Status, "_", " "), reason)
 	return exitCode(ExitFailure)
+}
+
+// checkAgentFlag refuses an --agent that can never start (a missing or
+// non-executable program, claude or codex not on PATH) before a run is
+// planned, so that a typo or a missing install costs no run.
+func checkAgentFlag(value string) error {
+	switch value {
+	case "", "human":
+		return nil
+	case "claude", "codex":
+		if _, err := exec.LookPath(value); err != nil {
+			return usagef("--agent %s: the %s CLI is not on PATH; install it, or pass --agent '<command>' (see docs/agents.md)", value, value)
+		}
+		return nil
+	}
+	if _, err := (&agent.Resolver{}).Resolve(value, ""); err != nil {
+		return usagef("%v", err) // the message names --agent and the program
+	}
+	return nil
 }
 
 // agentArg repeats --agent for a resume hint (the choice is not part of the
@@ -341,29 +376,37 @@ func (c *runCmd) buildInput(flow *ir.Flow) (map[string]any, error) {
 			for i, f := range flow.Input.Fields {
 				names[i] = f.Name
 			}
+			if len(names) == 0 {
+				return nil, usagef("--input %s: flow %s takes no input; leave --input out", kv, flow.Name)
+			}
 			return nil, usagef("--input %s: flow %s has no input field %q (fields: %s)", kv, flow.Name, k, strings.Join(names, ", "))
 		}
-		val, err := convertInput(f.Type, v)
-		if err != nil {
-			return nil, usagef("--input %s: %v", k, err)
+		val, asText := convertInput(f.Type, v)
+		if asText {
+			c.textInputs = append(c.textInputs, k)
 		}
 		input[k] = val
 	}
 	return input, nil
 }
 
-// convertInput converts the text of a k=v input to the field's type.
-func convertInput(t *ir.Type, v string) (any, error) {
+// convertInput converts the text of a k=v input by the field's type:
+// string and enum fields take the text as typed, any other field reads it
+// as JSON. Text that is not JSON is passed on as a string (asText), so that
+// the engine's input contract check says what is wrong in the same words
+// as for stratum_plan ("input.n: expected an integer, got the string
+// \"abc\"").
+func convertInput(t *ir.Type, v string) (val any, asText bool) {
 	if t.Optional && v == "null" && t.Kind != ir.TypeString && t.Kind != ir.TypeEnum {
-		return nil, nil
+		return nil, false
 	}
 	switch t.Kind {
 	case ir.TypeString, ir.TypeEnum:
-		return v, nil
+		return v, false
 	}
 	var out any
 	if err := json.Unmarshal([]byte(v), &out); err != nil {
-		return nil, fmt.Errorf("%q is not valid for type %s (numbers, booleans, arrays and objects are written as JSON)", v, t.String())
+		return v, true
 	}
-	return out, nil
+	return out, false
 }

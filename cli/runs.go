@@ -67,10 +67,18 @@ func fail(env *Env, code, message string) error {
 // checkRunID refuses an id that cannot name a run (an error, not "not
 // found": spec/cli.md 2).
 func checkRunID(env *Env, id string) error {
-	if err := store.ValidateRunID(id); err != nil {
-		return fail(env, "INVALID", fmt.Sprintf("invalid run id %q: run ids are letters, digits and '-'", id))
+	if msg := runIDProblem(id); msg != "" {
+		return fail(env, "INVALID", msg)
 	}
 	return nil
+}
+
+// runIDProblem says why id cannot name a run, or "" when it can.
+func runIDProblem(id string) string {
+	if store.ValidateRunID(id) == nil {
+		return ""
+	}
+	return fmt.Sprintf("invalid run id %q: a run id is letters, digits and '-' (not first), as printed by stratum run and stratum query flows", id)
 }
 
 func isNotFound(err error) bool {

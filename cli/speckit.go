@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/stratum-go/stratum/internal/atomicfile"
 	"github.com/stratum-go/stratum/speckit"
@@ -68,6 +70,11 @@ func (c *speckitCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	if c.flow == "" {
 		return usagef("--flow must not be empty")
+	}
+	// Pointing at the feature directory instead of its tasks/ is an easy
+	// slip: its README.md or plan.md would silently become steps.
+	if fi, err := os.Stat(filepath.Join(args[1], "tasks")); err == nil && fi.IsDir() {
+		fmt.Fprintf(env.Stderr, "stratum speckit: note: %s has a tasks/ directory; if the task files are there, run: stratum speckit compile %s\n", args[1], filepath.Join(args[1], "tasks"))
 	}
 	resp := speckit.CompileTool(ctx, speckit.Request{TasksDir: args[1], FlowName: c.flow})
 	if c.asJSON {

@@ -21,7 +21,7 @@ type validateCmd struct {
 }
 
 func (*validateCmd) Name() string     { return "validate" }
-func (*validateCmd) Synopsis() string { return "[--format text|json|github] FILE..." }
+func (*validateCmd) Synopsis() string { return "[--format text|json|github] [--json] FILE..." }
 func (*validateCmd) Short() string    { return "check v1 spec files and report every problem" }
 func (*validateCmd) Long() string {
 	return `Validate checks each FILE as a Stratum v1 spec (YAML, or JSON) and reports
@@ -40,7 +40,7 @@ the language and the meaning of each error code.`
 }
 
 func (c *validateCmd) SetFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.format, "format", "text", "output `format`: text, json or github")
+	fs.StringVar(&c.format, "format", "text", "output `FORMAT`: text, json or github")
 	fs.BoolVar(&c.json, "json", false, "short for --format json")
 }
 

@@ -44,8 +44,8 @@ exhausted its budget or was cancelled (or the watch was interrupted),
 func (c *watchCmd) SetFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print events as JSON lines")
 	fs.BoolVar(&c.events, "events", false, "print events as JSON lines (with --kinds to filter)")
-	fs.StringVar(&c.kinds, "kinds", "", "with --events: only these comma-separated event `types`")
-	fs.DurationVar(&c.interval, "interval", 500*time.Millisecond, "how often to read the run")
+	fs.StringVar(&c.kinds, "kinds", "", "with --events: only these comma-separated event `TYPES`")
+	fs.DurationVar(&c.interval, "interval", 500*time.Millisecond, "how often to read the run, as a `DURATION` (250ms, 2s)")
 }
 
 // eventKinds are the event types a run's log may hold (spec/engine.md 8.3).

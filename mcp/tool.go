@@ -213,7 +213,8 @@ func decodeArgs[In any](args json.RawMessage, schema func() (*jsonschema.Resolve
 		return in, fmt.Errorf("input schema: %w", err)
 	}
 	if err := rs.Validate(&v); err != nil {
-		return in, argErrorf("arguments", "%v (see the tool's input schema)", err)
+		param, msg := schemaProblem(err)
+		return in, argErrorf(param, "%s (see the tool's input schema)", msg)
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
 		return in, argErrorf("arguments", "%v", err)
@@ -293,4 +294,50 @@ func unescapeHTML(b []byte) []byte {
 		i++
 	}
 	return out
+}
+
+// schemaProblem turns a schema validator's error, a chain such as
+// "validating root: validating /properties/result: validating
+// /properties/result/properties/usage: unexpected additional properties
+// [\"dispatches\"]", into the argument it concerns ("result.usage") and what
+// is wrong with it, so that a model reads the parameter name it sent rather
+// than schema pointers.
+func schemaProblem(err error) (param, msg string) {
+	param, msg = "arguments", err.Error()
+	for {
+		rest, ok := strings.CutPrefix(msg, "validating ")
+		if !ok {
+			return param, msg
+		}
+		ptr, tail, ok := strings.Cut(rest, ": ")
+		if !ok {
+			return param, msg
+		}
+		if p := schemaPointerPath(ptr); p != "" {
+			param = p
+		}
+		msg = tail
+	}
+}
+
+// schemaPointerPath maps a JSON pointer into an input schema
+// ("/properties/result/properties/usage") to the argument path it checks
+// ("result.usage"); "" for the root.
+func schemaPointerPath(ptr string) string {
+	var path []string
+	segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i := 0; i < len(segs); i++ {
+		switch segs[i] {
+		case "properties":
+			if i+1 < len(segs) {
+				i++
+				path = append(path, strings.NewReplacer("~1", "/", "~0", "~").Replace(segs[i]))
+			}
+		case "items", "additionalProperties":
+			if len(path) > 0 {
+				path[len(path)-1] += "[]"
+			}
+		}
+	}
+	return strings.Join(path, ".")
 }
