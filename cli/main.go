@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -228,6 +229,14 @@ func runHelp(env *Env, args []string) int {
 		printUsage(env.Stdout)
 		return ExitOK
 	}
+	switch args[0] {
+	case "help":
+		fmt.Fprint(env.Stdout, "usage: stratum help [COMMAND]\n\nWithout COMMAND, lists the commands; with one, shows its flags and details.\nExit status: 0, or 2 for an unknown command.\n")
+		return ExitOK
+	case "version":
+		fmt.Fprint(env.Stdout, "usage: stratum version\n\nPrints the stratum version. Exit status: 0.\n")
+		return ExitOK
+	}
 	cmd := lookup(args[0])
 	if cmd == nil {
 		fmt.Fprintf(env.Stderr, "stratum help: unknown command %q\n\n", args[0])
@@ -274,7 +283,28 @@ func printCommandHelp(w io.Writer, cmd command) {
 	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 	if hasFlags {
 		fmt.Fprint(w, "\nFlags:\n")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
+		printFlags(w, fs)
 	}
+}
+
+// printFlags lists flags as the synopses and docs write them (--name),
+// where flag.PrintDefaults would write -name.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		placeholder, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if placeholder != "" {
+			line += " " + placeholder
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		if def := f.DefValue; def != "" && def != "false" && def != "0" && def != "[]" {
+			if g, ok := f.Value.(flag.Getter); ok {
+				if _, isString := g.Get().(string); isString {
+					def = strconv.Quote(def)
+				}
+			}
+			line += " (default " + def + ")"
+		}
+		fmt.Fprintln(w, line)
+	})
 }
