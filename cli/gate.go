@@ -164,9 +164,6 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 		return conflict("gate is not awaiting a decision")
 	}
-	if decision == engine.DecisionRevise && gate.OnRevise == "" && !(gate.MaxRounds > 0 && gate.Round+1 > gate.MaxRounds) {
-		return fail(env, "missing_on_revise", fmt.Sprintf("gate '%s' has no on_revise route: approve or reject it instead", stepID))
-	}
 	token := gate.GateToken
 	if c.token != "" {
 		token = c.token

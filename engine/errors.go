@@ -31,6 +31,9 @@ var (
 	ErrNotAwaiting = errors.New("not awaiting")
 	// ErrInvalidDecision: a gate decision other than approve, revise, kill.
 	ErrInvalidDecision = errors.New("invalid gate decision")
+	// ErrNoReviseRoute: revise on a gate whose on_revise is null. Nothing
+	// changed; the gate token is still valid for approve or kill.
+	ErrNoReviseRoute = errors.New("gate has no on_revise route")
 	// ErrCarryReviseUnresolved: a carry on_revise value of the gate
 	// resolves to nothing; the decision was refused before any change.
 	ErrCarryReviseUnresolved = errors.New("carry revise value unresolved")
@@ -68,6 +71,7 @@ const (
 	CodeStaleToken            = "stale_token"
 	CodeNotAwaiting           = "not_awaiting"
 	CodeInvalidDecision       = "invalid_decision"
+	CodeNoReviseRoute         = "missing_on_revise"
 	CodeCarryReviseUnresolved = "carry_revise_unresolved"
 	CodeRunLocked             = "run_locked"
 	CodeCheckpointNotFound    = "checkpoint_not_found"
@@ -93,6 +97,7 @@ var codes = []struct {
 	{ErrStaleToken, CodeStaleToken},
 	{ErrNotAwaiting, CodeNotAwaiting},
 	{ErrInvalidDecision, CodeInvalidDecision},
+	{ErrNoReviseRoute, CodeNoReviseRoute},
 	{ErrCarryReviseUnresolved, CodeCarryReviseUnresolved},
 	{ErrRunLocked, CodeRunLocked},
 	{ErrCheckpointNotFound, CodeCheckpointNotFound},

@@ -74,6 +74,12 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 		case req.GateToken != st.GateToken:
 			return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: issued for a superseded gate round of %q", req.StepID)
 		}
+		// A gate whose on_revise is null does not offer revise: refusing
+		// (rather than failing the run as "rounds exhausted", as the
+		// reference engine does) lets the person choose approve or kill.
+		if req.Decision == DecisionRevise && loc.step.Gate.OnRevise == "" {
+			return t.refuse(ErrNoReviseRoute, req.StepID, "gate %q has no on_revise route, so revise is not available: decide approve or kill (the gate token is still valid)", req.StepID)
+		}
 		if err := t.decide(loc.sc, loc.step, st, req); err != nil {
 			return err
 		}
@@ -145,8 +151,6 @@ func (t *txn) revise(sc *scope, g *ir.Step, st *StepState, target string, resolv
 	gateRounds := st.Iterations
 	exhausted := ""
 	switch {
-	case target == "":
-		exhausted = "the gate has no on_revise target"
 	case sc.flow.MaxRounds == 0:
 		exhausted = fmt.Sprintf("flow %q declares no max_rounds", sc.flow.Name)
 	case total > sc.flow.MaxRounds:

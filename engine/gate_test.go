@@ -278,3 +278,39 @@ func TestGateRationaleRecordedAndRunPlan(t *testing.T) {
 		t.Fatalf("RunPlan of an unknown run: %v", err)
 	}
 }
+
+// revise on a gate whose on_revise is null is refused with nothing changed
+// (the reference fails the run as "rounds exhausted"); the same token then
+// serves approve. The rule lives here so every front end gives this answer.
+func TestReviseWithoutRouteRefused(t *testing.T) {
+	const spec = `
+version: 1
+contracts:
+  V: {v: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${work.output}", contract: V}
+    steps:
+      - {id: work, do: "w", out: V}
+      - {id: check, after: [work], gate: {on_approve: null, on_revise: null, on_kill: null}}
+`
+	h := newHarness(t, Options{})
+	r := h.plan(spec, map[string]any{})
+	r = h.ok(r, "work", `{"v":"x"}`)
+	tok := h.gateToken(r.RunID, "check")
+	before := h.eventTypes(r.RunID)
+	_, err := h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "check", Decision: DecisionRevise, GateToken: tok})
+	if !errors.Is(err, ErrNoReviseRoute) || CodeOf(err) != "missing_on_revise" {
+		t.Fatalf("revise without a route: %v", err)
+	}
+	if after := h.eventTypes(r.RunID); !slices.Equal(before, after) {
+		t.Fatalf("a refused revise changed the run: %v -> %v", before, after)
+	}
+	r, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "check", Decision: DecisionApprove, GateToken: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, r, StatusCompleted)
+}

@@ -21,7 +21,7 @@ func (s *server) gateResolveTool() tool {
 		name:  "stratum_gate_resolve",
 		title: "Record a person's gate decision",
 		description: `Apply a person's decision to a gate the run is waiting on (a running answer lists it in waiting with kind gate). Only call it with the decision the user gave you; never decide a gate yourself unless the user explicitly asked you to. Read the gate's current gateToken from stratum_audit first.
-Returns the run's next state: ready (approve continues; revise makes the reviewed step ready again), running, completed, or failed (kill with no on_kill route). A token from an older round is refused with error.code stale_token and the current state; nothing changes.
+Returns the run's next state: ready (approve continues; revise makes the reviewed step ready again), running, completed, or failed (kill with no on_kill route). A token from an older round is refused with error.code stale_token and the current state; revise on a gate whose on_revise is null is refused with error.code missing_on_revise (the token stays valid for approve or kill); nothing changes on a refusal.
 The rationale and resolvedBy you pass are recorded in the gate_resolved event of the audit.
 Example: stratum_gate_resolve {"runId": "4b1f…", "stepId": "review", "decision": "approve", "gateToken": "77d0…", "rationale": "the user said it reads well", "resolvedBy": "human"}`,
 		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
