@@ -330,6 +330,22 @@ func TestGateResolve(t *testing.T) {
 	f.call("stratum_gate_resolve", map[string]any{"runId": "nope", "stepId": "review", "decision": "approve", "gateToken": "x"}).mustError(t, "run_not_found")
 }
 
+// revise on a gate with no on_revise is refused by the engine, the same
+// answer `stratum gate revise` gives.
+func TestGateResolveWithoutReviseRoute(t *testing.T) {
+	f := newFixture(t)
+	spec := strings.Replace(gateSpec, "on_revise: work", "on_revise: null", 1)
+	if spec == gateSpec {
+		t.Fatal("gateSpec no longer has on_revise: work")
+	}
+	r := f.plan(spec, map[string]any{}).mustStatus(t, "ready")
+	r = f.done(r, "work", map[string]any{"result": "v1"}).mustStatus(t, "running")
+	run := runID(t, r)
+	tok := f.gateToken(run, "review")
+	f.call("stratum_gate_resolve", map[string]any{"runId": run, "stepId": "review", "decision": "revise", "gateToken": tok}).mustError(t, "missing_on_revise")
+	f.call("stratum_gate_resolve", map[string]any{"runId": run, "stepId": "review", "decision": "approve", "gateToken": tok}).mustStatus(t, "completed")
+}
+
 func TestAuditAndPoll(t *testing.T) {
 	f := newFixture(t)
 	r := f.plan(linearSpec, map[string]any{"topic": "moon"})
