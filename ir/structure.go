@@ -732,7 +732,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 		fl.unnamedSteps = true
 		return
 	}
-	before, beforeType := v.schemaErrs, v.typeErrs
+	beforeType := v.typeErrs
 	s := si.s
 	si.present = n
 	// One pass over the keys tells which step fields are present.
@@ -867,8 +867,9 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 		s.Fanout = v.fanout(si.present.get("fanout"), fp("fanout"), si)
 	}
 	// run
+	runOK := false
 	if r, _, ok := v.str(n, path, "run", false, "the name of a flow"); ok {
-		s.Run = r
+		s.Run, runOK = r, true
 	}
 	// with
 	if has("with") {
@@ -886,13 +887,15 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 
 	v.unknownKeys(n, path, stepFieldList, "a step")
 
-	// Whole-object construct rules, only for a well-typed step: a failed
-	// pattern, range or length check elsewhere in the step does not
-	// suppress them, a type error does (spec/ir.md 10.1).
-	if v.typeErrs != beforeType {
-		si.outPoisoned = true
-		return
-	}
+	// Whole-object construct rules are reported only for a well-typed
+	// step: a failed pattern, range or length check elsewhere in the step
+	// does not suppress them, a type error does (spec/ir.md 10.1). Either
+	// way they decide whether the step's kind is known. A broken field
+	// (an ensure predicate, attempts, budget...) does not make the kind
+	// or the output contract uncertain, so the semantic phase still checks
+	// the rest of the step (its out contract, references, after and route
+	// targets): those problems are independent and are reported with it.
+	typed := v.typeErrs == beforeType
 	var found []string
 	for _, c := range constructs {
 		if has(c) {
@@ -901,39 +904,59 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	}
 	if len(found) != 1 {
 		si.outPoisoned = true
-		if len(found) == 0 {
+		switch {
+		case !typed:
+		case len(found) == 0:
 			v.d.add(n, CodeConstructMix, path, "the step has no construct: give it exactly one of do, set, gate, fanout, run, evaluate")
-		} else {
+		default:
 			v.d.add(n, CodeConstructMix, path, "the step mixes constructs %s: give it exactly one of do, set, gate, fanout, run, evaluate (split it into several steps)", strings.Join(found, ", "))
 		}
 		return
 	}
 	kind := found[0]
+	unclear := false
 	for _, f := range stepFields {
 		if f == "id" || f == "after" || f == "when" || f == kind || !has(f) {
 			continue
 		}
 		if !hasWord(allowedFor[kind], f) {
+			unclear = true
+			if !typed {
+				continue
+			}
 			k := n.keyNode(f)
 			art := "a"
 			if kind == "evaluate" {
 				art = "an"
 			}
 			v.d.add(k, CodeFieldForKind, fp(f), "field %q is not allowed on %s %s step (it accepts: id, after, when, %s%s); remove it or use a construct that takes it", f, art, kind, kind, strings.TrimRight(strings.ReplaceAll(allowedFor[kind], " ", ", "), ", "))
-			si.outPoisoned = true
 		}
 	}
 	switch kind {
 	case "set":
 		if !has("out") {
-			v.rejected(n, fp("out"), "required for set: a set step must name its output contract with out")
+			si.outPoisoned = true
+			if typed {
+				v.rejected(n, fp("out"), "required for set: a set step must name its output contract with out")
+			}
 		}
 	case "run":
 		if !has("with") {
-			v.rejected(n, fp("with"), "required for run: give with, a mapping of the called flow's inputs (with: {} when it has none)")
+			si.outPoisoned = true
+			if typed {
+				v.rejected(n, fp("with"), "required for run: give with, a mapping of the called flow's inputs (with: {} when it has none)")
+			}
+		}
+		if !runOK {
+			// run is not a string: the callee is unknown, and SUBFLOW_UNKNOWN
+			// for it would repeat the type error.
+			si.outPoisoned = true
+			return
 		}
 	}
-	if si.outPoisoned || v.schemaErrs != before {
+	if unclear {
+		// Misplaced fields: what the step is meant to be is unclear, so
+		// its references are not checked either.
 		si.outPoisoned = true
 		return
 	}
