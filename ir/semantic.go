@@ -411,7 +411,8 @@ func (fc *flowCheck) stepTable() {
 		}
 		switch s.Kind {
 		case KindDo, KindSet, KindEvaluate:
-			if si.present.keyNode("out") == nil {
+			if si.present.keyNode("out") == nil || si.outPoisoned {
+				// No out, or an out that is not a string (already reported).
 				continue
 			}
 			ci, ok := v.lookupContract(s.Out)
@@ -933,6 +934,9 @@ func (fc *flowCheck) carry() {
 				continue
 			}
 			if g.OnRevise == "" {
+				if gi.reviseBad {
+					continue // the malformed on_revise is the problem
+				}
 				v.d.add(e.keyNode, CodeCarryNull, e.path, "gate %q rewrites carry variable %s on revise, but its on_revise is null; give the gate an on_revise target or drop this entry", e.gate, ci.name)
 				continue
 			}

@@ -124,6 +124,10 @@ type stepInfo struct {
 	leaves []leaf
 	outCI  *contractInfo // the output contract, when known
 
+	// reviseBad: the gate's on_revise is missing or malformed (already
+	// reported), so an empty Gate.OnRevise does not mean null.
+	reviseBad bool
+
 	// fanout details for diagnostics.
 	stageNodes []*node
 	stageOK    []bool
@@ -860,7 +864,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	}
 	// gate
 	if has("gate") {
-		s.Gate = v.gate(si.present.get("gate"), fp("gate"))
+		s.Gate = v.gate(si.present.get("gate"), fp("gate"), si)
 	}
 	// fanout
 	if has("fanout") {
@@ -1162,18 +1166,21 @@ func (v *validator) ensurePredicate(e *node, parent string, index int) (Ensure, 
 	return m.pred, ok
 }
 
-func (v *validator) gate(n *node, path string) *Gate {
+// gate checks a gate mapping. The routes that are well-formed are kept
+// even when another part is broken, so that the semantic phase still checks
+// their targets; si.reviseBad records a present but malformed on_revise
+// (which must not read as null).
+func (v *validator) gate(n *node, path string, si *stepInfo) *Gate {
 	if n.kind != mapNode {
 		v.wrongType(n, path, "a mapping {on_approve, on_revise, on_kill} (each a step id or null)")
 		return nil
 	}
 	g := &Gate{}
-	ok := true
 	for _, key := range [...]string{"on_approve", "on_revise", "on_kill"} {
 		rp := joinPath(path, key)
 		if n.keyNode(key) == nil {
 			v.missing(n, path, key, key+": null or a step id")
-			ok = false
+			si.reviseBad = si.reviseBad || key == "on_revise"
 			continue
 		}
 		r := n.get(key)
@@ -1181,7 +1188,7 @@ func (v *validator) gate(n *node, path string) *Gate {
 		case r.kind == nullNode:
 		case r.kind == stringNode && !isStepID(r.str):
 			v.rejected(r, rp, "%s must be null or a step id (lowercase letters, digits, _ and -), got %q", key, r.str)
-			ok = false
+			si.reviseBad = si.reviseBad || key == "on_revise"
 		case r.kind == stringNode:
 			switch key {
 			case "on_approve":
@@ -1193,18 +1200,13 @@ func (v *validator) gate(n *node, path string) *Gate {
 			}
 		default:
 			v.wrongType(r, rp, "null or a step id (lowercase letters, digits, _ and -)")
-			ok = false
+			si.reviseBad = si.reviseBad || key == "on_revise"
 		}
 	}
 	if mr, good := v.posInt(n, path, "max_rounds", false); good {
 		g.MaxRounds = mr
-	} else if n.keyNode("max_rounds") != nil {
-		ok = false
 	}
 	v.unknownKeys(n, path, " on_approve on_revise on_kill max_rounds ", "a gate")
-	if !ok {
-		return nil
-	}
 	return g
 }
 
