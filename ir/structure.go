@@ -130,7 +130,9 @@ type stepInfo struct {
 
 	// fanout details for diagnostics.
 	stageNodes []*node
-	stageOK    []bool
+	// stageOK[j]: stage j is a mapping whose out, if any, is a string (its
+	// other fields may be broken; those are left zero).
+	stageOK []bool
 	// stageEnsureAt[j][k] is the list position of Stages[j].Ensure[k]
 	// (malformed predicates are left out of Ensure).
 	stageEnsureAt map[int][]int
@@ -1215,7 +1217,6 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 		v.wrongType(n, path, "a fanout mapping with over, steps, concurrency, isolation, require and merge")
 		return nil
 	}
-	before := v.schemaErrs
 	f := &Fanout{Dispatch: "engine"}
 	if o, on, ok := v.str(n, path, "over", true, "a single reference to an array, such as \"${input.items}\""); ok {
 		f.Over = si.leafLater(groupOver, leaf{base: path, rel: "over", n: on, text: o, stage: -1, over: true})
@@ -1228,12 +1229,9 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 		v.rejected(sn, joinPath(path, "steps"), "a fanout needs at least one stage: steps: [{do: TASK}]")
 	} else {
 		for i, st := range sn.items() {
-			stage := v.stage(st, indexPath(joinPath(path, "steps"), i), si, i)
+			stage, outOK := v.stage(st, indexPath(joinPath(path, "steps"), i), si, i)
 			si.stageNodes = append(si.stageNodes, st)
-			si.stageOK = append(si.stageOK, stage != nil)
-			if stage == nil {
-				stage = &Stage{Index: i}
-			}
+			si.stageOK = append(si.stageOK, outOK)
 			f.Stages = append(f.Stages, stage)
 		}
 	}
@@ -1291,19 +1289,23 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 		}
 	}
 	v.unknownKeys(n, path, " over steps concurrency isolation require merge pre_merge dispatch ", "a fanout")
-	if v.schemaErrs != before {
-		return nil
-	}
+	// A broken part (a concurrency, a stage's ensure...) leaves its field
+	// zero; the rest is kept so that the semantic phase still checks over,
+	// the stages' references and out contracts (independent problems).
 	return f
 }
 
-func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage {
+// stage checks one fanout stage. It returns the stage with its broken
+// fields left zero, and whether the stage's out is usable (the stage is a
+// mapping whose out, if present, is a string): a broken ensure or attempts
+// does not make the stage's output contract uncertain.
+func (v *validator) stage(n *node, path string, si *stepInfo, index int) (*Stage, bool) {
+	st := &Stage{Index: index}
 	if n.kind != mapNode {
 		v.wrongType(n, path, "a stage mapping {do: TASK, out: CONTRACT, ...}")
-		return nil
+		return st, false
 	}
-	before := v.schemaErrs
-	st := &Stage{Index: index}
+	outOK := true
 	if d, dn, ok := v.str(n, path, "do", true, "the stage's task text"); ok {
 		st.Do = si.leafLater(groupStage, leaf{base: path, rel: "do", n: dn, text: d, stage: index})
 	}
@@ -1316,6 +1318,8 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage 
 	}
 	if o, _, ok := v.str(n, path, "out", false, "the name of a declared contract"); ok {
 		st.Out = o
+	} else if n.keyNode("out") != nil {
+		outOK = false
 	}
 	// The stage's when is scanned before its ensures (spec/ir.md 7.1).
 	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
@@ -1329,10 +1333,7 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage 
 		st.Attempts = a
 	}
 	v.unknownKeys(n, path, " do agent out ensure attempts when ", "a fanout stage (stages have no id)")
-	if v.schemaErrs != before {
-		return nil
-	}
-	return st
+	return st, outOK
 }
 
 func (v *validator) evaluate(n *node, path string, si *stepInfo) *Evaluate {
