@@ -411,7 +411,8 @@ func (fc *flowCheck) stepTable() {
 		}
 		switch s.Kind {
 		case KindDo, KindSet, KindEvaluate:
-			if si.present.keyNode("out") == nil {
+			if si.present.keyNode("out") == nil || si.outPoisoned {
+				// No out, or an out that is not a string (already reported).
 				continue
 			}
 			ci, ok := v.lookupContract(s.Out)
@@ -621,7 +622,9 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 				over = &si.leaves[i]
 			}
 		}
-		if over == nil || over.syn != templateOK || over.tmpl.Full() == nil {
+		if s.Fanout.Over == nil {
+			// over is missing or not a string: already reported.
+		} else if over == nil || over.syn != templateOK || over.tmpl.Full() == nil {
 			overBad = true
 			v.d.add(si.present.get("fanout").get("over"), CodeOverSingleRef, joinPath(si.path, "fanout.over"), "over must be exactly one reference to an array, such as \"${input.items}\" or \"${plan.output.tasks}\", with no other text; got %q", s.Fanout.Over.Text)
 		}
@@ -795,9 +798,7 @@ func (fc *flowCheck) consumerWorktree() {
 			continue
 		}
 		for j, st := range s.Fanout.Stages {
-			if !si.stageOK[j] {
-				continue
-			}
+			// A stage's broken fields are left zero; the rest is checked.
 			sp := indexPath(joinPath(si.path, "fanout.steps"), j)
 			for i, e := range st.Ensure {
 				if e.Kind == EnsureFileExists || e.Kind == EnsureFileContains || e.Kind == EnsureExpr && usesFileFunctions(e.Expr) {
@@ -933,6 +934,9 @@ func (fc *flowCheck) carry() {
 				continue
 			}
 			if g.OnRevise == "" {
+				if gi.reviseBad {
+					continue // the malformed on_revise is the problem
+				}
 				v.d.add(e.keyNode, CodeCarryNull, e.path, "gate %q rewrites carry variable %s on revise, but its on_revise is null; give the gate an on_revise target or drop this entry", e.gate, ci.name)
 				continue
 			}

@@ -124,9 +124,15 @@ type stepInfo struct {
 	leaves []leaf
 	outCI  *contractInfo // the output contract, when known
 
+	// reviseBad: the gate's on_revise is missing or malformed (already
+	// reported), so an empty Gate.OnRevise does not mean null.
+	reviseBad bool
+
 	// fanout details for diagnostics.
 	stageNodes []*node
-	stageOK    []bool
+	// stageOK[j]: stage j is a mapping whose out, if any, is a string (its
+	// other fields may be broken; those are left zero).
+	stageOK []bool
 	// stageEnsureAt[j][k] is the list position of Stages[j].Ensure[k]
 	// (malformed predicates are left out of Ensure).
 	stageEnsureAt map[int][]int
@@ -732,7 +738,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 		fl.unnamedSteps = true
 		return
 	}
-	before, beforeType := v.schemaErrs, v.typeErrs
+	beforeType := v.typeErrs
 	s := si.s
 	si.present = n
 	// One pass over the keys tells which step fields are present.
@@ -860,15 +866,16 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	}
 	// gate
 	if has("gate") {
-		s.Gate = v.gate(si.present.get("gate"), fp("gate"))
+		s.Gate = v.gate(si.present.get("gate"), fp("gate"), si)
 	}
 	// fanout
 	if has("fanout") {
 		s.Fanout = v.fanout(si.present.get("fanout"), fp("fanout"), si)
 	}
 	// run
+	runOK := false
 	if r, _, ok := v.str(n, path, "run", false, "the name of a flow"); ok {
-		s.Run = r
+		s.Run, runOK = r, true
 	}
 	// with
 	if has("with") {
@@ -886,13 +893,15 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 
 	v.unknownKeys(n, path, stepFieldList, "a step")
 
-	// Whole-object construct rules, only for a well-typed step: a failed
-	// pattern, range or length check elsewhere in the step does not
-	// suppress them, a type error does (spec/ir.md 10.1).
-	if v.typeErrs != beforeType {
-		si.outPoisoned = true
-		return
-	}
+	// Whole-object construct rules are reported only for a well-typed
+	// step: a failed pattern, range or length check elsewhere in the step
+	// does not suppress them, a type error does (spec/ir.md 10.1). Either
+	// way they decide whether the step's kind is known. A broken field
+	// (an ensure predicate, attempts, budget...) does not make the kind
+	// or the output contract uncertain, so the semantic phase still checks
+	// the rest of the step (its out contract, references, after and route
+	// targets): those problems are independent and are reported with it.
+	typed := v.typeErrs == beforeType
 	var found []string
 	for _, c := range constructs {
 		if has(c) {
@@ -901,39 +910,59 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	}
 	if len(found) != 1 {
 		si.outPoisoned = true
-		if len(found) == 0 {
+		switch {
+		case !typed:
+		case len(found) == 0:
 			v.d.add(n, CodeConstructMix, path, "the step has no construct: give it exactly one of do, set, gate, fanout, run, evaluate")
-		} else {
+		default:
 			v.d.add(n, CodeConstructMix, path, "the step mixes constructs %s: give it exactly one of do, set, gate, fanout, run, evaluate (split it into several steps)", strings.Join(found, ", "))
 		}
 		return
 	}
 	kind := found[0]
+	unclear := false
 	for _, f := range stepFields {
 		if f == "id" || f == "after" || f == "when" || f == kind || !has(f) {
 			continue
 		}
 		if !hasWord(allowedFor[kind], f) {
+			unclear = true
+			if !typed {
+				continue
+			}
 			k := n.keyNode(f)
 			art := "a"
 			if kind == "evaluate" {
 				art = "an"
 			}
 			v.d.add(k, CodeFieldForKind, fp(f), "field %q is not allowed on %s %s step (it accepts: id, after, when, %s%s); remove it or use a construct that takes it", f, art, kind, kind, strings.TrimRight(strings.ReplaceAll(allowedFor[kind], " ", ", "), ", "))
-			si.outPoisoned = true
 		}
 	}
 	switch kind {
 	case "set":
 		if !has("out") {
-			v.rejected(n, fp("out"), "required for set: a set step must name its output contract with out")
+			si.outPoisoned = true
+			if typed {
+				v.rejected(n, fp("out"), "required for set: a set step must name its output contract with out")
+			}
 		}
 	case "run":
 		if !has("with") {
-			v.rejected(n, fp("with"), "required for run: give with, a mapping of the called flow's inputs (with: {} when it has none)")
+			si.outPoisoned = true
+			if typed {
+				v.rejected(n, fp("with"), "required for run: give with, a mapping of the called flow's inputs (with: {} when it has none)")
+			}
+		}
+		if !runOK {
+			// run is not a string: the callee is unknown, and SUBFLOW_UNKNOWN
+			// for it would repeat the type error.
+			si.outPoisoned = true
+			return
 		}
 	}
-	if si.outPoisoned || v.schemaErrs != before {
+	if unclear {
+		// Misplaced fields: what the step is meant to be is unclear, so
+		// its references are not checked either.
 		si.outPoisoned = true
 		return
 	}
@@ -1139,18 +1168,21 @@ func (v *validator) ensurePredicate(e *node, parent string, index int) (Ensure, 
 	return m.pred, ok
 }
 
-func (v *validator) gate(n *node, path string) *Gate {
+// gate checks a gate mapping. The routes that are well-formed are kept
+// even when another part is broken, so that the semantic phase still checks
+// their targets; si.reviseBad records a present but malformed on_revise
+// (which must not read as null).
+func (v *validator) gate(n *node, path string, si *stepInfo) *Gate {
 	if n.kind != mapNode {
 		v.wrongType(n, path, "a mapping {on_approve, on_revise, on_kill} (each a step id or null)")
 		return nil
 	}
 	g := &Gate{}
-	ok := true
 	for _, key := range [...]string{"on_approve", "on_revise", "on_kill"} {
 		rp := joinPath(path, key)
 		if n.keyNode(key) == nil {
 			v.missing(n, path, key, key+": null or a step id")
-			ok = false
+			si.reviseBad = si.reviseBad || key == "on_revise"
 			continue
 		}
 		r := n.get(key)
@@ -1158,7 +1190,7 @@ func (v *validator) gate(n *node, path string) *Gate {
 		case r.kind == nullNode:
 		case r.kind == stringNode && !isStepID(r.str):
 			v.rejected(r, rp, "%s must be null or a step id (lowercase letters, digits, _ and -), got %q", key, r.str)
-			ok = false
+			si.reviseBad = si.reviseBad || key == "on_revise"
 		case r.kind == stringNode:
 			switch key {
 			case "on_approve":
@@ -1170,18 +1202,13 @@ func (v *validator) gate(n *node, path string) *Gate {
 			}
 		default:
 			v.wrongType(r, rp, "null or a step id (lowercase letters, digits, _ and -)")
-			ok = false
+			si.reviseBad = si.reviseBad || key == "on_revise"
 		}
 	}
 	if mr, good := v.posInt(n, path, "max_rounds", false); good {
 		g.MaxRounds = mr
-	} else if n.keyNode("max_rounds") != nil {
-		ok = false
 	}
 	v.unknownKeys(n, path, " on_approve on_revise on_kill max_rounds ", "a gate")
-	if !ok {
-		return nil
-	}
 	return g
 }
 
@@ -1190,7 +1217,6 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 		v.wrongType(n, path, "a fanout mapping with over, steps, concurrency, isolation, require and merge")
 		return nil
 	}
-	before := v.schemaErrs
 	f := &Fanout{Dispatch: "engine"}
 	if o, on, ok := v.str(n, path, "over", true, "a single reference to an array, such as \"${input.items}\""); ok {
 		f.Over = si.leafLater(groupOver, leaf{base: path, rel: "over", n: on, text: o, stage: -1, over: true})
@@ -1203,12 +1229,9 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 		v.rejected(sn, joinPath(path, "steps"), "a fanout needs at least one stage: steps: [{do: TASK}]")
 	} else {
 		for i, st := range sn.items() {
-			stage := v.stage(st, indexPath(joinPath(path, "steps"), i), si, i)
+			stage, outOK := v.stage(st, indexPath(joinPath(path, "steps"), i), si, i)
 			si.stageNodes = append(si.stageNodes, st)
-			si.stageOK = append(si.stageOK, stage != nil)
-			if stage == nil {
-				stage = &Stage{Index: i}
-			}
+			si.stageOK = append(si.stageOK, outOK)
 			f.Stages = append(f.Stages, stage)
 		}
 	}
@@ -1266,19 +1289,23 @@ func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
 		}
 	}
 	v.unknownKeys(n, path, " over steps concurrency isolation require merge pre_merge dispatch ", "a fanout")
-	if v.schemaErrs != before {
-		return nil
-	}
+	// A broken part (a concurrency, a stage's ensure...) leaves its field
+	// zero; the rest is kept so that the semantic phase still checks over,
+	// the stages' references and out contracts (independent problems).
 	return f
 }
 
-func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage {
+// stage checks one fanout stage. It returns the stage with its broken
+// fields left zero, and whether the stage's out is usable (the stage is a
+// mapping whose out, if present, is a string): a broken ensure or attempts
+// does not make the stage's output contract uncertain.
+func (v *validator) stage(n *node, path string, si *stepInfo, index int) (*Stage, bool) {
+	st := &Stage{Index: index}
 	if n.kind != mapNode {
 		v.wrongType(n, path, "a stage mapping {do: TASK, out: CONTRACT, ...}")
-		return nil
+		return st, false
 	}
-	before := v.schemaErrs
-	st := &Stage{Index: index}
+	outOK := true
 	if d, dn, ok := v.str(n, path, "do", true, "the stage's task text"); ok {
 		st.Do = si.leafLater(groupStage, leaf{base: path, rel: "do", n: dn, text: d, stage: index})
 	}
@@ -1291,6 +1318,8 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage 
 	}
 	if o, _, ok := v.str(n, path, "out", false, "the name of a declared contract"); ok {
 		st.Out = o
+	} else if n.keyNode("out") != nil {
+		outOK = false
 	}
 	// The stage's when is scanned before its ensures (spec/ir.md 7.1).
 	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
@@ -1304,10 +1333,7 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) *Stage 
 		st.Attempts = a
 	}
 	v.unknownKeys(n, path, " do agent out ensure attempts when ", "a fanout stage (stages have no id)")
-	if v.schemaErrs != before {
-		return nil
-	}
-	return st
+	return st, outOK
 }
 
 func (v *validator) evaluate(n *node, path string, si *stepInfo) *Evaluate {
