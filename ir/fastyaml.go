@@ -80,6 +80,7 @@ type fastParser struct {
 	src   []byte
 	text  string  // src as one string: scalars are substrings of it
 	slab  []node  // nodes are carved from slabs, one allocation per many
+	kids  []*node // so are the children slices of collections
 	stack []*node // children being collected; each collection copies its own out
 	lines []fastLine
 	li    int
@@ -151,6 +152,23 @@ func (p *fastParser) newNode(kind nodeKind, line, col int) *node {
 	p.slab = p.slab[1:]
 	n.kind, n.line, n.col = kind, int32(line), int32(col)
 	return n
+}
+
+// newKids returns a slice of n children carved from the current slab; its
+// capacity is n, so an append never writes into a neighbour's children.
+func (p *fastParser) newKids(n int) []*node {
+	if n == 0 {
+		return []*node{} // empty, not nil, as yaml.v3's path builds it
+	}
+	if n > len(p.kids) {
+		if n > 256 {
+			return make([]*node, n)
+		}
+		p.kids = make([]*node, min(max(len(p.src)/16, 256), 4096))
+	}
+	k := p.kids[:n:n]
+	p.kids = p.kids[n:]
+	return k
 }
 
 func (p *fastParser) fail() *node {
@@ -236,7 +254,8 @@ func (p *fastParser) sequence(indent, depth int) *node {
 	if p.bad {
 		return nil
 	}
-	seq.kids = append(make([]*node, 0, len(p.stack)-base), p.stack[base:]...)
+	seq.kids = p.newKids(len(p.stack) - base)
+	copy(seq.kids, p.stack[base:])
 	return seq
 }
 
@@ -317,7 +336,7 @@ func (p *fastParser) mapping(indent, depth int) *node {
 		return nil
 	}
 	pairs := (len(p.stack) - base) / 2
-	m.kids = make([]*node, 2*pairs)
+	m.kids = p.newKids(2 * pairs)
 	for i := range pairs {
 		m.kids[i] = p.stack[base+2*i]
 		m.kids[pairs+i] = p.stack[base+2*i+1]
@@ -606,13 +625,14 @@ func (p *fastParser) flow(l *fastLine, j, depth int) (*node, int) {
 		case closer:
 			if isMap {
 				pairs := (len(p.stack) - base) / 2
-				n.kids = make([]*node, 2*pairs)
+				n.kids = p.newKids(2 * pairs)
 				for i := range pairs {
 					n.kids[i] = p.stack[base+2*i]
 					n.kids[pairs+i] = p.stack[base+2*i+1]
 				}
 			} else {
-				n.kids = append(make([]*node, 0, len(p.stack)-base), p.stack[base:]...)
+				n.kids = p.newKids(len(p.stack) - base)
+				copy(n.kids, p.stack[base:])
 			}
 			return n, k + 1
 		default:
