@@ -174,57 +174,126 @@ const (
 // malformed string it returns a template without parts and the offending
 // token text (or the text from an unterminated "${").
 func parseTemplate(s string) (*Template, templateSyntax, string) {
-	t := &Template{Text: s}
+	var a tmplArena
+	return a.parseTemplate(s)
+}
+
+// tmplArena carves the templates of one build, with their parts, refs and
+// path segments, from a few large slabs instead of one allocation each: a
+// large spec has thousands of them and they all live as long as the Plan.
+// The zero value is ready to use; scratch buffers are reused between calls.
+type tmplArena struct {
+	tmpls []Template
+	refs  []Ref
+	parts []TemplatePart
+	segs  []PathSeg
+
+	partScratch []TemplatePart
+	segScratch  []PathSeg
+}
+
+const arenaChunk = 128
+
+func (a *tmplArena) newTemplate(s string) *Template {
+	if len(a.tmpls) == 0 {
+		a.tmpls = make([]Template, arenaChunk)
+	}
+	t := &a.tmpls[0]
+	a.tmpls = a.tmpls[1:]
+	t.Text = s
+	return t
+}
+
+func (a *tmplArena) newRef(r Ref) *Ref {
+	if len(a.refs) == 0 {
+		a.refs = make([]Ref, arenaChunk)
+	}
+	p := &a.refs[0]
+	a.refs = a.refs[1:]
+	*p = r
+	return p
+}
+
+// carve copies src into a slice of exactly its length (capacity included,
+// so appending to it never touches a neighbour) taken from *slab.
+func carve[T any](slab *[]T, src []T) []T {
+	n := len(src)
+	if n == 0 {
+		return nil
+	}
+	if n > len(*slab) {
+		if n > arenaChunk/4 {
+			return append([]T(nil), src...)
+		}
+		*slab = make([]T, arenaChunk*2)
+	}
+	out := (*slab)[:n:n]
+	*slab = (*slab)[n:]
+	copy(out, src)
+	return out
+}
+
+func (a *tmplArena) parseTemplate(s string) (*Template, templateSyntax, string) {
+	t := a.newTemplate(s)
 	if !strings.Contains(s, "${") {
 		return t, templateOK, ""
 	}
 	// The last "${" must not come after the last "}".
 	if strings.LastIndex(s, "${") > strings.LastIndexByte(s, '}') {
-		return &Template{Text: s}, templateMalformed, s[strings.LastIndex(s, "${"):]
+		return t, templateMalformed, s[strings.LastIndex(s, "${"):]
 	}
+	parts := a.partScratch[:0]
+	defer func() { a.partScratch = parts[:0] }()
 	rest := s
 	for {
 		i := strings.Index(rest, "${")
 		if i < 0 {
 			if rest != "" {
-				t.Parts = append(t.Parts, TemplatePart{Literal: rest})
+				parts = append(parts, TemplatePart{Literal: rest})
 			}
 			break
 		}
 		j := strings.IndexByte(rest[i+2:], '}')
 		if j < 0 {
-			return &Template{Text: s}, templateMalformed, rest[i:]
+			return t, templateMalformed, rest[i:]
 		}
 		if i > 0 {
-			t.Parts = append(t.Parts, TemplatePart{Literal: rest[:i]})
+			parts = append(parts, TemplatePart{Literal: rest[:i]})
 		}
 		content := rest[i+2 : i+2+j]
 		tok := rest[i : i+3+j]
-		ref := parseRefContent(content)
+		ref := a.parseRefContent(content)
 		if ref == nil {
-			return &Template{Text: s}, templateMalformed, tok
+			return t, templateMalformed, tok
 		}
 		ref.Text = tok
-		t.Parts = append(t.Parts, TemplatePart{Ref: ref})
+		parts = append(parts, TemplatePart{Ref: ref})
 		rest = rest[i+3+j:]
 	}
+	t.Parts = carve(&a.parts, parts)
 	return t, templateOK, ""
 }
 
 // parseRefContent classifies the inside of ${...} (spec/ir.md 7.3).
 func parseRefContent(c string) *Ref {
+	var a tmplArena
+	return a.parseRefContent(c)
+}
+
+func (a *tmplArena) parseRefContent(c string) *Ref {
 	switch c {
 	case "item":
-		return &Ref{Kind: RefItem}
+		return a.newRef(Ref{Kind: RefItem})
 	case "prev":
-		return &Ref{Kind: RefPrev}
+		return a.newRef(Ref{Kind: RefPrev})
 	}
-	if rest, ok := strings.CutPrefix(c, "input."); ok {
-		path, ok := parsePath("." + rest)
+	if strings.HasPrefix(c, "input.") {
+		// The path is what follows "input", its leading '.' included.
+		path, ok := a.parsePath(c[len("input"):])
 		if !ok || len(path) == 0 || path[0].IsIndex {
 			return nil
 		}
-		return &Ref{Kind: RefInput, Path: path}
+		return a.newRef(Ref{Kind: RefInput, Path: path})
 	}
 	if c == "" || c[0] < 'a' || c[0] > 'z' {
 		return nil
@@ -232,22 +301,28 @@ func parseRefContent(c string) *Ref {
 	end := stepIDTail(c, 1)
 	id, rem := c[:end], c[end:]
 	if after, ok := strings.CutPrefix(rem, ".output"); ok && (after == "" || after[0] == '.' || after[0] == '[') {
-		path, ok := parsePath(after)
+		path, ok := a.parsePath(after)
 		if !ok {
 			return nil
 		}
-		return &Ref{Kind: RefStep, Name: id, Path: path}
+		return a.newRef(Ref{Kind: RefStep, Name: id, Path: path})
 	}
-	path, ok := parsePath(rem)
+	path, ok := a.parsePath(rem)
 	if !ok {
 		return nil
 	}
-	return &Ref{Kind: RefCarry, Name: id, Path: path}
+	return a.newRef(Ref{Kind: RefCarry, Name: id, Path: path})
 }
 
 // parsePath parses a sequence of ".FIELD" and "[DIGITS]" segments.
 func parsePath(s string) ([]PathSeg, bool) {
-	var out []PathSeg
+	var a tmplArena
+	return a.parsePath(s)
+}
+
+func (a *tmplArena) parsePath(s string) ([]PathSeg, bool) {
+	out := a.segScratch[:0]
+	defer func() { a.segScratch = out[:0] }()
 	for i := 0; i < len(s); {
 		switch s[i] {
 		case '.':
@@ -283,7 +358,7 @@ func parsePath(s string) ([]PathSeg, bool) {
 			return nil, false
 		}
 	}
-	return out, true
+	return carve(&a.segs, out), true
 }
 
 // pathString formats a path for messages: ".a[0].b".

@@ -1012,7 +1012,7 @@ func (fc *flowCheck) carryHint(visible bool) string {
 // the type check.
 func (fc *flowCheck) carryValue(text, path string, n *node, initial bool) (*Ref, bool) {
 	v, fl := fc.v, fc.fl
-	t, syn, _ := parseTemplate(text)
+	t, syn, _ := v.tmpl.parseTemplate(text)
 	var ref *Ref
 	if syn == templateOK {
 		ref = t.Full()
@@ -1109,7 +1109,7 @@ func (fc *flowCheck) outputFrom() {
 		return
 	}
 	path := joinPath(fl.path, "output.from")
-	t, syn, _ := parseTemplate(fl.fromText)
+	t, syn, _ := v.tmpl.parseTemplate(fl.fromText)
 	var ref *Ref
 	if syn == templateOK {
 		ref = t.Full()

@@ -40,6 +40,8 @@ type validator struct {
 
 	flows      []*flowInfo
 	flowByName map[string]*flowInfo
+
+	tmpl tmplArena // the templates of every leaf
 }
 
 type contractInfo struct {
@@ -85,6 +87,7 @@ type flowInfo struct {
 	byID         map[string]*stepInfo // first occurrence of each id
 	hint         *string              // stepHint, once computed
 	g            *graph               // built by the semantic phase
+	tmpl         *tmplArena           // the validator's, for the steps' leaves
 }
 
 type carryInfo struct {
@@ -546,7 +549,7 @@ func (v *validator) buildFlows(fn *node) {
 
 func (v *validator) buildFlow(k, n *node) {
 	path := joinPath("flows", k.str)
-	fl := &flowInfo{name: k.str, path: path, keyNode: k, n: n, byID: make(map[string]*stepInfo)}
+	fl := &flowInfo{name: k.str, path: path, keyNode: k, n: n, byID: make(map[string]*stepInfo), tmpl: &v.tmpl}
 	fl.f = &Flow{Name: k.str}
 	v.flows = append(v.flows, fl)
 	if _, dup := v.flowByName[k.str]; !dup {
@@ -1018,7 +1021,7 @@ const (
 // It parses the leaf's template once and returns it.
 func (si *stepInfo) leafLater(group leafGroup, l leaf) *Template {
 	l.group = group
-	l.tmpl, l.syn, l.tok = parseTemplate(l.text)
+	l.tmpl, l.syn, l.tok = si.fl.tmpl.parseTemplate(l.text)
 	si.leaves = append(si.leaves, l)
 	return l.tmpl
 }
