@@ -88,6 +88,10 @@ type flowInfo struct {
 	hint         *string              // stepHint, once computed
 	g            *graph               // built by the semantic phase
 	tmpl         *tmplArena           // the validator's, for the steps' leaves
+	// leafFree is unused room after the last built step's leaves: the
+	// next step's leaves are appended there, so the leaves of all steps
+	// share a few backing arrays.
+	leafFree []leaf
 }
 
 type carryInfo struct {
@@ -607,8 +611,16 @@ func (v *validator) buildFlow(k, n *node) {
 		infos := make([]stepInfo, len(sn.items()))
 		steps := make([]Step, len(sn.items()))
 		stepsPath := joinPath(path, "steps")
+		fl.leafFree = make([]leaf, 0, 2*len(sn.items())+4)
 		for i, s := range sn.items() {
-			v.buildStep(fl, s, indexPath(stepsPath, i), i, &infos[i], &steps[i])
+			si := &infos[i]
+			v.buildStep(fl, s, indexPath(stepsPath, i), i, si, &steps[i])
+			if n := len(si.leaves); n > 0 {
+				// Clip the step's leaves so that the next step's cannot
+				// overwrite them; the rest of the array is the next's room.
+				fl.leafFree = si.leaves[n:n:cap(si.leaves)]
+				si.leaves = si.leaves[:n:n]
+			}
 		}
 	}
 	v.unknownKeys(n, path, " input output budget max_rounds carry steps ", "a flow")
@@ -731,7 +743,7 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 }
 
 func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si *stepInfo, s0 *Step) {
-	*si = stepInfo{n: n, path: path, fl: fl, s: s0, leaves: make([]leaf, 0, 4)}
+	*si = stepInfo{n: n, path: path, fl: fl, s: s0}
 	s0.Index = index
 	fl.steps = append(fl.steps, si)
 	fl.f.Steps = append(fl.f.Steps, si.s)
@@ -1022,6 +1034,12 @@ const (
 func (si *stepInfo) leafLater(group leafGroup, l leaf) *Template {
 	l.group = group
 	l.tmpl, l.syn, l.tok = si.fl.tmpl.parseTemplate(l.text)
+	if si.leaves == nil {
+		if cap(si.fl.leafFree) < 4 {
+			si.fl.leafFree = make([]leaf, 0, 64)
+		}
+		si.leaves = si.fl.leafFree
+	}
 	si.leaves = append(si.leaves, l)
 	return l.tmpl
 }
