@@ -17,13 +17,45 @@ type graph struct {
 }
 
 func newGraph(n int) *graph {
+	adj := make([][]int32, 4*n) // one allocation for the four lists
 	return &graph{
 		n:     n,
-		dsucc: make([][]int32, n),
-		dpred: make([][]int32, n),
-		asucc: make([][]int32, n),
-		rpred: make([][]int32, n),
+		dsucc: adj[0*n : 1*n : 1*n],
+		dpred: adj[1*n : 2*n : 2*n],
+		asucc: adj[2*n : 3*n : 3*n],
+		rpred: adj[3*n : 4*n : 4*n],
 		mark:  make([]uint32, n),
+	}
+}
+
+// reserve gives every adjacency list of a graph without edges the exact
+// room that adding cands needs, carved from one array: adding then
+// allocates nothing.
+func (g *graph) reserve(cands []edgeCand) {
+	n := g.n
+	count := make([]int32, 4*n) // dsucc, dpred, asucc, rpred
+	total := 0
+	for _, c := range cands {
+		if c.dep {
+			count[c.from]++
+			count[n+c.to]++
+			total += 2
+		} else {
+			count[3*n+c.to]++
+			total++
+		}
+		count[2*n+c.from]++
+		total++
+	}
+	buf := make([]int32, total)
+	lists := [4][][]int32{g.dsucc, g.dpred, g.asucc, g.rpred}
+	for k, l := range lists {
+		for x := range n {
+			if c := int(count[k*n+x]); c > 0 {
+				l[x] = buf[:0:c]
+				buf = buf[c:]
+			}
+		}
 	}
 }
 

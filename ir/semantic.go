@@ -361,6 +361,7 @@ func (v *validator) checkFlow(fl *flowInfo) {
 	fl.g = fc.g
 	fc.routed = make([]bool, len(fl.steps))
 	fc.depMark = make([]int32, len(fl.steps))
+	fc.cands = make([]edgeCand, 0, len(fl.steps))
 	for _, si := range fl.steps {
 		if si.kindKnown {
 			fc.edgesAndRefs(si)
@@ -538,6 +539,7 @@ const maxCycleSearches = 8
 // more of them.
 func (fc *flowCheck) commitEdges() {
 	g := fc.g
+	g.reserve(fc.cands)
 	for _, c := range fc.cands {
 		g.add(c.from, c.to, c.dep)
 	}

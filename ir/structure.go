@@ -606,6 +606,7 @@ func (v *validator) buildFlow(k, n *node) {
 		v.wrongType(sn, joinPath(path, "steps"), "a list of steps")
 	} else {
 		fl.stepsOK = true
+		fl.byID = make(map[string]*stepInfo, len(sn.items()))
 		fl.steps = make([]*stepInfo, 0, len(sn.items()))
 		// One allocation for all steps of the flow.
 		infos := make([]stepInfo, len(sn.items()))
