@@ -188,8 +188,12 @@ type tmplArena struct {
 	parts []TemplatePart
 	segs  []PathSeg
 
-	partScratch []TemplatePart
-	segScratch  []PathSeg
+	// The ensure lists of steps and stages live here too.
+	ensures []Ensure
+
+	partScratch   []TemplatePart
+	segScratch    []PathSeg
+	ensureScratch []Ensure
 }
 
 const arenaChunk = 128

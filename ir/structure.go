@@ -759,9 +759,12 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	si.present = n
 	// One pass over the keys tells which step fields are present.
 	var mask uint32
+	unknown := false
 	for _, k := range n.keys() {
 		if i := stepFieldIndex(k.str); i >= 0 {
 			mask |= 1 << i
+		} else {
+			unknown = true
 		}
 	}
 	has := func(key string) bool {
@@ -907,7 +910,9 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 		s.Evaluate = v.evaluate(si.present.get("evaluate"), fp("evaluate"), si)
 	}
 
-	v.unknownKeys(n, path, stepFieldList, "a step")
+	if unknown {
+		v.unknownKeys(n, path, stepFieldList, "a step")
+	}
 
 	// Whole-object construct rules are reported only for a well-typed
 	// step: a failed pattern, range or length check elsewhere in the step
@@ -937,7 +942,13 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	}
 	kind := found[0]
 	unclear := false
+	// Only fields besides id, after, when and the construct itself can be
+	// misplaced.
+	common := uint32(1)<<stepFieldIndex("id") | 1<<stepFieldIndex("after") | 1<<stepFieldIndex("when") | 1<<stepFieldIndex(kind)
 	for _, f := range stepFields {
+		if mask&^common == 0 {
+			break
+		}
 		if f == "id" || f == "after" || f == "when" || f == kind || !has(f) {
 			continue
 		}
@@ -1074,7 +1085,8 @@ func (v *validator) ensureList(n *node, parent string, si *stepInfo, stage int) 
 		v.wrongType(n, joinPath(parent, "ensure"), "a list of predicates such as {expr: \"result.ok == true\"}")
 		return nil
 	}
-	out := make([]Ensure, 0, len(n.items()))
+	out := v.tmpl.ensureScratch[:0]
+	defer func() { v.tmpl.ensureScratch = out[:0] }()
 	for i, e := range n.items() {
 		pred, ok := v.ensurePredicate(e, parent, i)
 		if !ok {
@@ -1095,7 +1107,10 @@ func (v *validator) ensureList(n *node, parent string, si *stepInfo, stage int) 
 			si.leafLater(group, leaf{base: parent, rel: ensureRel(i), n: e.get("expr"), text: pred.Expr, expression: true, stage: stage})
 		}
 	}
-	return out
+	if len(out) == 0 {
+		return []Ensure{}
+	}
+	return carve(&v.tmpl.ensures, out)
 }
 
 const ensureShapes = "{expr: EXPRESSION}, {file_exists: PATH}, {file_contains: {path: PATH, text: TEXT}} or {judged: {statement: TEXT, stakes: cheap|default|paranoid}}"
