@@ -744,7 +744,9 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 }
 
 func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si *stepInfo, s0 *Step) {
-	*si = stepInfo{n: n, path: path, fl: fl, s: s0}
+	// si is zero (fresh from the flow's array): setting the few fields
+	// avoids copying a whole struct.
+	si.n, si.path, si.fl, si.s = n, path, fl, s0
 	s0.Index = index
 	fl.steps = append(fl.steps, si)
 	fl.f.Steps = append(fl.f.Steps, si.s)
@@ -1068,11 +1070,20 @@ func (si *stepInfo) orderLeaves() {
 		sort.SliceStable(si.leaves, func(i, j int) bool { return si.leaves[i].group < si.leaves[j].group })
 	}
 	if si.s.Kind != KindRun {
-		// with strings are scanned only on run steps.
-		out := si.leaves[:0]
-		for _, l := range si.leaves {
-			if l.group != groupWith {
-				out = append(out, l)
+		// with strings are scanned only on run steps. Leaves before the
+		// first with leaf stay where they are (no copying them onto
+		// themselves).
+		first := len(si.leaves)
+		for i := range si.leaves {
+			if si.leaves[i].group == groupWith {
+				first = i
+				break
+			}
+		}
+		out := si.leaves[:first]
+		for i := first; i < len(si.leaves); i++ {
+			if si.leaves[i].group != groupWith {
+				out = append(out, si.leaves[i])
 			}
 		}
 		si.leaves = out
