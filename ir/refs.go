@@ -191,9 +191,8 @@ type tmplArena struct {
 	// The ensure lists of steps and stages live here too.
 	ensures []Ensure
 
-	partScratch   []TemplatePart
-	segScratch    []PathSeg
-	ensureScratch []Ensure
+	partScratch []TemplatePart
+	segScratch  []PathSeg
 }
 
 const arenaChunk = 128
@@ -234,6 +233,23 @@ func carve[T any](slab *[]T, src []T) []T {
 	out := (*slab)[:n:n]
 	*slab = (*slab)[n:]
 	copy(out, src)
+	return out
+}
+
+// carveRoom returns an empty slice with room for n elements taken from
+// *slab, to be filled by appending; it is never nil.
+func carveRoom[T any](slab *[]T, n int) []T {
+	if n == 0 {
+		return []T{}
+	}
+	if n > len(*slab) {
+		if n > arenaChunk/4 {
+			return make([]T, 0, n)
+		}
+		*slab = make([]T, arenaChunk*2)
+	}
+	out := (*slab)[:0:n]
+	*slab = (*slab)[n:]
 	return out
 }
 

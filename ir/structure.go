@@ -203,20 +203,21 @@ func locOf(path string) loc { return loc{base: path} }
 
 // leaf is one string scanned for references (spec/ir.md 7.1).
 type leaf struct {
-	group leafGroup
 	// The leaf's path is base + "." + rel (or base when rel is empty), or
 	// at (for strings inside with), built only when needed: most leaves
 	// never appear in a diagnostic.
-	base, rel  string
-	at         *pathPart
-	n          *node
-	text       string
-	expression bool
-	stage      int // -1 outside fanout stages
-	over       bool
-	tmpl       *Template
+	base, rel string
+	at        *pathPart
+	n         *node
+	text      string
+	stage     int // -1 outside fanout stages
+	tmpl      *Template
+	tok       string // the malformed token, when syn != templateOK
+	// The small fields share one word (a flow holds a leaf per string).
+	group      leafGroup
 	syn        templateSyntax
-	tok        string // the malformed token, when syn != templateOK
+	expression bool
+	over       bool
 }
 
 // stepFields is the step field declaration order (spec/ir.md 10.1).
@@ -1096,8 +1097,7 @@ func (v *validator) ensureList(n *node, parent string, si *stepInfo, stage int) 
 		v.wrongType(n, joinPath(parent, "ensure"), "a list of predicates such as {expr: \"result.ok == true\"}")
 		return nil
 	}
-	out := v.tmpl.ensureScratch[:0]
-	defer func() { v.tmpl.ensureScratch = out[:0] }()
+	out := carveRoom(&v.tmpl.ensures, len(n.items()))
 	for i, e := range n.items() {
 		pred, ok := v.ensurePredicate(e, parent, i)
 		if !ok {
@@ -1118,10 +1118,7 @@ func (v *validator) ensureList(n *node, parent string, si *stepInfo, stage int) 
 			si.leafLater(group, leaf{base: parent, rel: ensureRel(i), n: e.get("expr"), text: pred.Expr, expression: true, stage: stage})
 		}
 	}
-	if len(out) == 0 {
-		return []Ensure{}
-	}
-	return carve(&v.tmpl.ensures, out)
+	return out[:len(out):len(out)]
 }
 
 const ensureShapes = "{expr: EXPRESSION}, {file_exists: PATH}, {file_contains: {path: PATH, text: TEXT}} or {judged: {statement: TEXT, stakes: cheap|default|paranoid}}"
