@@ -188,8 +188,9 @@ type tmplArena struct {
 	parts []TemplatePart
 	segs  []PathSeg
 
-	// The ensure lists of steps and stages live here too.
+	// The ensure lists and sites of steps and stages live here too.
 	ensures []Ensure
+	sites   []Site
 
 	partScratch []TemplatePart
 	segScratch  []PathSeg

@@ -631,6 +631,15 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 			v.d.add(si.present.get("fanout").get("over"), CodeOverSingleRef, joinPath(si.path, "fanout.over"), "over must be exactly one reference to an array, such as \"${input.items}\" or \"${plan.output.tasks}\", with no other text; got %q", s.Fanout.Over.Text)
 		}
 	}
+	sites := 0
+	for i := range si.leaves {
+		if l := &si.leaves[i]; l.syn == templateOK && len(l.tmpl.Parts) > 0 && !(l.over && overBad) {
+			sites++
+		}
+	}
+	if sites > 0 && s.Sites == nil {
+		s.Sites = carveRoom(&v.tmpl.sites, sites)
+	}
 	for _, l := range si.leaves {
 		if l.over && overBad {
 			continue
