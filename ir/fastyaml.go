@@ -2,6 +2,7 @@ package ir
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -50,6 +51,17 @@ func fastParse(src []byte) *node {
 func fastScannable(src []byte) (ok, ascii bool) {
 	ascii = true
 	for i := 0; i < len(src); {
+		// Eight printable ASCII bytes at a time (no byte >= 0x80, < 0x20
+		// or == 0x7f): most of a spec.
+		if i+8 <= len(src) {
+			const ones, highs = 0x0101010101010101, 0x8080808080808080
+			x := binary.LittleEndian.Uint64(src[i:])
+			del := x ^ (0x7f * ones)
+			if (x|(x-0x20*ones)|(del-ones)&^del)&highs == 0 {
+				i += 8
+				continue
+			}
+		}
 		c := src[i]
 		if c < 0x80 {
 			if c < 0x20 && c != '\n' || c == 0x7f {
