@@ -253,23 +253,3 @@ func (e *Engine) readBlobs(ctx context.Context, runID string, head int64, want m
 	}
 	return found, nil
 }
-
-// spec returns the run's spec snapshot, reading it when needed.
-func (t *txn) spec() (json.RawMessage, error) {
-	if t.st.Spec != nil {
-		return t.st.Spec, nil
-	}
-	if t.c != nil && t.c.specJSON != nil {
-		return t.c.specJSON, nil
-	}
-	found, err := t.e.readBlobs(t.ctx, t.st.ID, t.headSeq, map[int64]string{t.st.SpecSeq: ""})
-	if err != nil {
-		return nil, err
-	}
-	raw, ok := found[t.st.SpecSeq]
-	if !ok {
-		return nil, fmt.Errorf("run %s: %w: the spec snapshot is missing", t.st.ID, ErrCorrupt)
-	}
-	t.st.Spec = raw
-	return raw, nil
-}

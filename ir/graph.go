@@ -189,17 +189,6 @@ func (g *graph) reaches(from, to int, all bool) bool {
 	return g.mark[to] == g.reach(from, all)
 }
 
-// reachSet returns the steps reachable from start over A or D (start
-// included) as a boolean slice.
-func (g *graph) reachSet(start int, all bool) []bool {
-	s := g.reach(start, all)
-	out := make([]bool, g.n)
-	for i, m := range g.mark {
-		out[i] = m == s
-	}
-	return out
-}
-
 // edgeCand is an edge proposed by the spec, with where it came from.
 type edgeCand struct {
 	from, to int

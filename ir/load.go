@@ -202,7 +202,6 @@ type converter struct {
 	d      *diags
 	sizes  map[*yaml.Node]int   // expanded value count per anchored node
 	done   map[*yaml.Node]*node // converted anchored nodes, shared by aliases
-	active []*yaml.Node         // anchors being sized (alias cycle detection)
 	failed bool
 }
 

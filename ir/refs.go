@@ -335,12 +335,6 @@ func (a *tmplArena) parseRefContent(c string) *Ref {
 	return a.newRef(Ref{Kind: RefCarry, Name: id, Path: path})
 }
 
-// parsePath parses a sequence of ".FIELD" and "[DIGITS]" segments.
-func parsePath(s string) ([]PathSeg, bool) {
-	var a tmplArena
-	return a.parsePath(s)
-}
-
 func (a *tmplArena) parsePath(s string) ([]PathSeg, bool) {
 	out := a.segScratch[:0]
 	defer func() { a.segScratch = out[:0] }()

@@ -306,7 +306,7 @@ func TestGateResolve(t *testing.T) {
 	if e := entry(t, r, "work"); e["epoch"].(float64) != 1 {
 		t.Errorf("revised step: %v", e)
 	}
-	r = f.done(r, "work", map[string]any{"result": "v2"}).mustStatus(t, "running")
+	f.done(r, "work", map[string]any{"result": "v2"}).mustStatus(t, "running")
 	resolve(run, "approve", tok).mustError(t, "stale_token")
 	r = f.call("stratum_gate_resolve", map[string]any{"runId": run, "stepId": "review", "decision": "approve",
 		"gateToken": f.gateToken(run, "review"), "rationale": "reads well now", "resolvedBy": "Ada"}).mustStatus(t, "completed")
@@ -413,7 +413,7 @@ func TestCheckpoints(t *testing.T) {
 	f.call("stratum_commit", map[string]any{"runId": "nope", "label": "x"}).mustError(t, "run_not_found")
 
 	old := entry(t, r, "outline")["dispatchToken"]
-	r = f.done(r, "outline", outline).mustStatus(t, "ready")
+	f.done(r, "outline", outline).mustStatus(t, "ready")
 	c = f.call("stratum_commit", map[string]any{"runId": run, "label": "outlined"}).mustStatus(t, "committed")
 	if cps := c.Body["checkpoints"].([]any); len(cps) != 2 {
 		t.Errorf("checkpoints: %v", cps)

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
@@ -109,6 +108,3 @@ func value(v engine.Value) any {
 	}
 	return v
 }
-
-// raw is a JSON value passed through verbatim.
-type raw = json.RawMessage
