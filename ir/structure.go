@@ -1016,7 +1016,6 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 
 func (l *leaf) loc() loc { return loc{at: l.at, base: l.base, rel: l.rel} }
 
-
 // ensureRels holds the common "ensure[i].expr" suffixes.
 var ensureRels = [...]string{"ensure[0].expr", "ensure[1].expr", "ensure[2].expr", "ensure[3].expr", "ensure[4].expr", "ensure[5].expr", "ensure[6].expr", "ensure[7].expr"}
 
