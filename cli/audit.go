@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -70,11 +69,13 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err := checkRunID(env, runID); err != nil {
 		return err
 	}
-	e, st, err := openEngine(env, engine.Options{})
+	sys, err := openSystem(env, systemConfig{})
 	if err != nil {
 		return fail(env, "INVALID", err.Error())
 	}
-	defer e.Close()
+	defer sys.Close()
+	e := sys.engine
+	st := sys.store
 	var chain string
 	if c.verify {
 		rep, err := st.Verify(ctx, runID)

@@ -79,11 +79,12 @@ func (c *flowCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if msg := runIDProblem(runID); msg != "" {
 		return refuse(cancelRefusal{Error: "INVALID", Message: msg})
 	}
-	e, _, err := openEngine(env, engine.Options{})
+	sys, err := openSystem(env, systemConfig{})
 	if err != nil {
 		return refuse(cancelRefusal{Error: "INVALID", Message: err.Error()})
 	}
-	defer e.Close()
+	defer sys.Close()
+	e := sys.engine
 	reason := c.reason
 	if reason == "" {
 		reason = "cancelled with stratum flow cancel"

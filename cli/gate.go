@@ -99,11 +99,12 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err := checkRunID(env, runID); err != nil {
 		return err
 	}
-	e, _, err := openEngine(env, engine.Options{})
+	sys, err := openSystem(env, systemConfig{})
 	if err != nil {
 		return fail(env, "INVALID", err.Error())
 	}
-	defer e.Close()
+	defer sys.Close()
+	e := sys.engine
 	conflict := func(detail string) error {
 		_ = writeJSON(env.Stdout, conflictDoc{SchemaVersion: schemaVersion, Conflict: true, FlowID: runID, StepID: stepID, Detail: detail})
 		fmt.Fprintf(env.Stderr, "stratum gate: %s\n", detail)

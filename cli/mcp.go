@@ -12,11 +12,8 @@ import (
 
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/driver"
-	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/judge"
 	"github.com/stratum-go/stratum/mcp"
-	"github.com/stratum-go/stratum/store"
 )
 
 // mcpCmd is "stratum mcp": the MCP server over stdio.
@@ -91,33 +88,20 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	root, err := store.DefaultRoot(env.getenv)
+	sys, err := openSystem(env, systemConfig{dispatcher: driver.NewDispatcher(&agent.Resolver{}, c.agent), log: log})
 	if err != nil {
 		return err
 	}
-	st, err := store.NewFileStore(root, &store.Options{OnRepair: func(runID string, removed store.Tail) {
-		log.Warn("repaired an interrupted write", "run", runID, "removed", fmt.Sprintf("%+v", removed))
-	}})
-	if err != nil {
-		return fmt.Errorf("state root %s: %w", root, err)
-	}
-	j, err := judge.FromEnv(env.getenv)
-	if err != nil {
-		return usagef("judge configuration: %v", err)
-	}
-	if j == nil {
+	defer sys.Close()
+	if sys.judge == nil {
 		log.Info("no judge configured: judged ensures and verified/judged guard predicates fail closed", "set", judge.EnvCommand)
 	}
-	guardRoot, err := guard.RootFromEnv(env.getenv)
+	g, err := sys.openGuard(env)
 	if err != nil {
 		return err
 	}
-	g, err := guard.New(guard.Options{Root: guardRoot, Getenv: env.getenv, Judge: j})
-	if err != nil {
-		return fmt.Errorf("guard store %s: %w", guardRoot, err)
-	}
-	eng := engine.New(st, engine.Options{Judge: j, Dispatcher: driver.NewDispatcher(&agent.Resolver{}, c.agent)})
-	defer eng.Close()
+	eng := sys.engine
+	root := sys.root
 	srv, err := mcp.NewServer(mcp.Deps{Engine: eng, Guard: g, Version: Version, Logger: log})
 	if err != nil {
 		return err

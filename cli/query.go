@@ -58,11 +58,13 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 	case args[0] != "flows" && args[0] != "flow" && args[0] != "gates":
 		return usagef("unknown query %q: expected flows, flow RUN or gates", args[0])
 	}
-	e, st, err := openEngine(env, engine.Options{})
+	sys, err := openSystem(env, systemConfig{})
 	if err != nil {
 		return fail(env, "INVALID", err.Error())
 	}
-	defer e.Close()
+	defer sys.Close()
+	e := sys.engine
+	st := sys.store
 	switch args[0] {
 	case "flows":
 		runs, err := e.ListRuns(ctx)

@@ -161,10 +161,6 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return exitCode(ExitUsage)
 	}
 
-	st, err := openStore(env)
-	if err != nil {
-		return err
-	}
 	var term *terminal
 	resolver := &agent.Resolver{}
 	if mode == driver.GateAsk || c.agent == "human" || plan == nil || usesHuman(plan) {
@@ -177,21 +173,9 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		defer mu.Unlock()
 		fmt.Fprintf(env.Stderr, format+"\n", a...)
 	}
-	if c.resume != "" {
-		reader := engine.New(st, engine.Options{})
-		p, err := reader.RunPlan(ctx, c.resume)
-		reader.Close()
-		if isNotFound(err) {
-			fmt.Fprintf(env.Stderr, "stratum run: --resume: no run %s in %s (\"stratum query flows\" lists the runs there)\n", c.resume, st.Root())
-			return exitCode(ExitUsage)
-		}
-		if err == nil {
-			plan = p // contract fields in declaration order; optional
-		}
-	}
 	var e *engine.Engine // the gate question reads the run through it
 	opts := driver.Options{
-		Agent: c.agent, Resolver: resolver, Gates: mode, Concurrency: c.concurrency, Plan: plan,
+		Agent: c.agent, Resolver: resolver, Gates: mode, Concurrency: c.concurrency,
 		Event: func(ev engine.Event) {
 			if d := describeEvent(ev); d != "" {
 				say("%s", d)
@@ -205,8 +189,22 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	d := driver.New(opts)
-	e = engine.New(st, engine.Options{Dispatcher: d.Dispatcher()})
-	defer e.Close()
+	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher()})
+	if err != nil {
+		return err
+	}
+	defer sys.Close()
+	e = sys.engine
+	if c.resume != "" {
+		p, err := e.RunPlan(ctx, c.resume)
+		if isNotFound(err) {
+			fmt.Fprintf(env.Stderr, "stratum run: --resume: no run %s in %s (\"stratum query flows\" lists the runs there)\n", c.resume, sys.root)
+			return exitCode(ExitUsage)
+		}
+		if err == nil {
+			plan = p
+		}
+	}
 
 	var out *driver.Outcome
 	if c.resume != "" {

@@ -14,29 +14,6 @@ import (
 // JSON documents (spec/cli.md).
 const schemaVersion = "1"
 
-// openStore opens the run store at the state root (DESIGN decision 6).
-func openStore(env *Env) (*store.FileStore, error) {
-	root, err := store.DefaultRoot(env.getenv)
-	if err != nil {
-		return nil, fmt.Errorf("locate the run store: %w", err)
-	}
-	st, err := store.NewFileStore(root, nil)
-	if err != nil {
-		return nil, fmt.Errorf("open the run store %s: %w", root, err)
-	}
-	return st, nil
-}
-
-// openEngine returns an Engine over the run store with production options.
-// The caller closes it.
-func openEngine(env *Env, opts engine.Options) (*engine.Engine, *store.FileStore, error) {
-	st, err := openStore(env)
-	if err != nil {
-		return nil, nil, err
-	}
-	return engine.New(st, opts), st, nil
-}
-
 // writeJSON writes v as two-space indented JSON and a newline (the form
 // of the query, gate and flow cancel documents).
 func writeJSON(w io.Writer, v any) error {

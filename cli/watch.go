@@ -81,11 +81,12 @@ func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	runID := args[0]
-	e, _, err := openEngine(env, engine.Options{})
+	sys, err := openSystem(env, systemConfig{})
 	if err != nil {
 		return err
 	}
-	defer e.Close()
+	defer sys.Close()
+	e := sys.engine
 	asJSON := c.json || c.events
 	live := !asJSON && isTerminalWriter(env.Stdout)
 	var cursor int64

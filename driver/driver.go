@@ -172,16 +172,23 @@ func (d *Driver) Start(ctx context.Context, e *engine.Engine, req engine.PlanReq
 		return nil, err
 	}
 	if plan != nil {
-		d.mu.Lock()
-		d.plans[resp.RunID] = plan
-		d.mu.Unlock()
-		defer func() {
-			d.mu.Lock()
-			delete(d.plans, resp.RunID)
-			d.mu.Unlock()
-		}()
+		d.track(resp.RunID, plan)
+		defer d.untrack(resp.RunID)
 	}
 	return d.drive(ctx, e, resp, 0)
+}
+
+// track records the compiled spec of a run being driven; untrack forgets it.
+func (d *Driver) track(runID string, plan *ir.Plan) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.plans[runID] = plan
+}
+
+func (d *Driver) untrack(runID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.plans, runID)
 }
 
 // Resume continues a persisted run on e (any process may resume any run)
@@ -197,6 +204,12 @@ func (d *Driver) Resume(ctx context.Context, e *engine.Engine, runID string) (*O
 	resp, err := e.Resume(ctx, runID)
 	if err != nil {
 		return nil, err
+	}
+	if d.opts.Plan == nil {
+		if plan, err := e.RunPlan(ctx, runID); err == nil {
+			d.track(runID, plan)
+			defer d.untrack(runID)
+		}
 	}
 	return d.drive(ctx, e, resp, poll.NextCursor)
 }

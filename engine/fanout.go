@@ -31,8 +31,8 @@ func (t *txn) activateFanout(sc *scope, s *ir.Step, st *StepState) {
 		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, reason: fmt.Sprintf("fanout over must resolve to an array (%s is %s)", s.Fanout.Over.Text, typeName(over))})
 		return
 	}
-	if !consumerFanout(s) && t.e.opts.Dispatcher == nil {
-		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, forced: true, reason: t.e.missingDispatcher(sc.flow)})
+	if msg := t.e.missingDispatcher(sc.flow); !consumerFanout(s) && msg != "" {
+		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, forced: true, reason: msg})
 		return
 	}
 	items := make([]*ItemState, len(arr))

@@ -27,8 +27,13 @@ type Options struct {
 	Judge judge.Judge
 	// Dispatcher runs the items of engine-dispatched fanouts. Nil makes a
 	// run that reaches such a fanout fail with "engine dispatch is not
-	// configured".
+	// configured", unless DeferDispatch is set.
 	Dispatcher Dispatcher
+	// DeferDispatch, with no Dispatcher, leaves the items of engine
+	// fanouts pending for the process that drives the run (a command
+	// that only decides a gate or cancels must not fail a run whose
+	// driver runs elsewhere).
+	DeferDispatch bool
 	// Evaluator runs the command of an evaluate step. Nil means the
 	// default runner (/bin/sh -c COMMAND in the workspace root, the JSON
 	// input on stdin, stdout parsed as JSON, the process group killed on

@@ -95,7 +95,7 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 // missingDispatcher names the engine-dispatched fanouts of a flow when no
 // dispatcher is configured.
 func (e *Engine) missingDispatcher(f *ir.Flow) string {
-	if e.opts.Dispatcher != nil {
+	if e.opts.Dispatcher != nil || e.opts.DeferDispatch {
 		return ""
 	}
 	var ids []string

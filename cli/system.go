@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/guard"
+	"github.com/stratum-go/stratum/judge"
+	"github.com/stratum-go/stratum/store"
+)
+
+// system is the composition root: the store, judge, guard and engine every
+// command works with, built in one place from the environment and the
+// person's flags. Every command that touches runs gets its engine from
+// openSystem, so "stratum run", "stratum mcp", "stratum gate", "stratum
+// query" and the rest decide the same question the same way (the same
+// judge, the same workspace rules, the same evaluate runner).
+//
+// What differs between commands is only what the person gave them: a
+// dispatcher for the commands that drive runs ("stratum run", "stratum
+// mcp"); the others leave engine-dispatched work for the process driving
+// the run.
+type system struct {
+	root   string
+	store  *store.FileStore
+	judge  judge.Judge
+	engine *engine.Engine
+	log    *slog.Logger
+}
+
+// systemConfig is what a command adds to the environment's configuration.
+type systemConfig struct {
+	// dispatcher runs engine-dispatched fanout items; nil leaves them for
+	// the process driving the run.
+	dispatcher engine.Dispatcher
+	// log receives the store's repair notices; nil discards them.
+	log *slog.Logger
+}
+
+// openSystem builds the composition root. The caller closes it.
+func openSystem(env *Env, cfg systemConfig) (*system, error) {
+	log := cfg.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	root, err := store.DefaultRoot(env.getenv)
+	if err != nil {
+		return nil, fmt.Errorf("locate the run store: %w", err)
+	}
+	st, err := store.NewFileStore(root, &store.Options{OnRepair: func(runID string, removed store.Tail) {
+		log.Warn("repaired an interrupted write", "run", runID, "removed", fmt.Sprintf("%+v", removed))
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("open the run store %s: %w", root, err)
+	}
+	j, err := judge.FromEnv(env.getenv)
+	if err != nil {
+		return nil, usagef("judge configuration: %v", err)
+	}
+	opts := engine.Options{Judge: j, Dispatcher: cfg.dispatcher, DeferDispatch: cfg.dispatcher == nil}
+	return &system{root: root, store: st, judge: j, engine: engine.New(st, opts), log: log}, nil
+}
+
+// Close stops the engine's background work (everything acknowledged stays
+// durable).
+func (s *system) Close() { s.engine.Close() }
+
+// openGuard opens the guard store with the system's judge.
+func (s *system) openGuard(env *Env) (*guard.Guard, error) {
+	root, err := guard.RootFromEnv(env.getenv)
+	if err != nil {
+		return nil, err
+	}
+	g, err := guard.New(guard.Options{Root: root, Getenv: env.getenv, Judge: s.judge})
+	if err != nil {
+		return nil, fmt.Errorf("guard store %s: %w", root, err)
+	}
+	return g, nil
+}
