@@ -82,7 +82,7 @@ func gateInputs(ctx context.Context, e *engine.Engine, plan *ir.Plan, g engine.W
 		return nil
 	}
 	flow := plan.Flow(g.Flow)
-	steps := func(a *engine.AuditReport) map[string]*engine.StepState { return a.Steps }
+	steps := func(a *engine.AuditReport) map[string]*engine.StepView { return a.Steps }
 	local := g.StepID
 	a, err := e.Audit(ctx, g.RunID)
 	if err != nil || flow == nil {
@@ -95,7 +95,7 @@ func gateInputs(ctx context.Context, e *engine.Engine, plan *ir.Plan, g engine.W
 			return nil
 		}
 		flow, local = plan.Flow(rs.Run), child
-		steps = func(*engine.AuditReport) map[string]*engine.StepState { return ps.Sub.Steps }
+		steps = func(*engine.AuditReport) map[string]*engine.StepView { return ps.Sub.Steps }
 	}
 	if flow == nil || flow.Step(local) == nil {
 		return nil

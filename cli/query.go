@@ -261,7 +261,7 @@ func projectStatus(a *engine.AuditReport, flow *ir.Flow) string {
 
 // gateWaits reports whether a gate of the steps, or of a subflow they run,
 // waits for a decision.
-func gateWaits(steps map[string]*engine.StepState) bool {
+func gateWaits(steps map[string]*engine.StepView) bool {
 	for _, ss := range steps {
 		if ss.Status == engine.StepWaitingGate || ss.Sub != nil && gateWaits(ss.Sub.Steps) {
 			return true

@@ -129,7 +129,7 @@ func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 			}
 			fmt.Fprintf(env.Stdout, "%s  %s\n", ev.At.Local().Format("15:04:05.000"), desc)
 		}
-		if p.Status != engine.StatusRunning {
+		if p.Status != engine.StatusRunning && p.Status != engine.StatusReady {
 			clearStatus()
 			if p.Status == engine.StatusCompleted {
 				return nil

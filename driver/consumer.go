@@ -109,7 +109,7 @@ func (c *consumerTrees) has(run, step string) bool {
 // items' changes into the workspace; finished otherwise (failed, reset by
 // a revise) → discard them. A merge failure is returned; the worktrees are
 // removed either way once the fanout is over.
-func (c *consumerTrees) settled(ctx context.Context, workspace, run, step string, st *engine.StepState, preMerge []string, notice func(string)) error {
+func (c *consumerTrees) settled(ctx context.Context, workspace, run, step string, st *engine.StepView, preMerge []string, notice func(string)) error {
 	if st != nil && st.Status == engine.StepRunning && st.Fanout != nil {
 		return nil // not over yet
 	}

@@ -84,7 +84,7 @@ func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) 
 	req := agent.Request{RunID: r.id, StepID: entry.ID, Task: entry.Do, Agent: entry.Agent, Attempt: entry.Attempt,
 		Contract: agentContract(d.planOf(r.id), entry.Contract), PreviousFailure: failureOf(entry.PreviousFailure),
 		Workdir: r.workspace, Sandbox: agent.SandboxReadOnly}
-	it := entry.Item
+	it := entry.FanoutItem
 	if it == nil || it.Policy.Isolation != "worktree" {
 		return conn.Run(ctx, req)
 	}

@@ -456,7 +456,7 @@ func (r *run) report(ctx context.Context, done attemptDone) error {
 		return r.refused(ctx, err)
 	}
 	r.resp = resp
-	if it := done.entry.Item; it != nil && it.Policy.Isolation == "worktree" && !itemsReady(resp, it.Step) && r.d.consumer.has(r.id, it.Step) {
+	if it := done.entry.FanoutItem; it != nil && it.Policy.Isolation == "worktree" && !itemsReady(resp, it.Step) && r.d.consumer.has(r.id, it.Step) {
 		return r.settleConsumer(ctx, it)
 	}
 	return nil
@@ -465,7 +465,7 @@ func (r *run) report(ctx context.Context, done attemptDone) error {
 // itemsReady reports whether a consumer fanout still has items to report.
 func itemsReady(resp *engine.Response, step string) bool {
 	for _, en := range resp.Ready {
-		if en.Item != nil && en.Item.Step == step {
+		if en.FanoutItem != nil && en.FanoutItem.Step == step {
 			return true
 		}
 	}
@@ -476,7 +476,7 @@ func itemsReady(resp *engine.Response, step string) bool {
 // whose last item the driver reported. A merge that fails cancels the
 // run: the engine does not merge consumer fanouts, so it cannot be told,
 // and the steps after the fanout must not run on a half-merged workspace.
-func (r *run) settleConsumer(ctx context.Context, it *engine.ItemDescriptor) error {
+func (r *run) settleConsumer(ctx context.Context, it *engine.FanoutItem) error {
 	a, err := r.e.Audit(ctx, r.id)
 	if err != nil {
 		return &HaltError{RunID: r.id, Err: err}

@@ -101,7 +101,7 @@ func (t *txn) pass(sc *scope) bool {
 
 // activate tries to start a pending step; it reports whether the state
 // changed.
-func (t *txn) activate(sc *scope, s *ir.Step, st *StepState) bool {
+func (t *txn) activate(sc *scope, s *ir.Step, st *stepState) bool {
 	if s.RouteOnly() && st.Routed == nil {
 		return t.skipUnrouted(sc, s, st)
 	}
@@ -138,7 +138,7 @@ func (t *txn) activate(sc *scope, s *ir.Step, st *StepState) bool {
 // skipUnrouted skips a route-only step once every step that could route
 // to it has finished without doing so (DESIGN decision 10: gate targets
 // too, so a gate with distinct approve and kill targets completes).
-func (t *txn) skipUnrouted(sc *scope, s *ir.Step, st *StepState) bool {
+func (t *txn) skipUnrouted(sc *scope, s *ir.Step, st *stepState) bool {
 	var decided []string
 	for _, ri := range s.RoutedFrom {
 		r := sc.flow.Steps[ri]
@@ -178,7 +178,7 @@ func onlyOnFailRouters(f *ir.Flow, s *ir.Step) bool {
 // dependency skipped because it was blocked, unless the step lies on the
 // recovery path (reachable from the route's target): DESIGN decision 4.
 // A blocked step is skipped at once with the reason.
-func (t *txn) depsReady(sc *scope, s *ir.Step, st *StepState) (ready, changed bool) {
+func (t *txn) depsReady(sc *scope, s *ir.Step, st *stepState) (ready, changed bool) {
 	waiting := false
 	for _, di := range s.Deps {
 		d := sc.flow.Steps[di]
@@ -232,7 +232,7 @@ func blockedReason(f *ir.Flow, o *SkipInfo, via string) string {
 }
 
 // skip marks a step skipped.
-func (t *txn) skip(sc *scope, s *ir.Step, st *StepState, why *SkipInfo) {
+func (t *txn) skip(sc *scope, s *ir.Step, st *stepState, why *SkipInfo) {
 	st.Status = StepSkipped
 	st.Skip = why
 	st.DispatchToken, st.GateToken, st.Task = "", "", ""
@@ -261,7 +261,7 @@ func (t *txn) evalWhen(sc *scope, s *ir.Step) (bool, string) {
 
 // issueDo makes a do step ready: render its task, reserve one dispatch,
 // mint a dispatch token.
-func (t *txn) issueDo(sc *scope, s *ir.Step, st *StepState) {
+func (t *txn) issueDo(sc *scope, s *ir.Step, st *stepState) {
 	attempt := len(st.Attempts) + 1
 	text, err := t.renderDo(sc, s.Do, nil)
 	if err != nil {
@@ -298,7 +298,7 @@ type attemptFailure struct {
 
 // failAttempt records a failed attempt and retries, routes or fails
 // (spec/engine.md 4.4).
-func (t *txn) failAttempt(sc *scope, s *ir.Step, st *StepState, f attemptFailure) {
+func (t *txn) failAttempt(sc *scope, s *ir.Step, st *stepState, f attemptFailure) {
 	identical := false
 	if f.evidence.Present && len(st.Attempts) > 0 {
 		last := st.Attempts[len(st.Attempts)-1]
@@ -370,7 +370,7 @@ func (t *txn) stepFailed(sc *scope, s *ir.Step, fail *Failure) {
 // target that was already routed, or has already run (another router got
 // there first), is left as it is — a finished step's state is stored once
 // and never rewritten.
-func routeTo(ts *StepState, why *Failure) {
+func routeTo(ts *stepState, why *Failure) {
 	if ts.Status == StepPending && ts.Routed == nil {
 		ts.Routed = why
 	}

@@ -15,35 +15,35 @@ import (
 type Event struct {
 	// Seq is the event's position in the run's log (1-based); a poll
 	// cursor is the Seq of the last event seen.
-	Seq    int64           `json:"seq"`
-	At     time.Time       `json:"at"`
-	Type   string          `json:"type"`
-	StepID string          `json:"stepId,omitempty"`
-	Detail json.RawMessage `json:"detail,omitempty"`
+	Seq    int64           `json:"seq" jsonschema:"position in the run's event log, from 1"`
+	At     time.Time       `json:"at" jsonschema:"when the event was recorded (RFC 3339)"`
+	Type   string          `json:"type" jsonschema:"event kind: planned, ready, result, routed, skipped, gate_waiting, gate_resolved, completed, failed, ..."`
+	StepID string          `json:"stepId,omitzero" jsonschema:"the step the event is about, when it is about one"`
+	Detail json.RawMessage `json:"detail,omitzero" jsonschema:"the event's details (depends on type)"`
 	// Hash chains the event to its predecessor (tamper evidence).
-	Hash string `json:"hash"`
+	Hash string `json:"hash" jsonschema:"hash chaining the event to its predecessor (tamper evidence)"`
 }
 
 // AuditReport is the full durable state of a run.
 type AuditReport struct {
-	Status string `json:"status"`
-	RunID  string `json:"runId"`
-	Flow   string `json:"flow"`
+	Status string `json:"status" jsonschema:"the run's durable status: running, completed, failed, budget_exhausted or cancelled"`
+	RunID  string `json:"runId" jsonschema:"the run's id"`
+	Flow   string `json:"flow" jsonschema:"the entry flow's name"`
 	// RevisionDigest identifies the spec revision the run executes.
-	RevisionDigest string                 `json:"revisionDigest"`
-	WorkspaceRoot  string                 `json:"workspaceRoot,omitempty"`
-	CreatedAt      time.Time              `json:"createdAt"`
-	UpdatedAt      time.Time              `json:"updatedAt"`
-	Events         []Event                `json:"events"`
-	Steps          map[string]*StepState  `json:"steps"`
-	FlowSpent      Ledger                 `json:"flowSpent"`
-	Ledger         LedgerView             `json:"ledger"`
-	Output         Value                  `json:"output,omitzero"`
-	Failure        *Failure               `json:"failure,omitempty"`
-	Carry          map[string]*CarryEntry `json:"carry,omitempty"`
-	Rounds         int                    `json:"rounds"`
-	Checkpoints    []string               `json:"checkpoints"`
-	Input          Value                  `json:"input"`
+	RevisionDigest string                 `json:"revisionDigest" jsonschema:"SHA-256 of the run's spec revision"`
+	WorkspaceRoot  string                 `json:"workspaceRoot,omitzero" jsonschema:"the run's workspace root"`
+	CreatedAt      time.Time              `json:"createdAt" jsonschema:"when the run was planned (RFC 3339)"`
+	UpdatedAt      time.Time              `json:"updatedAt" jsonschema:"when the run last changed (RFC 3339)"`
+	Input          Value                  `json:"input" jsonschema:"the entry input"`
+	Steps          map[string]*StepView   `json:"steps" jsonschema:"every step's state by id: status, attempts (each with its result or failure), output, spent; a waiting gate's gateToken; fanout items; sub.steps for a subflow's steps"`
+	Events         []Event                `json:"events" jsonschema:"every event of the run, oldest first"`
+	FlowSpent      Ledger                 `json:"flowSpent" jsonschema:"the run's total spend: usd, tokens, dispatches, ms"`
+	Ledger         LedgerView             `json:"ledger" jsonschema:"spend and the flow's budget"`
+	Output         Value                  `json:"output,omitzero" jsonschema:"the flow's output (completed)"`
+	Failure        *Failure               `json:"failure,omitzero" jsonschema:"why the run failed (failed, budget_exhausted)"`
+	Carry          map[string]*CarryEntry `json:"carry,omitzero" jsonschema:"loop-carried values and their provenance"`
+	Rounds         int                    `json:"rounds" jsonschema:"gate revise rounds used so far"`
+	Checkpoints    []string               `json:"checkpoints" jsonschema:"checkpoint labels, oldest first"`
 }
 
 // Audit returns a run's full durable state: every step's state (with
@@ -65,20 +65,15 @@ func (e *Engine) Audit(ctx context.Context, runID string) (*AuditReport, error) 
 	for i, cp := range st.Checkpoints {
 		labels[i] = cp.Label
 	}
-	for _, ss := range st.Steps {
-		if ss.Attempts == nil {
-			ss.Attempts = []Attempt{}
-		}
-	}
 	return &AuditReport{Status: st.Status, RunID: st.ID, Flow: st.FlowName, RevisionDigest: st.RevisionDigest,
-		WorkspaceRoot: st.WorkspaceRoot, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Events: evs, Steps: st.Steps,
+		WorkspaceRoot: st.WorkspaceRoot, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Events: evs, Steps: viewSteps(st.Steps),
 		FlowSpent: st.FlowSpent, Ledger: t.ledgerView(), Output: st.Output, Failure: st.Failure, Carry: st.Carry,
 		Rounds: st.Rounds, Checkpoints: labels, Input: st.Input}, nil
 }
 
 // fillSteps adds the pristine pending steps left out of the persisted
 // document, recursively into active subflows.
-func fillSteps(p *ir.Plan, f *ir.Flow, m map[string]*StepState) {
+func fillSteps(p *ir.Plan, f *ir.Flow, m map[string]*stepState) {
 	for _, s := range f.Steps {
 		st, ok := m[s.ID]
 		if !ok {
@@ -90,7 +85,7 @@ func fillSteps(p *ir.Plan, f *ir.Flow, m map[string]*StepState) {
 		}
 		if st.Sub != nil && s.Kind == ir.KindRun {
 			if st.Sub.Steps == nil {
-				st.Sub.Steps = map[string]*StepState{}
+				st.Sub.Steps = map[string]*stepState{}
 			}
 			fillSteps(p, p.Flow(s.Run), st.Sub.Steps)
 		}
@@ -127,14 +122,16 @@ func (e *Engine) events(ctx context.Context, runID string, after, head int64) ([
 
 // PollReport is a restart-safe progress view with an event cursor.
 type PollReport struct {
-	Status string  `json:"status"`
-	RunID  string  `json:"runId"`
-	Events []Event `json:"events"`
+	Status string  `json:"status" jsonschema:"the run's state: ready (steps await your results), running, completed, failed, budget_exhausted or cancelled"`
+	RunID  string  `json:"runId" jsonschema:"the run's id"`
+	Events []Event `json:"events" jsonschema:"the events after cursor, oldest first"`
 	// NextCursor is the cursor for the next poll (the head's seq).
-	NextCursor int64      `json:"nextCursor"`
-	Ledger     LedgerView `json:"ledger"`
-	Output     Value      `json:"output,omitzero"`
-	Failure    *Failure   `json:"failure,omitempty"`
+	NextCursor int64        `json:"nextCursor" jsonschema:"pass it as cursor to the next poll"`
+	Ready      []ReadyEntry `json:"ready,omitzero" jsonschema:"steps awaiting your result (status ready), with their current dispatch tokens"`
+	Waiting    []Waiting    `json:"waiting,omitzero" jsonschema:"what a running run waits on: gate (a person), fanout or subflow (engine work)"`
+	Ledger     LedgerView   `json:"ledger" jsonschema:"spend and the flow's budget"`
+	Output     Value        `json:"output,omitzero" jsonschema:"the flow's output (completed)"`
+	Failure    *Failure     `json:"failure,omitzero" jsonschema:"why the run failed (failed, budget_exhausted)"`
 	// Response is the run's actionable state (ready entries, waiting).
 	Response *Response `json:"-"`
 }
@@ -155,8 +152,9 @@ func (e *Engine) Poll(ctx context.Context, runID string, cursor int64) (*PollRep
 		return nil, err
 	}
 	t := newTxn(ctx, e, st, c)
-	return &PollReport{Status: st.Status, RunID: st.ID, Events: evs, NextCursor: head.Seq, Ledger: t.ledgerView(),
-		Output: st.Output, Failure: st.Failure, Response: t.response()}, nil
+	resp := t.response()
+	return &PollReport{Status: resp.Status, RunID: st.ID, Events: evs, NextCursor: head.Seq, Ready: resp.Ready,
+		Waiting: resp.Waiting, Ledger: resp.Ledger, Output: resp.Output, Failure: resp.Failure, Response: resp}, nil
 }
 
 // Status returns a run's current actionable state without changing it.

@@ -31,7 +31,7 @@ type ledgerRef struct {
 // ledgers are the ledgers a debit for step s in scope sc applies to:
 // flow, subflow (the enclosing run step's), task (the step's own, only
 // when task is set: do and fanout steps).
-func (t *txn) ledgers(sc *scope, s *ir.Step, st *StepState, task bool) []ledgerRef {
+func (t *txn) ledgers(sc *scope, s *ir.Step, st *stepState, task bool) []ledgerRef {
 	out := []ledgerRef{{levelFlow, t.rootScope().flow.Budget, &t.st.FlowSpent}}
 	if !sc.root() {
 		out = append(out, ledgerRef{levelSubflow, sc.parentStep.Budget, &sc.parent.Spent})
@@ -54,7 +54,7 @@ func exceeds(limit *ir.Budget, spent, amt Ledger) bool {
 
 // reserve debits amt from every applicable ledger, or from none when any
 // would breach; it returns the first breached level (flow, subflow, task).
-func (t *txn) reserve(sc *scope, s *ir.Step, st *StepState, amt Ledger, task bool) level {
+func (t *txn) reserve(sc *scope, s *ir.Step, st *stepState, amt Ledger, task bool) level {
 	ls := t.ledgers(sc, s, st, task)
 	for _, l := range ls {
 		if exceeds(l.limit, *l.spent, amt) {
@@ -69,7 +69,7 @@ func (t *txn) reserve(sc *scope, s *ir.Step, st *StepState, amt Ledger, task boo
 }
 
 // touchLedgers marks the step states whose ledgers a debit changed.
-func (t *txn) touchLedgers(sc *scope, st *StepState) {
+func (t *txn) touchLedgers(sc *scope, st *stepState) {
 	if st != nil {
 		st.touch()
 	}
@@ -80,7 +80,7 @@ func (t *txn) touchLedgers(sc *scope, st *StepState) {
 
 // settle debits amt from every applicable ledger (the money is spent) and
 // returns the worst level now over its limit.
-func (t *txn) settle(sc *scope, s *ir.Step, st *StepState, amt Ledger, task bool) level {
+func (t *txn) settle(sc *scope, s *ir.Step, st *stepState, amt Ledger, task bool) level {
 	worst := levelNone
 	for _, l := range t.ledgers(sc, s, st, task) {
 		if exceeds(l.limit, *l.spent, amt) && l.lvl > worst {
@@ -96,7 +96,7 @@ func (t *txn) settle(sc *scope, s *ir.Step, st *StepState, amt Ledger, task bool
 // it applies the outcome (flow: the run is budget_exhausted; subflow: the
 // parent run step fails; task: onTask records a failed attempt) and
 // reports false.
-func (t *txn) reserveDispatch(sc *scope, s *ir.Step, st *StepState, attempt int, onTask func(reason string)) bool {
+func (t *txn) reserveDispatch(sc *scope, s *ir.Step, st *stepState, attempt int, onTask func(reason string)) bool {
 	switch t.reserve(sc, s, st, Ledger{Dispatches: 1}, true) {
 	case levelNone:
 		return true

@@ -11,38 +11,38 @@ import (
 // teardown half belongs to the front ends; the engine settles the run.
 type CancelResult struct {
 	// Status is the run's status after the call.
-	Status string `json:"status"`
-	RunID  string `json:"runId"`
+	Status string `json:"status" jsonschema:"the run's status after the call: cancelled, or completed/failed/budget_exhausted when it had already finished (nothing changed)"`
+	RunID  string `json:"runId" jsonschema:"the run's id"`
 	// FlowSettled is true when the run is (now or already) cancelled.
-	FlowSettled bool `json:"flowSettled"`
+	FlowSettled bool `json:"flowSettled" jsonschema:"true when the run is (now or already) cancelled"`
 	// Acknowledged equals FlowSettled until agent teardown exists.
-	Acknowledged bool `json:"acknowledged"`
+	Acknowledged bool `json:"acknowledged" jsonschema:"true when the cancel is settled and every agent started for the run is accounted for"`
 	// Reason is already_<status> when the run had already finished.
-	Reason string     `json:"reason,omitempty"`
-	Ledger LedgerView `json:"ledger"`
+	Reason string     `json:"reason,omitzero" jsonschema:"already_<status> when the run had already finished or been cancelled"`
+	Ledger LedgerView `json:"ledger" jsonschema:"spend and the flow's budget"`
 	// Burned lists the issuances made void: step ids whose dispatch or
 	// gate token was burnt, and the number of fanout item tokens.
-	Burned BurnedTokens `json:"burned"`
-	Agents AgentSummary `json:"agents"`
+	Burned BurnedTokens `json:"burned" jsonschema:"the outstanding issuances made void: step ids whose dispatch or gate token was burnt, and the number of fanout item tokens"`
+	Agents AgentSummary `json:"agents" jsonschema:"agent processes signalled and reaped for the run"`
 }
 
 // BurnedTokens counts what a cancel made void.
 type BurnedTokens struct {
-	Steps []string `json:"steps"`
-	Items int      `json:"items"`
+	Steps []string `json:"steps" jsonschema:"the steps whose dispatch or gate token was burnt"`
+	Items int      `json:"items" jsonschema:"how many fanout item tokens were burnt"`
 }
 
 // AgentSummary counts agent processes torn down by a cancel; the engine
 // registers none, so it is all zero here.
 type AgentSummary struct {
-	Signalled      int `json:"signalled"`
-	Reaped         int `json:"reaped"`
-	Gone           int `json:"gone"`
-	Unreachable    int `json:"unreachable"`
-	AlreadySettled int `json:"alreadySettled"`
-	Unresolved     int `json:"unresolved"`
-	Unsettled      int `json:"unsettled"`
-	Unreaped       int `json:"unreaped"`
+	Signalled      int `json:"signalled" jsonschema:"agent processes: signalled"`
+	Reaped         int `json:"reaped" jsonschema:"agent processes: reaped"`
+	Gone           int `json:"gone" jsonschema:"agent processes: gone"`
+	Unreachable    int `json:"unreachable" jsonschema:"agent processes: unreachable"`
+	AlreadySettled int `json:"alreadySettled" jsonschema:"agent processes: alreadySettled"`
+	Unresolved     int `json:"unresolved" jsonschema:"agent processes: unresolved"`
+	Unsettled      int `json:"unsettled" jsonschema:"agent processes: unsettled"`
+	Unreaped       int `json:"unreaped" jsonschema:"agent processes: unreaped"`
 }
 
 // Cancel settles a running run as cancelled under the run lock: every

@@ -18,14 +18,14 @@ const MaxCheckpoints = 32
 
 // CommitResult is the answer to Commit (spec/mcp.md 2.6).
 type CommitResult struct {
-	Status string `json:"status"` // "committed"
-	RunID  string `json:"flow_id"`
-	Label  string `json:"label"`
+	Status string `json:"status" jsonschema:"committed"`
+	RunID  string `json:"runId" jsonschema:"the run's id"`
+	Label  string `json:"label" jsonschema:"the checkpoint's label as saved (trimmed)"`
 	// StepNumber is the 1-based position of CurrentStepID among the root
 	// steps, or len(steps)+1 when every root step is terminal.
-	StepNumber    int      `json:"step_number"`
-	CurrentStepID *string  `json:"current_step_id"`
-	Checkpoints   []string `json:"checkpoints"`
+	StepNumber    int      `json:"stepNumber" jsonschema:"1-based position of currentStepId among the entry flow's steps (one past the last when all are finished)"`
+	CurrentStepID *string  `json:"currentStepId" jsonschema:"the first entry-flow step not yet finished, null when all are"`
+	Checkpoints   []string `json:"checkpoints" jsonschema:"every checkpoint label of the run, oldest first"`
 }
 
 // checkpointGuards refuses commit and revert on cancelled runs and while
@@ -86,7 +86,7 @@ func (e *Engine) Commit(ctx context.Context, runID, label string) (*CommitResult
 			return err
 		}
 		snap := snapshot{Status: t.st.Status, Output: t.st.Output, Failure: t.st.Failure, FlowSpent: t.st.FlowSpent,
-			Rounds: t.st.Rounds, Steps: map[string]*StepState{}, Cold: map[string]int64{}, Carry: t.st.Carry,
+			Rounds: t.st.Rounds, Steps: map[string]*stepState{}, Cold: map[string]int64{}, Carry: t.st.Carry,
 			CancelRequested: t.st.CancelRequested, EventSeq: t.headSeq + int64(len(t.events))}
 		for id, ss := range t.st.Steps {
 			switch {
@@ -269,9 +269,9 @@ func (t *txn) loadSnapshot(seq int64) (*snapshot, error) {
 		return nil, fmt.Errorf("run %s: %w: checkpoint event %d: %v", t.st.ID, ErrCorrupt, seq, err)
 	}
 	if snap.Steps == nil {
-		snap.Steps = map[string]*StepState{}
+		snap.Steps = map[string]*stepState{}
 	}
-	inMemory := map[int64]*StepState{}
+	inMemory := map[int64]*stepState{}
 	for _, ss := range t.st.Steps {
 		if ss.coldSeq != 0 {
 			inMemory[ss.coldSeq] = ss
@@ -300,7 +300,7 @@ func (t *txn) loadSnapshot(seq int64) (*snapshot, error) {
 			if !ok {
 				return nil, fmt.Errorf("run %s: %w: state of step %s (event %d) is missing", t.st.ID, ErrCorrupt, id, cs)
 			}
-			ss := &StepState{}
+			ss := &stepState{}
 			if err := json.Unmarshal(b, ss); err != nil {
 				return nil, fmt.Errorf("run %s: %w: state of step %s: %v", t.st.ID, ErrCorrupt, id, err)
 			}

@@ -98,8 +98,8 @@ func (c *compiled) reaches(f *ir.Flow, from, to *ir.Step) bool {
 // contract's name and the raw field maps of it and every contract it
 // references, names sorted (JSON objects with sorted keys).
 type Contract struct {
-	Root      string                       `json:"root"`
-	Contracts map[string]map[string]string `json:"contracts"`
+	Root      string                       `json:"root" jsonschema:"the name of the output's contract"`
+	Contracts map[string]map[string]string `json:"contracts" jsonschema:"each contract by name: field name to type (string, number, integer, boolean, object, array, T[] for lists, T? for optional, a|b for enums, or another contract's name)"`
 	// Digest is the SHA-256 of the canonical JSON of {root, contracts}.
 	Digest string `json:"-"`
 }

@@ -561,7 +561,7 @@ func TestPollCursor(t *testing.T) {
 	h := newHarness(t, Options{})
 	r := h.plan(twoSteps, map[string]any{"x": "X"})
 	p, err := h.e.Poll(h.ctx, r.RunID, 0)
-	if err != nil || len(p.Events) != 2 || p.Events[0].Type != "planned" || p.Status != StatusRunning {
+	if err != nil || len(p.Events) != 2 || p.Events[0].Type != "planned" || p.Status != StatusReady || len(p.Ready) != 1 {
 		t.Fatalf("poll %s %v", dump(p), err)
 	}
 	cursor := p.NextCursor

@@ -369,7 +369,7 @@ func (e *Engine) checkPersisted(ctx context.Context, runID string, mem *runState
 		return err
 	}
 	norm := func(st *runState) string {
-		steps := map[string]*StepState{}
+		steps := map[string]*stepState{}
 		for id, s := range st.Steps {
 			if !s.pristine() {
 				steps[id] = compactStep(s)

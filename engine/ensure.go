@@ -23,7 +23,7 @@ type ensureResult struct {
 type ensureCtx struct {
 	sc     *scope
 	step   *ir.Step
-	st     *StepState
+	st     *stepState
 	stepID string
 	// task: judge usage also debits the task ledger.
 	task bool

@@ -17,7 +17,7 @@ import (
 // single-shot, every failure forced (on_fail does not apply to evaluate,
 // which cannot declare it, so the scope fails). The command runs inside
 // the transition, under the run lock.
-func (t *txn) runEvaluate(sc *scope, s *ir.Step, st *StepState) {
+func (t *txn) runEvaluate(sc *scope, s *ir.Step, st *stepState) {
 	attempt := len(st.Attempts) + 1
 	fail := func(format string, args ...any) {
 		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, reason: cleanText("evaluate: " + fmt.Sprintf(format, args...)), forced: true})

@@ -19,7 +19,7 @@ const (
 func consumerFanout(s *ir.Step) bool { return s.Fanout.Dispatch == "consumer" }
 
 // activateFanout enumerates a fanout's items (spec/engine.md 5.4).
-func (t *txn) activateFanout(sc *scope, s *ir.Step, st *StepState) {
+func (t *txn) activateFanout(sc *scope, s *ir.Step, st *stepState) {
 	attempt := len(st.Attempts) + 1
 	over, err := s.Fanout.Over.Render(t.resolver(sc, nil))
 	if err != nil {
@@ -35,13 +35,13 @@ func (t *txn) activateFanout(sc *scope, s *ir.Step, st *StepState) {
 		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, forced: true, reason: msg})
 		return
 	}
-	items := make([]*ItemState, len(arr))
+	items := make([]*itemState, len(arr))
 	for i := range arr {
 		t.st.GenerationCounter++
-		items[i] = &ItemState{Index: i, Status: StepPending, Generation: t.st.GenerationCounter, Epoch: st.Epoch, Attempts: []Attempt{}}
+		items[i] = &itemState{Index: i, Status: StepPending, Generation: t.st.GenerationCounter, Epoch: st.Epoch, Attempts: []Attempt{}}
 	}
 	st.Status = StepRunning
-	st.Fanout = &FanoutState{Over: Some(arr), Items: items}
+	st.Fanout = &fanoutState{Over: Some(arr), Items: items}
 	if !consumerFanout(s) {
 		for i := range items {
 			t.emit("fanout_item_ready", sc.scoped(s.ID), map[string]any{"itemIndex": i})
@@ -52,7 +52,7 @@ func (t *txn) activateFanout(sc *scope, s *ir.Step, st *StepState) {
 
 // progressFanout promotes consumer items and settles a fanout whose items
 // are all terminal. It reports whether anything changed.
-func (t *txn) progressFanout(sc *scope, s *ir.Step, st *StepState) bool {
+func (t *txn) progressFanout(sc *scope, s *ir.Step, st *stepState) bool {
 	if st.Fanout == nil {
 		return false
 	}
@@ -91,7 +91,7 @@ func (t *txn) progressFanout(sc *scope, s *ir.Step, st *StepState) bool {
 	return true
 }
 
-func countActive(items []*ItemState) int {
+func countActive(items []*itemState) int {
 	n := 0
 	for _, it := range items {
 		if it.Status == StepReady || it.Status == StepRunning {
@@ -112,7 +112,7 @@ func stageLimit(s *ir.Step, stage *ir.Stage) int {
 }
 
 // itemCtx is the ${item}/${prev} binding of an item's current stage.
-func itemCtx(st *StepState, it *ItemState) *stageCtx {
+func itemCtx(st *stepState, it *itemState) *stageCtx {
 	arr, _ := st.Fanout.Over.Data.([]any)
 	var item any
 	if it.Index < len(arr) {
@@ -154,7 +154,7 @@ func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx, root string) (
 // nextStage walks an item past stages whose `when` is not true. It
 // reports false when the item ended skipped. root is the jail of file
 // helpers (see stageWhen).
-func (t *txn) nextStage(sc *scope, s *ir.Step, st *StepState, it *ItemState, root string) bool {
+func (t *txn) nextStage(sc *scope, s *ir.Step, st *stepState, it *itemState, root string) bool {
 	for {
 		stage := s.Fanout.Stages[it.Stage]
 		run, why := t.stageWhen(sc, stage, itemCtx(st, it), root)
@@ -173,7 +173,7 @@ func (t *txn) nextStage(sc *scope, s *ir.Step, st *StepState, it *ItemState, roo
 }
 
 // promoteItem makes a consumer item ready for its current stage.
-func (t *txn) promoteItem(sc *scope, s *ir.Step, st *StepState, it *ItemState) {
+func (t *txn) promoteItem(sc *scope, s *ir.Step, st *stepState, it *itemState) {
 	for t.running() && it.Status == StepPending {
 		if !t.nextStage(sc, s, st, it, "") {
 			return
@@ -205,7 +205,7 @@ func (t *txn) promoteItem(sc *scope, s *ir.Step, st *StepState, it *ItemState) {
 
 // itemAttemptFailed records a failed item attempt; with stage attempts
 // left the item goes back to pending, else it fails.
-func (t *txn) itemAttemptFailed(sc *scope, s *ir.Step, st *StepState, it *ItemState, attempt int, kind, reason string, ev Value, usage *Ledger, tele *Telemetry) {
+func (t *txn) itemAttemptFailed(sc *scope, s *ir.Step, st *stepState, it *itemState, attempt int, kind, reason string, ev Value, usage *Ledger, tele *Telemetry) {
 	stage := it.Stage
 	f := &Failure{Attempt: attempt, Reason: reason}
 	rec := Attempt{Attempt: attempt, At: t.now, Stage: &stage, Failure: f, FailureKind: kind, Result: ev, Usage: usage}
@@ -247,7 +247,7 @@ type capture struct {
 
 // settleItem is the shared attempt settlement of spec/engine.md 5.4.1 for
 // consumer and engine items.
-func (t *txn) settleItem(sc *scope, s *ir.Step, st *StepState, it *ItemState, r itemResult) {
+func (t *txn) settleItem(sc *scope, s *ir.Step, st *stepState, it *itemState, r itemResult) {
 	attempt := len(it.Attempts) + 1
 	id := sc.scoped(s.ID)
 	tele, terr := parseTelemetry(r.telemetry)
@@ -392,7 +392,7 @@ func required(s *ir.Step, n int) int {
 	return s.Fanout.Require.Count
 }
 
-func succeededItems(items []*ItemState) int {
+func succeededItems(items []*itemState) int {
 	n := 0
 	for _, it := range items {
 		if it.Status == StepSucceeded {
@@ -403,14 +403,14 @@ func succeededItems(items []*ItemState) int {
 }
 
 // requireMet reports whether enough items succeeded.
-func requireMet(s *ir.Step, st *StepState) bool {
+func requireMet(s *ir.Step, st *stepState) bool {
 	return succeededItems(st.Fanout.Items) >= required(s, len(st.Fanout.Items))
 }
 
 // settleFanout completes a fanout whose items are all terminal (and, for
 // an engine fanout with worktree isolation, merged) (spec/engine.md
 // 5.4.2). Consumer fanouts are never merged by the engine.
-func (t *txn) settleFanout(sc *scope, s *ir.Step, st *StepState) {
+func (t *txn) settleFanout(sc *scope, s *ir.Step, st *stepState) {
 	items := st.Fanout.Items
 	required := required(s, len(items))
 	succeeded := succeededItems(items)
@@ -437,18 +437,24 @@ func (t *txn) settleFanout(sc *scope, s *ir.Step, st *StepState) {
 }
 
 // itemEntry is the ready entry of a consumer item.
-func (t *txn) itemEntry(s *ir.Step, st *StepState, it *ItemState) ReadyEntry {
+func (t *txn) itemEntry(s *ir.Step, st *stepState, it *itemState) ReadyEntry {
 	stage := s.Fanout.Stages[it.Stage]
 	pre := s.Fanout.PreMerge
 	if pre == nil {
 		pre = []string{}
 	}
+	contract := t.c.contract(stage.Out)
+	var digest *string
+	if contract != nil {
+		d := contract.Digest
+		digest = &d
+	}
 	return ReadyEntry{
 		ID: s.ID + "/" + itoa(it.Index), Do: it.Task, Agent: agentOf(stage.Agent),
 		Attempt: len(it.Attempts) + 1, Epoch: st.Epoch, DispatchToken: it.DispatchToken,
-		PreviousFailure: it.Failure, Contract: t.c.contract(stage.Out),
-		Item: &ItemDescriptor{Flow: t.st.FlowName, Step: s.ID, Stage: it.Stage, IsFinalStage: it.Stage == len(s.Fanout.Stages)-1,
-			ItemIndex: it.Index, Item: itemCtx(st, it).item, Generation: it.Generation,
+		PreviousFailure: it.Failure, Contract: contract,
+		FanoutItem: &FanoutItem{Flow: t.st.FlowName, Step: s.ID, Stage: it.Stage, IsFinalStage: it.Stage == len(s.Fanout.Stages)-1,
+			ItemIndex: it.Index, Item: Some(itemCtx(st, it).item), Generation: it.Generation, ContractDigest: digest,
 			Policy:         ItemPolicy{Isolation: s.Fanout.Isolation, Merge: s.Fanout.Merge, PreMerge: pre},
 			RevisionDigest: t.st.RevisionDigest},
 	}

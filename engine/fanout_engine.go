@@ -108,7 +108,7 @@ func (e *Engine) mutateBG(runID string, fn func(t *txn) error) (*txn, error) {
 }
 
 // currentFanout finds the fanout instance being driven, if still current.
-func (t *txn) currentFanout(s *ir.Step, epoch int) (*scope, *StepState, bool) {
+func (t *txn) currentFanout(s *ir.Step, epoch int) (*scope, *stepState, bool) {
 	if !t.running() {
 		return nil, nil, false
 	}

@@ -94,7 +94,7 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 }
 
 // decide applies an accepted decision.
-func (t *txn) decide(sc *scope, g *ir.Step, st *StepState, req GateRequest) error {
+func (t *txn) decide(sc *scope, g *ir.Step, st *stepState, req GateRequest) error {
 	decision := req.Decision
 	id := sc.scoped(g.ID)
 	var target string
@@ -141,7 +141,7 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *StepState, req GateRequest) erro
 // revise applies a revise decision: rounds checked before anything
 // changes, carry on_revise values resolved against the un-reset state,
 // then the reset closure of the target.
-func (t *txn) revise(sc *scope, g *ir.Step, st *StepState, target string, resolved func()) error {
+func (t *txn) revise(sc *scope, g *ir.Step, st *stepState, target string, resolved func()) error {
 	id := sc.scoped(g.ID)
 	rounds := &t.st.Rounds
 	if !sc.root() {
@@ -215,6 +215,6 @@ func (t *txn) resetClosure(sc *scope, target *ir.Step, closure []int) {
 		if st.Fanout != nil {
 			fanoutEpoch++
 		}
-		*st = StepState{Status: StepPending, Attempts: []Attempt{}, Epoch: st.Epoch + 1, Iterations: iterations, FanoutEpoch: fanoutEpoch}
+		*st = stepState{Status: StepPending, Attempts: []Attempt{}, Epoch: st.Epoch + 1, Iterations: iterations, FanoutEpoch: fanoutEpoch}
 	}
 }

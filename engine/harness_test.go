@@ -233,6 +233,12 @@ func wantCode(t *testing.T, err error, kind error) *Error {
 
 func jsonOf(t *testing.T, v any) string {
 	t.Helper()
+	if val, ok := v.(Value); ok {
+		if !val.Present {
+			t.Fatal("jsonOf: absent value")
+		}
+		v = val.Data
+	}
 	b, err := expr.EncodeJSON(v)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +254,18 @@ func readyIDs(r *Response) []string {
 	return ids
 }
 
-func (h *harness) stepState(runID, id string) *StepState {
+// persisted is the run's state as stored (bookkeeping included), for
+// checks the audit view does not show.
+func (h *harness) persisted(runID string) *runState {
+	h.t.Helper()
+	st, _, _, err := h.e.load(h.ctx, runID, true)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st
+}
+
+func (h *harness) stepState(runID, id string) *StepView {
 	h.t.Helper()
 	a := h.audit(runID)
 	head, rest, nested := strings.Cut(id, "/")

@@ -73,7 +73,7 @@ func worktreeFanout(s *ir.Step) bool {
 // mergeNext is the index of the next succeeded item of an engine
 // worktree fanout still to merge, or -1 when none is left (or the fanout
 // merges nothing).
-func mergeNext(s *ir.Step, st *StepState) int {
+func mergeNext(s *ir.Step, st *stepState) int {
 	if !worktreeFanout(s) || st.Fanout == nil {
 		return -1
 	}
@@ -177,7 +177,7 @@ func (e *Engine) mergeFanout(runID string, s *ir.Step, epoch int) {
 // mergeItem merges one succeeded item (under the run lock): its patch is
 // applied to the workspace, then fanout_merge is recorded and the patch
 // dropped in the same write.
-func (t *txn) mergeItem(sc *scope, s *ir.Step, st *StepState, it *ItemState) {
+func (t *txn) mergeItem(sc *scope, s *ir.Step, st *stepState, it *itemState) {
 	detail := map[string]any{"itemIndex": it.Index, "success": true}
 	if it.PatchSeq == 0 {
 		detail["changes"] = false
@@ -199,7 +199,7 @@ func (t *txn) mergeItem(sc *scope, s *ir.Step, st *StepState, it *ItemState) {
 	}
 	m := st.Fanout.Merge
 	if m == nil {
-		m = &MergeState{}
+		m = &mergeState{}
 		st.Fanout.Merge = m
 	}
 	if it.PatchSeq != 0 {
@@ -213,7 +213,7 @@ func (t *txn) mergeItem(sc *scope, s *ir.Step, st *StepState, it *ItemState) {
 // mergeFailed records a failed merge and fails the run: a workspace that
 // could not receive the fanout's changes must not be worked on by the
 // steps after it, so on_fail does not apply.
-func (t *txn) mergeFailed(sc *scope, s *ir.Step, st *StepState, item int, reason string) {
+func (t *txn) mergeFailed(sc *scope, s *ir.Step, st *stepState, item int, reason string) {
 	t.emit("fanout_merge", sc.scoped(s.ID), map[string]any{"itemIndex": item, "success": false, "reason": reason})
 	t.failAttempt(sc, s, st, attemptFailure{attempt: len(st.Attempts) + 1, reason: "fanout merge failed: " + reason, noRoute: true})
 }

@@ -44,7 +44,7 @@ func internalEvent(typ string) bool { return strings.HasPrefix(typ, "engine.") }
 // doc is the persisted form of runState.
 type doc struct {
 	*runState
-	Steps map[string]*StepState `json:"steps"`
+	Steps map[string]*stepState `json:"steps"`
 	// Cold is spliced in by encode (after the other fields, unsorted and
 	// not re-compacted by encoding/json: its cost must stay flat).
 	Cold coldIndex `json:"-"`
@@ -95,7 +95,7 @@ func (t *txn) emitBlob(typ, stepID string, v any) (int64, error) {
 // root step in an engine.step_state event.
 func (t *txn) encode() ([]byte, error) {
 	st := t.st
-	hot := make(map[string]*StepState, 8)
+	hot := make(map[string]*stepState, 8)
 	var cold coldIndex
 	for _, s := range t.rootScope().flow.Steps {
 		ss, ok := st.Steps[s.ID]
@@ -129,13 +129,13 @@ func (t *txn) encode() ([]byte, error) {
 }
 
 // compactStep leaves pristine child steps out of a run step's subflow.
-func compactStep(s *StepState) *StepState {
+func compactStep(s *stepState) *stepState {
 	if s.Sub == nil {
 		return s
 	}
 	c := *s
 	sub := *s.Sub
-	sub.Steps = make(map[string]*StepState, len(s.Sub.Steps))
+	sub.Steps = make(map[string]*stepState, len(s.Sub.Steps))
 	for id, cs := range s.Sub.Steps {
 		if !cs.pristine() {
 			sub.Steps[id] = cs
@@ -161,7 +161,7 @@ func decodeDoc(runID string, b []byte) (*runState, map[string]int64, error) {
 	}
 	st.Steps = d.Steps
 	if st.Steps == nil {
-		st.Steps = map[string]*StepState{}
+		st.Steps = map[string]*stepState{}
 	}
 	return st, d.Cold.m, nil
 }
@@ -202,7 +202,7 @@ func (e *Engine) decodeRun(ctx context.Context, snap *store.Snapshot, full bool)
 			st.Spec = raw
 			continue
 		}
-		ss := &StepState{}
+		ss := &stepState{}
 		if err := json.Unmarshal(raw, ss); err != nil {
 			return nil, fmt.Errorf("run %s: %w: step %s state: %v", snap.RunID, ErrCorrupt, id, err)
 		}

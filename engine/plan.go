@@ -58,7 +58,7 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 	now := e.now().UTC()
 	st := &runState{
 		Format: stateFormat, ID: e.newID(), FlowName: flow.Name, RevisionDigest: c.digest, WorkspaceRoot: ws,
-		CreatedAt: now, UpdatedAt: now, Status: StatusRunning, Steps: map[string]*StepState{},
+		CreatedAt: now, UpdatedAt: now, Status: StatusRunning, Steps: map[string]*stepState{},
 		Input: Some(input), Spec: c.specJSON, SpecSeq: 1,
 	}
 	if err := store.ValidateRunID(st.ID); err != nil {

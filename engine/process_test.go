@@ -286,7 +286,7 @@ func TestContention(t *testing.T) {
 			t.Fatalf("round %d: outcomes %v, want one accepted and one %s", round, got, CodeStaleToken)
 		}
 		a := h.audit(r.RunID)
-		if s1 := a.Steps["s1"]; s1.Status != StepSucceeded || len(s1.Attempts) != 1 || s1.AcceptedDispatchToken != tok {
+		if s1 := a.Steps["s1"]; s1.Status != StepSucceeded || len(s1.Attempts) != 1 || h.persisted(r.RunID).Steps["s1"].AcceptedDispatchToken != tok {
 			t.Fatalf("s1 %s", dump(s1))
 		}
 		if countPrefix(h.eventTypes(r.RunID), "result(s1)") != 1 {

@@ -1,169 +1,120 @@
 package engine
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/stratum-go/stratum/ir"
 )
 
 // Response is the engine's answer to plan, step done, gate resolve,
-// revert and resume: the run's actionable state. Its JSON is the wire
-// form of spec/mcp.md 1.2 (`status`, `runId`, `ready`, `ledger`, `output`,
-// `failure`, `revisionDigest`), plus `waiting` (DESIGN decision 3). Its
+// revert and resume: the run's actionable state. Its JSON (and the schema
+// its tags describe) is the wire form every front end sends unchanged
+// (docs/mcp.md): `status`, `runId`, `ready`, `waiting`, `output`,
+// `failure`, `ledger`, `revisionDigest`, `revertedTo`, each present
+// exactly when the status calls for it (see [Response.normalize]). Its
 // values (Output, ready entries' items) may be shared with the engine's
 // state: read or encode them, do not modify them.
 type Response struct {
-	// Status is ready, running, completed, failed, budget_exhausted or
-	// cancelled.
-	Status string
-	RunID  string
+	Status string `json:"status" jsonschema:"ready: steps await your results (see ready); running: waiting on a person (gate) or on engine work (see waiting); completed: see output; failed or budget_exhausted: see failure; cancelled; error: the call was refused (see error)"`
+	RunID  string `json:"runId" jsonschema:"the run's id: pass it to every later call about this run"`
 	// Ready lists the steps awaiting a result (status ready).
-	Ready []ReadyEntry
+	Ready []ReadyEntry `json:"ready,omitzero" jsonschema:"steps awaiting your result: do each task and report it with stratum_step_done (runId, stepId = id, dispatchToken)"`
 	// Waiting lists what a running run waits on (gates, engine fanouts,
 	// subflows); never a gate token.
-	Waiting []Waiting
+	Waiting []Waiting `json:"waiting,omitzero" jsonschema:"what the run waits on besides you: kind gate (a person must decide; never decide it yourself unless asked), fanout or subflow (engine work: poll with stratum_flow_poll)"`
 	// Output is the flow output of a completed run.
-	Output any
+	Output Value `json:"output,omitzero" jsonschema:"the flow's output (status completed)"`
 	// Failure is set for failed and budget_exhausted.
-	Failure *Failure
-	Ledger  LedgerView
+	Failure *Failure   `json:"failure,omitzero" jsonschema:"why the run failed (status failed or budget_exhausted)"`
+	Ledger  LedgerView `json:"ledger" jsonschema:"what the run has spent so far, and its budget when the flow declares one"`
 	// RevisionDigest is set by plan and resume.
-	RevisionDigest string
+	RevisionDigest string `json:"revisionDigest,omitzero" jsonschema:"SHA-256 of the run's spec revision (plan and resume)"`
 	// RevertedTo is set by revert.
-	RevertedTo string
+	RevertedTo string `json:"revertedTo,omitzero" jsonschema:"the checkpoint label the run was reverted to (revert)"`
+}
+
+// normalize makes the fields present exactly as the status says: ready
+// carries its entries (and what else it waits on, if anything), running
+// always carries waiting (possibly empty), completed its output (possibly
+// null), failed and budget_exhausted their failure.
+func (r *Response) normalize() *Response {
+	switch r.Status {
+	case StatusReady:
+		if r.Ready == nil {
+			r.Ready = []ReadyEntry{}
+		}
+		if len(r.Waiting) == 0 {
+			r.Waiting = nil
+		}
+	case StatusRunning:
+		r.Ready = nil
+		if r.Waiting == nil {
+			r.Waiting = []Waiting{}
+		}
+	default:
+		r.Ready, r.Waiting = nil, nil
+	}
+	if r.Status != StatusCompleted {
+		r.Output = Value{}
+	}
+	if r.Status != StatusFailed && r.Status != StatusBudgetExhausted {
+		r.Failure = nil
+	}
+	return r
 }
 
 // LedgerView is the flow ledger shown in every response.
 type LedgerView struct {
-	Spent  Ledger  `json:"spent"`
-	Budget *Ledger `json:"budget,omitempty"`
+	Spent  Ledger  `json:"spent" jsonschema:"spend so far: usd, tokens, dispatches, ms (keys with zero are omitted)"`
+	Budget *Ledger `json:"budget,omitzero" jsonschema:"the flow's declared budget"`
 }
 
 // Waiting is one thing a running run waits on.
 type Waiting struct {
-	StepID string `json:"stepId"`
+	StepID string `json:"stepId" jsonschema:"the step the run waits on"`
 	// Kind is gate (a person must decide), fanout (engine work) or
 	// subflow.
-	Kind string `json:"kind"`
+	Kind string `json:"kind" jsonschema:"gate (a person must decide), fanout (engine work) or subflow"`
 }
 
-// ReadyEntry is a step (or consumer fanout item) awaiting a result.
+// ReadyEntry is a step (or consumer fanout item) awaiting a result. The
+// fields after Contract are set for consumer fanout items only.
 type ReadyEntry struct {
-	ID              string    `json:"id"`
-	Do              string    `json:"do"`
-	Agent           string    `json:"agent"`
-	Attempt         int       `json:"attempt"`
-	Epoch           int       `json:"epoch"`
-	DispatchToken   string    `json:"dispatchToken"`
-	PreviousFailure *Failure  `json:"previousFailure,omitempty"`
-	Contract        *Contract `json:"contract"`
-	// The fields below are set for consumer fanout items only.
-	Item *ItemDescriptor `json:"-"`
+	ID              string    `json:"id" jsonschema:"the step id to report as stepId: a root step, <runStep>/<child> for a subflow task, <fanoutStep>/<index> for a fanout item"`
+	Do              string    `json:"do" jsonschema:"the task to do, with every reference filled in"`
+	Agent           string    `json:"agent" jsonschema:"the agent the spec intends for this step (claude, codex, ...); informational"`
+	Attempt         int       `json:"attempt" jsonschema:"1 for the first attempt, higher on a retry"`
+	Epoch           int       `json:"epoch" jsonschema:"how many times a gate revision reset this step"`
+	DispatchToken   string    `json:"dispatchToken" jsonschema:"pass it back with stratum_step_done; it changes with every attempt"`
+	PreviousFailure *Failure  `json:"previousFailure,omitzero" jsonschema:"why the previous attempt was rejected (or the failure that routed here): fix exactly that"`
+	Contract        *Contract `json:"contract" jsonschema:"the output the step must produce: contracts[root] maps each field to its type (T? is optional); null when the step declares no output contract"`
+	// FanoutItem locates a consumer fanout item; nil for a task. Its
+	// fields are part of the entry's JSON when set.
+	*FanoutItem
 }
 
-// ItemDescriptor locates a consumer fanout item (spec/engine.md 5.4).
-type ItemDescriptor struct {
-	Flow           string
-	Step           string
-	Stage          int
-	IsFinalStage   bool
-	ItemIndex      int
-	Item           any
-	Generation     int64
-	Policy         ItemPolicy
-	RevisionDigest string
+// FanoutItem is where a consumer fanout item's ready entry belongs
+// (docs/engine.md, "Fanouts").
+type FanoutItem struct {
+	Flow         string `json:"flow" jsonschema:"fanout item: the flow of the fanout step"`
+	Step         string `json:"step" jsonschema:"fanout item: the fanout step"`
+	Stage        int    `json:"stage" jsonschema:"fanout item: the stage index"`
+	IsFinalStage bool   `json:"isFinalStage" jsonschema:"fanout item: whether this is the last stage"`
+	ItemIndex    int    `json:"itemIndex" jsonschema:"fanout item: the item's index in the fanout's list"`
+	Item         Value  `json:"item" jsonschema:"fanout item: the element being processed"`
+	Generation   int64  `json:"generation" jsonschema:"fanout item: enumeration generation"`
+	// ContractDigest is the digest of the stage's contract, nil without
+	// one.
+	ContractDigest *string    `json:"contractDigest" jsonschema:"fanout item: digest of the contract (null without one)"`
+	Policy         ItemPolicy `json:"policy" jsonschema:"fanout item: how to isolate and merge the item's work"`
+	RevisionDigest string     `json:"revisionDigest" jsonschema:"fanout item: the run's spec revision"`
 }
 
 // ItemPolicy is how a consumer should isolate and merge item work.
 type ItemPolicy struct {
-	Isolation string   `json:"isolation"`
-	Merge     string   `json:"merge"`
-	PreMerge  []string `json:"pre_merge"`
-}
-
-// MarshalJSON writes the entry; consumer items carry their location.
-func (r ReadyEntry) MarshalJSON() ([]byte, error) {
-	type base ReadyEntry
-	if r.Item == nil {
-		return json.Marshal(base(r))
-	}
-	var digest *string
-	if r.Contract != nil {
-		d := r.Contract.Digest
-		digest = &d
-	}
-	return json.Marshal(struct {
-		base
-		Flow           string     `json:"flow"`
-		Step           string     `json:"step"`
-		Stage          int        `json:"stage"`
-		IsFinalStage   bool       `json:"isFinalStage"`
-		ItemIndex      int        `json:"itemIndex"`
-		Item           Value      `json:"item"`
-		Generation     int64      `json:"generation"`
-		ContractDigest *string    `json:"contractDigest"`
-		Policy         ItemPolicy `json:"policy"`
-		RevisionDigest string     `json:"revisionDigest"`
-	}{base(r), r.Item.Flow, r.Item.Step, r.Item.Stage, r.Item.IsFinalStage, r.Item.ItemIndex,
-		Some(r.Item.Item), r.Item.Generation, digest, r.Item.Policy, r.Item.RevisionDigest})
-}
-
-// MarshalJSON writes exactly the fields of the response's status.
-func (r *Response) MarshalJSON() ([]byte, error) {
-	m := []kv{{"status", r.Status}, {"runId", r.RunID}}
-	switch r.Status {
-	case StatusReady:
-		ready := r.Ready
-		if ready == nil {
-			ready = []ReadyEntry{}
-		}
-		m = append(m, kv{"ready", ready})
-		if len(r.Waiting) > 0 {
-			m = append(m, kv{"waiting", r.Waiting})
-		}
-	case StatusRunning:
-		w := r.Waiting
-		if w == nil {
-			w = []Waiting{}
-		}
-		m = append(m, kv{"waiting", w})
-	case StatusCompleted:
-		m = append(m, kv{"output", Some(r.Output)})
-	case StatusFailed, StatusBudgetExhausted:
-		m = append(m, kv{"failure", r.Failure})
-	}
-	m = append(m, kv{"ledger", r.Ledger})
-	if r.RevisionDigest != "" {
-		m = append(m, kv{"revisionDigest", r.RevisionDigest})
-	}
-	if r.RevertedTo != "" {
-		m = append(m, kv{"reverted_to", r.RevertedTo})
-	}
-	return marshalOrdered(m)
-}
-
-type kv struct {
-	k string
-	v any
-}
-
-// marshalOrdered writes an object with keys in the given order.
-func marshalOrdered(m []kv) ([]byte, error) {
-	buf := []byte{'{'}
-	for i, p := range m {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = strconv.AppendQuote(buf, p.k)
-		buf = append(buf, ':')
-		b, err := json.Marshal(p.v)
-		if err != nil {
-			return nil, err
-		}
-		buf = append(buf, b...)
-	}
-	return append(buf, '}'), nil
+	Isolation string   `json:"isolation" jsonschema:"none or worktree"`
+	Merge     string   `json:"merge" jsonschema:"merge mode"`
+	PreMerge  []string `json:"pre_merge" jsonschema:"checks to run before merging"`
 }
 
 // ledgerView is the flow ledger and budget of the run.
@@ -186,17 +137,17 @@ func (t *txn) response() *Response {
 	r := &Response{Status: t.st.Status, RunID: t.st.ID, Ledger: t.ledgerView()}
 	switch t.st.Status {
 	case StatusCompleted:
-		r.Output = t.st.Output.Data
-		return r
+		r.Output = t.st.Output
+		return r.normalize()
 	case StatusFailed, StatusBudgetExhausted:
 		r.Failure = t.st.Failure
-		return r
+		return r.normalize()
 	case StatusCancelled:
-		return r
+		return r.normalize()
 	}
 	if t.st.CancelRequested {
 		r.Status = StatusCancelled
-		return r
+		return r.normalize()
 	}
 	r.Ready = t.readyEntries()
 	r.Waiting = t.waiting()
@@ -205,7 +156,7 @@ func (t *txn) response() *Response {
 	} else {
 		r.Status = StatusRunning
 	}
-	return r
+	return r.normalize()
 }
 
 // readyEntries lists ready work in spec order (spec/engine.md 2.3): root
@@ -254,7 +205,7 @@ func agentOf(a string) string {
 	return a
 }
 
-func (t *txn) taskEntry(sc *scope, s *ir.Step, st *StepState) ReadyEntry {
+func (t *txn) taskEntry(sc *scope, s *ir.Step, st *stepState) ReadyEntry {
 	return ReadyEntry{
 		ID: sc.scoped(s.ID), Do: st.Task, Agent: agentOf(s.Agent),
 		Attempt: len(st.Attempts) + 1, Epoch: st.Epoch, DispatchToken: st.DispatchToken,
@@ -264,7 +215,7 @@ func (t *txn) taskEntry(sc *scope, s *ir.Step, st *StepState) ReadyEntry {
 
 // previousFailure is the failure context a ready entry carries: the last
 // failed attempt, or the route that activated the step.
-func previousFailure(st *StepState) *Failure {
+func previousFailure(st *stepState) *Failure {
 	if st.Failure != nil {
 		return st.Failure
 	}

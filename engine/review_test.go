@@ -364,7 +364,7 @@ func TestReviseClosure(t *testing.T) {
 				t.Fatalf("%s was not reset: %s", id, dump(st))
 			}
 		}
-		if a.Steps["fan"].FanoutEpoch != 1 || a.Steps["review"].Iterations != 1 || a.Rounds != 1 {
+		if h.persisted(r.RunID).Steps["fan"].FanoutEpoch != 1 || a.Steps["review"].Iterations != 1 || a.Rounds != 1 {
 			t.Fatalf("fan %s review %s rounds %d", dump(a.Steps["fan"]), dump(a.Steps["review"]), a.Rounds)
 		}
 		var reset map[string]any

@@ -12,7 +12,7 @@ import (
 // fails the scope (the run, or the parent run step of a subflow).
 // Deliberate difference: the reference turns an expression error into the
 // value false; Stratum fails with the error, never a silent default.
-func (t *txn) runSet(sc *scope, s *ir.Step, st *StepState) {
+func (t *txn) runSet(sc *scope, s *ir.Step, st *stepState) {
 	b := expr.Bindings{Result: expr.Bind(sc.outputs()), Input: expr.Bind(sc.input)}
 	obj := expr.NewObject(len(s.Set))
 	for _, f := range s.Set {
@@ -58,7 +58,7 @@ func (t *txn) runSet(sc *scope, s *ir.Step, st *StepState) {
 	}
 }
 
-func (t *txn) setFailed(sc *scope, s *ir.Step, st *StepState, reason string, ev Value) {
+func (t *txn) setFailed(sc *scope, s *ir.Step, st *stepState, reason string, ev Value) {
 	f := &Failure{Attempt: 1, Reason: reason}
 	st.Status = StepFailed
 	st.Failure = f

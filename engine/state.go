@@ -50,7 +50,7 @@ type runState struct {
 	// flowSpent returns to on a revert (spend never goes down).
 	ReceiptTotal    Ledger                 `json:"receiptTotal"`
 	Rounds          int                    `json:"rounds,omitempty"`
-	Steps           map[string]*StepState  `json:"steps"`
+	Steps           map[string]*stepState  `json:"steps"`
 	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
 	CancelRequested bool                   `json:"cancelRequested,omitempty"`
 
@@ -77,17 +77,17 @@ type runState struct {
 
 // Failure is why an attempt, a step or a run failed.
 type Failure struct {
-	Attempt int    `json:"attempt"`
-	Reason  string `json:"reason"`
+	Attempt int    `json:"attempt" jsonschema:"the attempt that failed (0 for a gate decision or a run-level failure)"`
+	Reason  string `json:"reason" jsonschema:"why, in words: fix exactly this"`
 }
 
 // Ledger is an amount of resources: spend, a budget or a usage report.
 // Zero keys are omitted.
 type Ledger struct {
-	USD        float64 `json:"usd,omitempty"`
-	Tokens     float64 `json:"tokens,omitempty"`
-	Dispatches float64 `json:"dispatches,omitempty"`
-	MS         float64 `json:"ms,omitempty"`
+	USD        float64 `json:"usd,omitempty" jsonschema:"US dollars"`
+	Tokens     float64 `json:"tokens,omitempty" jsonschema:"model tokens"`
+	Dispatches float64 `json:"dispatches,omitempty" jsonschema:"agent dispatches (counted by the engine)"`
+	MS         float64 `json:"ms,omitempty" jsonschema:"milliseconds"`
 }
 
 // IsZero reports an all-zero ledger.
@@ -101,9 +101,9 @@ func (l Ledger) max(o Ledger) Ledger {
 	return Ledger{USD: max(l.USD, o.USD), Tokens: max(l.Tokens, o.Tokens), Dispatches: max(l.Dispatches, o.Dispatches), MS: max(l.MS, o.MS)}
 }
 
-// StepState is the state of one step of a scope (or of the run's root
+// stepState is the state of one step of a scope (or of the run's root
 // flow). Audit returns the tree of them.
-type StepState struct {
+type stepState struct {
 	Status   string    `json:"status"`
 	Attempts []Attempt `json:"attempts"`
 	// Epoch counts the revise resets that cleared this step.
@@ -126,9 +126,9 @@ type StepState struct {
 	Skip *SkipInfo `json:"skip,omitempty"`
 	// Iterations counts iterate cycles (do) or the gate's own revisions.
 	Iterations  int          `json:"iterations,omitempty"`
-	Fanout      *FanoutState `json:"fanout,omitempty"`
+	Fanout      *fanoutState `json:"fanout,omitempty"`
 	FanoutEpoch int          `json:"fanoutEpoch,omitempty"`
-	Sub         *SubState    `json:"sub,omitempty"`
+	Sub         *subState    `json:"sub,omitempty"`
 	// Spent is the task ledger (for a run step: the subflow ledger).
 	Spent Ledger `json:"spent"`
 
@@ -141,52 +141,52 @@ type StepState struct {
 
 // touch records that a step's state changed (so a finished step is
 // written again).
-func (s *StepState) touch() { s.coldSeq = 0 }
+func (s *stepState) touch() { s.coldSeq = 0 }
 
 // SkipInfo explains a skip.
 type SkipInfo struct {
-	Reason string `json:"reason"`
+	Reason string `json:"reason" jsonschema:"why the step was skipped"`
 	// Source and Target are set when the step was skipped because it
 	// depends on a failed step (Source) routed by on_fail, or on a killed
 	// gate routed by on_kill, to Target: steps reachable from Target are
 	// the recovery path and may still run.
-	Source string `json:"source,omitempty"`
-	Target string `json:"target,omitempty"`
+	Source string `json:"source,omitempty" jsonschema:"the failed step or killed gate that blocked it"`
+	Target string `json:"target,omitempty" jsonschema:"the recovery step the run continues from"`
 }
 
 // Attempt is one attempt of a step or fanout item.
 type Attempt struct {
-	Attempt int       `json:"attempt"`
-	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt" jsonschema:"1-based attempt number"`
+	At      time.Time `json:"at" jsonschema:"when the attempt was settled (RFC 3339)"`
 	// Stage is the fanout stage of an item attempt.
-	Stage       *int     `json:"stage,omitempty"`
-	Result      Value    `json:"result,omitzero"`
-	Failure     *Failure `json:"failure,omitempty"`
-	FailureKind string   `json:"failureKind,omitempty"`
-	Usage       *Ledger  `json:"usage,omitempty"`
-	DurationMs  *float64 `json:"durationMs,omitempty"`
-	Model       string   `json:"model,omitempty"`
-	Effort      string   `json:"effort,omitempty"`
+	Stage       *int     `json:"stage,omitempty" jsonschema:"fanout items: the stage of the attempt"`
+	Result      Value    `json:"result,omitzero" jsonschema:"the output that was reported (also for a rejected attempt)"`
+	Failure     *Failure `json:"failure,omitempty" jsonschema:"why the attempt was rejected"`
+	FailureKind string   `json:"failureKind,omitempty" jsonschema:"what rejected it: contract, ensure, iterate, connector, usage or budget"`
+	Usage       *Ledger  `json:"usage,omitempty" jsonschema:"the reported cost"`
+	DurationMs  *float64 `json:"durationMs,omitempty" jsonschema:"how long it took, when reported"`
+	Model       string   `json:"model,omitempty" jsonschema:"the model that did it, when reported"`
+	Effort      string   `json:"effort,omitempty" jsonschema:"the reasoning effort, when reported"`
 }
 
-// SubState is the child scope of an active run step.
-type SubState struct {
+// subState is the child scope of an active run step.
+type subState struct {
 	Input  Value                 `json:"input"`
-	Steps  map[string]*StepState `json:"steps"`
+	Steps  map[string]*stepState `json:"steps"`
 	Rounds int                   `json:"rounds,omitempty"`
 }
 
-// FanoutState holds a fanout's items.
-type FanoutState struct {
+// fanoutState holds a fanout's items.
+type fanoutState struct {
 	// Over is the resolved array the items are drawn from.
 	Over  Value        `json:"over"`
-	Items []*ItemState `json:"items"`
+	Items []*itemState `json:"items"`
 	// Merge is set once merging succeeded items into the workspace began.
-	Merge *MergeState `json:"merge,omitempty"`
+	Merge *mergeState `json:"merge,omitempty"`
 }
 
-// ItemState is one fanout item.
-type ItemState struct {
+// itemState is one fanout item.
+type itemState struct {
 	Index                 int       `json:"index"`
 	Status                string    `json:"status"`
 	Generation            int64     `json:"generation"`
@@ -211,10 +211,10 @@ type ItemState struct {
 	PatchBytes int   `json:"patchBytes,omitempty"`
 }
 
-// MergeState is the progress of an engine fanout's merge into the
+// mergeState is the progress of an engine fanout's merge into the
 // workspace (worktree isolation), recorded one item at a time so that a
 // restarted process continues where the last one stopped.
-type MergeState struct {
+type mergeState struct {
 	// Next is the index of the first item not yet merged (or passed over).
 	Next int `json:"next"`
 	// PreMerged is set once the pre_merge commands succeeded and a patch
@@ -224,19 +224,19 @@ type MergeState struct {
 
 // CarryEntry is the current value of a loop-carried variable.
 type CarryEntry struct {
-	Value      Value      `json:"value"`
-	Provenance Provenance `json:"provenance"`
+	Value      Value      `json:"value" jsonschema:"the variable's current value"`
+	Provenance Provenance `json:"provenance" jsonschema:"where the value came from"`
 }
 
 // Provenance says where a carry value came from.
 type Provenance struct {
-	Kind        string    `json:"kind"` // initial or revise
-	SourceStep  string    `json:"sourceStep,omitempty"`
-	SourceEpoch *int      `json:"sourceEpoch,omitempty"`
-	Gate        string    `json:"gate,omitempty"`
-	GateToken   string    `json:"gateToken,omitempty"`
-	Round       int       `json:"round,omitempty"`
-	At          time.Time `json:"at"`
+	Kind        string    `json:"kind" jsonschema:"initial or revise"`
+	SourceStep  string    `json:"sourceStep,omitempty" jsonschema:"the step whose output the value came from"`
+	SourceEpoch *int      `json:"sourceEpoch,omitempty" jsonschema:"that step's epoch"`
+	Gate        string    `json:"gate,omitempty" jsonschema:"the gate whose revise carried it"`
+	GateToken   string    `json:"gateToken,omitempty" jsonschema:"the gate round that carried it"`
+	Round       int       `json:"round,omitempty" jsonschema:"the revise round"`
+	At          time.Time `json:"at" jsonschema:"when it was written (RFC 3339)"`
 }
 
 // checkpointRef names a checkpoint and the event holding its snapshot.
@@ -252,7 +252,7 @@ type snapshot struct {
 	Failure         *Failure               `json:"failure,omitempty"`
 	FlowSpent       Ledger                 `json:"flowSpent"`
 	Rounds          int                    `json:"rounds,omitempty"`
-	Steps           map[string]*StepState  `json:"steps"`
+	Steps           map[string]*stepState  `json:"steps"`
 	Cold            map[string]int64       `json:"cold,omitempty"`
 	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
 	CancelRequested bool                   `json:"cancelRequested,omitempty"`
@@ -272,11 +272,11 @@ func isTerminalRun(s string) bool {
 
 // pristine reports a pending step that has never been touched: such steps
 // are left out of the persisted document (absent means pristine pending).
-func (s *StepState) pristine() bool {
+func (s *stepState) pristine() bool {
 	return s.Status == StepPending && len(s.Attempts) == 0 && s.Epoch == 0 && s.DispatchToken == "" &&
 		s.AcceptedDispatchToken == "" && s.Task == "" && s.GateToken == "" && s.Decision == "" && !s.Output.Present &&
 		s.Failure == nil && s.Routed == nil && s.Skip == nil && s.Iterations == 0 && s.Fanout == nil &&
 		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero()
 }
 
-func newStepState() *StepState { return &StepState{Status: StepPending, Attempts: []Attempt{}} }
+func newStepState() *stepState { return &stepState{Status: StepPending, Attempts: []Attempt{}} }

@@ -109,7 +109,7 @@ func (t *txn) checkSubflowLive(sc *scope, what, id, token string) error {
 	return t.refuse(ErrStaleToken, id, "%s is stale: the subflow of %q is over (run step %q is %s)", what, id, sc.parentStep.ID, sc.parent.Status)
 }
 
-func stepIssued(st *StepState) bool {
+func stepIssued(st *stepState) bool {
 	return st.Status != StepPending && st.Status != StepSkipped || len(st.Attempts) > 0 || st.Epoch > 0
 }
 
@@ -133,7 +133,7 @@ func (t *txn) stepDone(sc *scope, s *ir.Step, req StepDoneRequest) error {
 }
 
 // applyResult settles one accepted report of a ready do step.
-func (t *txn) applyResult(sc *scope, s *ir.Step, st *StepState, req StepDoneRequest) {
+func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequest) {
 	attempt := len(st.Attempts) + 1
 	res := req.Result
 	fail := func(f attemptFailure) {

@@ -10,7 +10,7 @@ import (
 // activateRun starts a run step (spec/engine.md 5.5): render `with`,
 // validate it against the callee's input contract (a failure is forced),
 // create the child scope.
-func (t *txn) activateRun(sc *scope, s *ir.Step, st *StepState) {
+func (t *txn) activateRun(sc *scope, s *ir.Step, st *stepState) {
 	attempt := len(st.Attempts) + 1
 	callee := t.c.plan.Flow(s.Run)
 	in, err := t.renderValue(sc, s.With)
@@ -28,7 +28,7 @@ func (t *txn) activateRun(sc *scope, s *ir.Step, st *StepState) {
 		return
 	}
 	st.Status = StepRunning
-	st.Sub = &SubState{Input: Some(in), Steps: map[string]*StepState{}}
+	st.Sub = &subState{Input: Some(in), Steps: map[string]*stepState{}}
 }
 
 // settleChild completes or fails a run step whose child scope has

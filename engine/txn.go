@@ -64,23 +64,23 @@ func (t *txn) token() string { return t.e.newID() }
 // scope is the root flow of a run or the child flow of an active run step.
 type scope struct {
 	flow   *ir.Flow
-	steps  map[string]*StepState
+	steps  map[string]*stepState
 	input  any
 	prefix string // "" (root) or "<runStep>/"
 	// parent is the run step's state and step (child scopes only).
-	parent     *StepState
+	parent     *stepState
 	parentStep *ir.Step
-	// sub is the SubState a child scope was built from.
-	sub *SubState
+	// sub is the subState a child scope was built from.
+	sub *subState
 	// list caches the states by step index (map lookups of every step on
 	// every sweep dominated a long flow's cost).
-	list []*StepState
+	list []*stepState
 }
 
 func (sc *scope) root() bool { return sc.parent == nil }
 
 // state returns a step's state, creating its pristine pending state.
-func (sc *scope) state(s *ir.Step) *StepState {
+func (sc *scope) state(s *ir.Step) *stepState {
 	if st := sc.list[s.Index]; st != nil {
 		return st
 	}
@@ -94,7 +94,7 @@ func (sc *scope) state(s *ir.Step) *StepState {
 }
 
 // peek returns a step's state, or nil when it is pristine and absent.
-func (sc *scope) peek(s *ir.Step) *StepState {
+func (sc *scope) peek(s *ir.Step) *stepState {
 	if st := sc.list[s.Index]; st != nil {
 		return st
 	}
@@ -106,7 +106,7 @@ func (sc *scope) peek(s *ir.Step) *StepState {
 }
 
 // peekID is peek by step id.
-func (sc *scope) peekID(id string) *StepState {
+func (sc *scope) peekID(id string) *stepState {
 	if s := sc.flow.Step(id); s != nil {
 		return sc.peek(s)
 	}
@@ -121,7 +121,7 @@ func (sc *scope) scoped(id string) string { return sc.prefix + id }
 func (t *txn) rootScope() *scope {
 	if t.root == nil {
 		f := t.c.plan.Flow(t.st.FlowName)
-		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: make([]*StepState, len(f.Steps))}
+		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: make([]*stepState, len(f.Steps))}
 		t.children = map[int]*scope{}
 	}
 	return t.root
@@ -137,11 +137,11 @@ func (t *txn) childScope(root *scope, s *ir.Step) *scope {
 		return c
 	}
 	if st.Sub.Steps == nil {
-		st.Sub.Steps = map[string]*StepState{}
+		st.Sub.Steps = map[string]*stepState{}
 	}
 	f := t.c.plan.Flow(s.Run)
 	c := &scope{flow: f, steps: st.Sub.Steps, input: st.Sub.Input.Data,
-		prefix: s.ID + "/", parent: st, parentStep: s, sub: st.Sub, list: make([]*StepState, len(f.Steps))}
+		prefix: s.ID + "/", parent: st, parentStep: s, sub: st.Sub, list: make([]*stepState, len(f.Steps))}
 	t.children[s.Index] = c
 	return c
 }
@@ -163,7 +163,7 @@ func (sc *scope) outputs() *expr.Object {
 type located struct {
 	sc    *scope
 	step  *ir.Step
-	item  *ItemState // consumer fanout item
+	item  *itemState // consumer fanout item
 	index int
 }
 

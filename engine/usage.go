@@ -32,14 +32,14 @@ type Receipt struct {
 type UsageResult struct {
 	// Status is "ok" or "duplicate" (the dispatchId was already
 	// receipted; Seq is the original's).
-	Status string `json:"status"`
-	RunID  string `json:"runId"`
-	Seq    int64  `json:"seq"`
+	Status string `json:"status" jsonschema:"ok: recorded; duplicate: this dispatchId was already recorded (seq is the original's)"`
+	RunID  string `json:"runId" jsonschema:"the run's id"`
+	Seq    int64  `json:"seq" jsonschema:"the receipt's sequence number in the run"`
 	// Budget reports a breach: flow_exhausted (the run is now
 	// budget_exhausted), flow_exhausted_after_terminal, subflow_exhausted
 	// or task_exhausted (recorded only).
-	Budget string     `json:"budget,omitempty"`
-	Ledger LedgerView `json:"ledger"`
+	Budget string     `json:"budget,omitzero" jsonschema:"set when the cost breaches a budget: flow_exhausted (the run is now budget_exhausted), flow_exhausted_after_terminal, subflow_exhausted, task_exhausted"`
+	Ledger LedgerView `json:"ledger" jsonschema:"spend and the flow's budget after the receipt"`
 }
 
 // UsageReport appends an external cost receipt to a run's ledgers,

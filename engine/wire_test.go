@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -31,27 +32,32 @@ func TestWireGolden(t *testing.T) {
 	add("step_done: retry with previousFailure", r)
 	r = h.ok(r, "work", goodWork)
 	add("step_done: running, waiting on a gate", r)
-	gates, _ := h.e.ListGates(h.ctx, r.RunID)
-	add("list gates", gates)
-	c, _ := h.e.Commit(h.ctx, r.RunID, "gate")
-	add("commit", c)
+	must := func(v any, err error) any {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	add("list gates", must(h.e.ListGates(h.ctx, r.RunID)))
+	add("commit", must(h.e.Commit(h.ctx, r.RunID, "gate")))
 	r = h.resolve(r.RunID, "review", DecisionApprove)
 	add("gate_resolve: completed", r)
-	rv, _ := h.e.Revert(h.ctx, r.RunID, "gate")
-	add("revert: running", rv)
+	add("revert: running", must(h.e.Revert(h.ctx, r.RunID, "gate")))
 	r = h.resolve(r.RunID, "review", DecisionKill)
 	add("gate_resolve: failed", r)
 	_, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "work", DispatchToken: "x"})
-	add("refusal", map[string]any{"code": CodeOf(err), "message": err.Error(), "state": err.(*Error).State})
+	var refusal *Error
+	if !errors.As(err, &refusal) {
+		t.Fatalf("step_done on a failed run: %v, want an *Error", err)
+	}
+	add("refusal", map[string]any{"code": CodeOf(err), "message": err.Error(), "state": refusal.State})
 
 	r = h.plan(consumerSpec("any", oneStage), map[string]any{"items": []any{"a"}})
 	add("plan: consumer item", r)
-	u, _ := h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d1", Source: "agent", Usage: map[string]any{"tokens": 5}})
-	add("usage report", u)
-	cr, _ := h.e.Cancel(h.ctx, r.RunID, "stop")
-	add("cancel", cr)
-	p, _ := h.e.Poll(h.ctx, r.RunID, 0)
-	add("poll", p)
+	add("usage report", must(h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d1", Source: "agent", Usage: map[string]any{"tokens": 5}})))
+	add("cancel", must(h.e.Cancel(h.ctx, r.RunID, "stop")))
+	add("poll", must(h.e.Poll(h.ctx, r.RunID, 0)))
 
 	path := filepath.Join("testdata", "wire.golden")
 	if *update {

@@ -198,7 +198,7 @@ func TestWorktreeFanoutMerges(t *testing.T) {
 	if last < 0 || slices.Index(types, "result(fan)") < last+1 || slices.Index(types, "result(check)") < slices.Index(types, "result(fan)") {
 		t.Errorf("events %v", types)
 	}
-	fan := h.stepState(r.RunID, "fan")
+	fan := h.persisted(r.RunID).Steps["fan"]
 	for _, i := range []int{0, 2} {
 		if it := fan.Fanout.Items[i]; it.PatchSeq != 0 || it.PatchBytes == 0 {
 			t.Errorf("item %d patch %d/%d after the merge", i, it.PatchSeq, it.PatchBytes)

@@ -2,21 +2,13 @@ package mcp
 
 import (
 	"context"
+
+	"github.com/stratum-go/stratum/engine"
 )
 
 type checkpointIn struct {
 	RunID string `json:"runId" jsonschema:"the run's id"`
 	Label string `json:"label" jsonschema:"the checkpoint's name (surrounding spaces are trimmed)"`
-}
-
-// CommitResult is the answer of stratum_commit.
-type CommitResult struct {
-	Status        string   `json:"status" jsonschema:"committed"`
-	RunID         string   `json:"runId" jsonschema:"the run's id"`
-	Label         string   `json:"label" jsonschema:"the checkpoint's label as saved (trimmed)"`
-	StepNumber    int      `json:"stepNumber" jsonschema:"1-based position of currentStepId among the entry flow's steps (one past the last when all are finished)"`
-	CurrentStepID *string  `json:"currentStepId" jsonschema:"the first entry-flow step not yet finished, null when all are"`
-	Checkpoints   []string `json:"checkpoints" jsonschema:"every checkpoint label of the run, oldest first"`
 }
 
 func (s *server) commitTool() tool {
@@ -28,12 +20,7 @@ Returns status committed with label, stepNumber, currentStepId and the run's che
 Example: stratum_commit {"runId": "4b1f…", "label": "before-refactor"}`,
 		statuses:   []string{"committed"},
 		idempotent: true,
-	}, func(ctx context.Context, c *call, in checkpointIn) (*CommitResult, error) {
-		r, err := s.eng.Commit(ctx, in.RunID, in.Label)
-		if err != nil {
-			return nil, err
-		}
-		return &CommitResult{Status: r.Status, RunID: r.RunID, Label: r.Label, StepNumber: r.StepNumber,
-			CurrentStepID: r.CurrentStepID, Checkpoints: nonNil(r.Checkpoints)}, nil
+	}, func(ctx context.Context, c *call, in checkpointIn) (*engine.CommitResult, error) {
+		return s.eng.Commit(ctx, in.RunID, in.Label)
 	})
 }

@@ -49,11 +49,11 @@ type Problem struct {
 	Message string `json:"message" jsonschema:"what is wrong and what would be right"`
 }
 
-// currentState is a RunState inside an error. Its advertised schema is a
-// plain object (see typeSchemas): the full RunState schema is on every
+// currentState is an engine.Response inside an error. Its advertised
+// schema is a plain object (see typeSchemas): the full schema is on every
 // tool that returns one, and repeating it in every error would bloat
 // every tool's schema.
-type currentState RunState
+type currentState engine.Response
 
 // errorEnvelope is the payload of every refused call.
 type errorEnvelope struct {
@@ -76,7 +76,7 @@ func errorBody(err error) *ErrorBody {
 	var ee *engine.Error
 	if errors.As(err, &ee) {
 		b := &ErrorBody{Code: ee.Code(), Message: ee.Error(), RunID: ee.RunID, StepID: ee.StepID,
-			Available: ee.Available, HolderPID: ee.HolderPID, State: (*currentState)(newRunState(ee.State))}
+			Available: ee.Available, HolderPID: ee.HolderPID, State: (*currentState)(ee.State)}
 		switch {
 		case len(ee.Diagnostics) > 0:
 			b.Errors = diagnosticsProblems(ee.Diagnostics)

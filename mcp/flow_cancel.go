@@ -11,18 +11,6 @@ type flowCancelIn struct {
 	Reason string `json:"reason,omitzero" jsonschema:"why the run is cancelled; recorded in the audit"`
 }
 
-// CancelResult is the answer of stratum_flow_cancel.
-type CancelResult struct {
-	Status       string              `json:"status" jsonschema:"the run's status after the call: cancelled, or completed/failed/budget_exhausted when it had already finished (nothing changed)"`
-	RunID        string              `json:"runId" jsonschema:"the run's id"`
-	FlowSettled  bool                `json:"flowSettled" jsonschema:"true when the run is (now or already) cancelled"`
-	Acknowledged bool                `json:"acknowledged" jsonschema:"true when the cancel is settled and every agent started for the run is accounted for"`
-	Reason       string              `json:"reason,omitzero" jsonschema:"already_<status> when the run had already finished or been cancelled"`
-	Ledger       ledgerView          `json:"ledger" jsonschema:"spend and the flow's budget"`
-	Burned       engine.BurnedTokens `json:"burned" jsonschema:"the outstanding issuances made void: step ids whose dispatch or gate token was burnt, and the number of fanout item tokens"`
-	Agents       engine.AgentSummary `json:"agents" jsonschema:"agent processes signalled and reaped for the run"`
-}
-
 func (s *server) flowCancelTool() tool {
 	return newTool(s, toolMeta{
 		name:  "stratum_flow_cancel",
@@ -34,14 +22,7 @@ Example: stratum_flow_cancel {"runId": "4b1f…", "reason": "user abandoned the 
 			engine.StatusBudgetExhausted},
 		idempotent:  true,
 		destructive: true,
-	}, func(ctx context.Context, c *call, in flowCancelIn) (*CancelResult, error) {
-		r, err := s.eng.Cancel(ctx, in.RunID, in.Reason)
-		if err != nil {
-			return nil, err
-		}
-		out := &CancelResult{Status: r.Status, RunID: r.RunID, FlowSettled: r.FlowSettled, Acknowledged: r.Acknowledged,
-			Reason: r.Reason, Ledger: newLedgerView(r.Ledger), Burned: r.Burned, Agents: r.Agents}
-		out.Burned.Steps = nonNil(out.Burned.Steps)
-		return out, nil
+	}, func(ctx context.Context, c *call, in flowCancelIn) (*engine.CancelResult, error) {
+		return s.eng.Cancel(ctx, in.RunID, in.Reason)
 	})
 }

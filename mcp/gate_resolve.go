@@ -26,12 +26,9 @@ The rationale and resolvedBy you pass are recorded in the gate_resolved event of
 Example: stratum_gate_resolve {"runId": "4b1f…", "stepId": "review", "decision": "approve", "gateToken": "77d0…", "rationale": "the user said it reads well", "resolvedBy": "human"}`,
 		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
 			engine.StatusFailed, engine.StatusBudgetExhausted},
-	}, func(ctx context.Context, c *call, in gateResolveIn) (*RunState, error) {
+	}, func(ctx context.Context, c *call, in gateResolveIn) (*engine.Response, error) {
 		r, err := s.eng.ResolveGate(ctx, engine.GateRequest{RunID: in.RunID, StepID: in.StepID,
 			Decision: string(in.Decision), GateToken: in.GateToken, Rationale: in.Rationale, ResolvedBy: in.ResolvedBy})
-		if err != nil {
-			return nil, err
-		}
-		return newRunState(r), nil
+		return r, err
 	})
 }

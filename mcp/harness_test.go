@@ -113,8 +113,8 @@ func strictSchemas(t *testing.T, eng *engine.Engine, g *guard.Guard) map[string]
 		out[tl.def.Name] = r
 	}
 	// The run state inside an error (error.state) is advertised as a plain
-	// object; the tests hold it to RunState's closed schema.
-	rs, err := mustInfer(reflect.TypeFor[RunState](), typeSchemas()).Resolve(nil)
+	// object; the tests hold it to engine.Response's closed schema.
+	rs, err := mustInfer(reflect.TypeFor[engine.Response](), typeSchemas()).Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func checkResult(t *testing.T, strict map[string]*jsonschema.Resolved, name stri
 		}
 		if state, ok := e["state"]; ok && strict[stateSchemaKey] != nil {
 			if err := strict[stateSchemaKey].Validate(&state); err != nil {
-				t.Errorf("%s: error.state does not match RunState's closed schema: %v\n%s", name, err, b)
+				t.Errorf("%s: error.state does not match engine.Response's closed schema: %v\n%s", name, err, b)
 			}
 		}
 	}

@@ -22,7 +22,7 @@ Returns status ready with ready[] (steps for you to do: each has id, do, contrac
 Example: stratum_plan {"spec": "<the YAML you validated>", "input": {"topic": "release notes"}}`,
 		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
 			engine.StatusFailed, engine.StatusBudgetExhausted},
-	}, func(ctx context.Context, c *call, in planIn) (*RunState, error) {
+	}, func(ctx context.Context, c *call, in planIn) (*engine.Response, error) {
 		src, err := specSource(c.raw("spec"))
 		if err != nil {
 			return nil, err
@@ -32,9 +32,6 @@ Example: stratum_plan {"spec": "<the YAML you validated>", "input": {"topic": "r
 			input = json.RawMessage(`{}`)
 		}
 		r, err := s.eng.Plan(ctx, engine.PlanRequest{Spec: src, Input: input, WorkspaceRoot: in.WorkspaceRoot})
-		if err != nil {
-			return nil, err
-		}
-		return newRunState(r), nil
+		return r, err
 	})
 }

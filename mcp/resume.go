@@ -16,11 +16,8 @@ Example: stratum_resume {"runId": "4b1f…"}`,
 		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
 			engine.StatusFailed, engine.StatusBudgetExhausted},
 		idempotent: true,
-	}, func(ctx context.Context, c *call, in runIn) (*RunState, error) {
+	}, func(ctx context.Context, c *call, in runIn) (*engine.Response, error) {
 		r, err := s.eng.Resume(ctx, in.RunID)
-		if err != nil {
-			return nil, err
-		}
-		return newRunState(r), nil
+		return r, err
 	})
 }

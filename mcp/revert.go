@@ -16,11 +16,8 @@ Example: stratum_revert {"runId": "4b1f…", "label": "before-refactor"}`,
 		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
 			engine.StatusFailed, engine.StatusBudgetExhausted},
 		destructive: true,
-	}, func(ctx context.Context, c *call, in checkpointIn) (*RunState, error) {
+	}, func(ctx context.Context, c *call, in checkpointIn) (*engine.Response, error) {
 		r, err := s.eng.Revert(ctx, in.RunID, in.Label)
-		if err != nil {
-			return nil, err
-		}
-		return newRunState(r), nil
+		return r, err
 	})
 }

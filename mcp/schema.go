@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -28,42 +30,12 @@ type anyArg any
 // decisionArg is a gate decision.
 type decisionArg string
 
-// readyEntryDoc documents engine.ReadyEntry, whose JSON is written by its
-// own marshaller (task entries, plus the location of consumer fanout
-// items).
-type readyEntryDoc struct {
-	ID              string           `json:"id" jsonschema:"the step id to report as stepId: a root step, <runStep>/<child> for a subflow task, <fanoutStep>/<index> for a fanout item"`
-	Do              string           `json:"do" jsonschema:"the task to do, with every reference filled in"`
-	Agent           string           `json:"agent" jsonschema:"the agent the spec intends for this step (claude, codex, ...); informational"`
-	Attempt         int              `json:"attempt" jsonschema:"1 for the first attempt, higher on a retry"`
-	Epoch           int              `json:"epoch" jsonschema:"how many times a gate revision reset this step"`
-	DispatchToken   string           `json:"dispatchToken" jsonschema:"pass it back with stratum_step_done; it changes with every attempt"`
-	PreviousFailure *engine.Failure  `json:"previousFailure,omitzero" jsonschema:"why the previous attempt was rejected (or the failure that routed here): fix exactly that"`
-	Contract        *engine.Contract `json:"contract" jsonschema:"the output the step must produce: contracts[root] maps each field to its type (T? is optional); null when the step declares no output contract"`
-	Flow            string           `json:"flow,omitzero" jsonschema:"fanout item: the flow of the fanout step"`
-	Step            string           `json:"step,omitzero" jsonschema:"fanout item: the fanout step"`
-	Stage           *int             `json:"stage,omitzero" jsonschema:"fanout item: the stage index"`
-	IsFinalStage    *bool            `json:"isFinalStage,omitzero" jsonschema:"fanout item: whether this is the last stage"`
-	ItemIndex       *int             `json:"itemIndex,omitzero" jsonschema:"fanout item: the item's index in the fanout's list"`
-	Item            any              `json:"item,omitzero" jsonschema:"fanout item: the element being processed"`
-	Generation      *int64           `json:"generation,omitzero" jsonschema:"fanout item: enumeration generation"`
-	ContractDigest  *string          `json:"contractDigest,omitzero" jsonschema:"fanout item: digest of the contract"`
-	Policy          *itemPolicyDoc   `json:"policy,omitzero" jsonschema:"fanout item: how to isolate and merge the item's work"`
-	RevisionDigest  string           `json:"revisionDigest,omitzero" jsonschema:"fanout item: the run's spec revision"`
-}
-
-type itemPolicyDoc struct {
-	Isolation string   `json:"isolation" jsonschema:"none or worktree"`
-	Merge     string   `json:"merge" jsonschema:"merge mode"`
-	PreMerge  []string `json:"pre_merge" jsonschema:"checks to run before merging"`
-}
-
 // typeSchemas returns the schema overrides. It panics on a broken
 // documentation struct: that is a programming error caught by any test
 // that builds the server.
 func typeSchemas() map[reflect.Type]*jsonschema.Schema {
 	anyJSON := &jsonschema.Schema{}
-	ready := mustInfer(reflect.TypeFor[readyEntryDoc](), nil)
+	ready := readyEntrySchema()
 	return map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[specArg]():   {Types: []string{"string", "object"}},
 		reflect.TypeFor[objectArg](): {Type: "object"},
@@ -73,12 +45,29 @@ func typeSchemas() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[json.RawMessage]():   anyJSON,
 		reflect.TypeFor[engine.Value]():      anyJSON,
 		reflect.TypeFor[engine.ReadyEntry](): ready,
-		reflect.TypeFor[engine.StepState](): {Type: "object",
-			Description: "a step's state: status (pending, ready, running, waiting_gate, succeeded, failed, skipped), attempts (each with result or failure), gateToken while a gate waits, output, spent, fanout items, sub (a subflow's steps)"},
-		reflect.TypeFor[currentState](): {Type: "object"},
-		reflect.TypeFor[engine.CarryEntry](): {Type: "object",
-			Description: "a loop-carried value and where it came from"},
+		reflect.TypeFor[currentState]():      {Type: "object"},
+		// A subflow's steps have the shape of the root's (StepView), a
+		// recursion schema inference cannot express.
+		reflect.TypeFor[engine.SubflowView](): {Type: "object",
+			Description: "a run step's subflow: input, steps (by id, each shaped like a root step's state), rounds"},
 	}
+}
+
+// readyEntrySchema is the schema of engine.ReadyEntry. Inference promotes
+// the fields of its embedded *engine.FanoutItem, which only consumer
+// fanout items carry, so they are made optional here.
+func readyEntrySchema() *jsonschema.Schema {
+	s := mustInfer(reflect.TypeFor[engine.ReadyEntry](), map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[engine.Value](): {},
+	})
+	item := reflect.TypeFor[engine.FanoutItem]()
+	itemField := map[string]bool{}
+	for i := range item.NumField() {
+		name, _, _ := strings.Cut(item.Field(i).Tag.Get("json"), ",")
+		itemField[name] = true
+	}
+	s.Required = slices.DeleteFunc(s.Required, func(n string) bool { return itemField[n] })
+	return s
 }
 
 func mustInfer(t reflect.Type, overrides map[reflect.Type]*jsonschema.Schema) *jsonschema.Schema {

@@ -41,7 +41,7 @@ Returns ready (the next steps, or the SAME step again with a higher attempt and 
 Example: stratum_step_done {"runId": "4b1f…", "stepId": "outline", "dispatchToken": "9c2e…", "result": {"output": {"title": "Release notes", "points": ["faster", "smaller"]}}}`,
 		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
 			engine.StatusFailed, engine.StatusBudgetExhausted},
-	}, func(ctx context.Context, c *call, in stepDoneIn) (*RunState, error) {
+	}, func(ctx context.Context, c *call, in stepDoneIn) (*engine.Response, error) {
 		res := engine.StepResult{Failure: in.Result.Failure}
 		// Taken raw: key order and number precision as the client wrote them.
 		if out := c.raw("result", "output"); out != nil {
@@ -54,9 +54,6 @@ Example: stratum_step_done {"runId": "4b1f…", "stepId": "outline", "dispatchTo
 			res.Telemetry = tm
 		}
 		r, err := s.eng.StepDone(ctx, engine.StepDoneRequest{RunID: in.RunID, StepID: in.StepID, DispatchToken: in.DispatchToken, Result: res})
-		if err != nil {
-			return nil, err
-		}
-		return newRunState(r), nil
+		return r, err
 	})
 }

@@ -20,15 +20,6 @@ type receiptArg struct {
 	USDSource  string        `json:"usdSource,omitzero" jsonschema:"reported or estimated; required when usage.usd is given"`
 }
 
-// UsageResult is the answer of stratum_usage_report.
-type UsageResult struct {
-	Status string     `json:"status" jsonschema:"ok: recorded; duplicate: this dispatchId was already recorded (seq is the original's)"`
-	RunID  string     `json:"runId" jsonschema:"the run's id"`
-	Seq    int64      `json:"seq" jsonschema:"the receipt's sequence number in the run"`
-	Budget string     `json:"budget,omitzero" jsonschema:"set when the cost breaches a budget: flow_exhausted (the run is now budget_exhausted), flow_exhausted_after_terminal, subflow_exhausted, task_exhausted"`
-	Ledger ledgerView `json:"ledger" jsonschema:"spend and the flow's budget after the receipt"`
-}
-
 func (s *server) usageReportTool() tool {
 	return newTool(s, toolMeta{
 		name:  "stratum_usage_report",
@@ -38,7 +29,7 @@ Returns ok (or duplicate) with the receipt's seq, the updated ledger, and budget
 Example: stratum_usage_report {"runId": "4b1f…", "receipt": {"dispatchId": "sess-42-outline", "stepId": "outline", "source": "claude-code", "usage": {"usd": 0.012, "tokens": 5400}, "usdSource": "reported"}}`,
 		statuses:   []string{"ok", "duplicate"},
 		idempotent: true,
-	}, func(ctx context.Context, c *call, in usageReportIn) (*UsageResult, error) {
+	}, func(ctx context.Context, c *call, in usageReportIn) (*engine.UsageResult, error) {
 		rc := engine.Receipt{DispatchID: in.Receipt.DispatchID, StepID: in.Receipt.StepID, Source: in.Receipt.Source,
 			USDSource: in.Receipt.USDSource}
 		if u := c.raw("receipt", "usage"); u != nil {
@@ -47,10 +38,6 @@ Example: stratum_usage_report {"runId": "4b1f…", "receipt": {"dispatchId": "se
 		if tm := c.raw("receipt", "telemetry"); tm != nil {
 			rc.Telemetry = tm
 		}
-		r, err := s.eng.UsageReport(ctx, in.RunID, rc)
-		if err != nil {
-			return nil, err
-		}
-		return &UsageResult{Status: r.Status, RunID: r.RunID, Seq: r.Seq, Budget: r.Budget, Ledger: newLedgerView(r.Ledger)}, nil
+		return s.eng.UsageReport(ctx, in.RunID, rc)
 	})
 }
