@@ -18,7 +18,7 @@ const maxShownOutput = 600
 // the gate follows (the outputs of the steps it depends on) and its
 // routes, then reads approve, revise or kill. End of input is
 // driver.ErrNoAnswer; ctx ends when the gate is decided elsewhere.
-func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, plan *ir.Plan, g engine.WaitingGate) (string, error) {
+func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, plan *ir.Plan, g engine.WaitingGate) (engine.Decision, error) {
 	term.openGate()
 	defer term.closeGate()
 	if ctx.Err() != nil {

@@ -43,7 +43,7 @@ type cancelDoc struct {
 	SchemaVersion string               `json:"_schema_version"`
 	OK            bool                 `json:"ok"`
 	FlowID        string               `json:"flow_id"`
-	Status        string               `json:"status"`
+	Status        engine.RunStatus     `json:"status"`
 	FlowSettled   bool                 `json:"flowSettled"`
 	Acknowledged  bool                 `json:"acknowledged"`
 	Agents        engine.AgentSummary  `json:"agents"`
@@ -52,15 +52,15 @@ type cancelDoc struct {
 }
 
 type cancelRefusal struct {
-	SchemaVersion string `json:"_schema_version"`
-	OK            bool   `json:"ok"`
-	Error         string `json:"error"`
-	FlowID        string `json:"flow_id"`
-	Status        string `json:"status,omitempty"`
-	FlowSettled   bool   `json:"flowSettled"`
-	Reason        string `json:"reason,omitempty"`
-	HolderPID     int    `json:"holderPid,omitempty"`
-	Message       string `json:"message"`
+	SchemaVersion string           `json:"_schema_version"`
+	OK            bool             `json:"ok"`
+	Error         string           `json:"error"`
+	FlowID        string           `json:"flow_id"`
+	Status        engine.RunStatus `json:"status,omitempty"`
+	FlowSettled   bool             `json:"flowSettled"`
+	Reason        string           `json:"reason,omitempty"`
+	HolderPID     int              `json:"holderPid,omitempty"`
+	Message       string           `json:"message"`
 }
 
 func (c *flowCmd) Run(ctx context.Context, env *Env, args []string) error {

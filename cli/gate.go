@@ -56,15 +56,15 @@ func (c *gateCmd) SetFlags(fs *flag.FlagSet) {
 }
 
 type gateResult struct {
-	SchemaVersion string `json:"_schema_version"`
-	OK            bool   `json:"ok"`
-	FlowID        string `json:"flow_id"`
-	StepID        string `json:"step_id"`
-	Outcome       string `json:"outcome"`
-	Result        string `json:"result"`
-	Status        string `json:"status"`
-	Note          string `json:"note,omitempty"`
-	ResolvedBy    string `json:"resolved_by"`
+	SchemaVersion string           `json:"_schema_version"`
+	OK            bool             `json:"ok"`
+	FlowID        string           `json:"flow_id"`
+	StepID        string           `json:"step_id"`
+	Outcome       engine.Decision  `json:"outcome"`
+	Result        string           `json:"result"`
+	Status        engine.RunStatus `json:"status"`
+	Note          string           `json:"note,omitempty"`
+	ResolvedBy    string           `json:"resolved_by"`
 }
 
 type conflictDoc struct {
@@ -79,7 +79,7 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if len(args) != 3 {
 		return usagef("expected approve|reject|revise RUN STEP, got %d arguments", len(args))
 	}
-	var decision string
+	var decision engine.Decision
 	switch args[0] {
 	case "approve":
 		decision = engine.DecisionApprove
@@ -122,7 +122,7 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 		if status.Status == engine.StatusCompleted {
 			return conflict("Flow is already complete")
 		}
-		return conflict("Flow is already " + status.Status)
+		return conflict("Flow is already " + string(status.Status))
 	}
 	gates, err := e.ListGates(ctx, runID)
 	if err != nil {
@@ -185,8 +185,8 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 
 // gateOutcome names what the decision led to, from the gate's own route
 // (spec/cli.md 6 step 6).
-func gateOutcome(decision string, g *engine.WaitingGate, resp *engine.Response) string {
-	target := map[string]string{engine.DecisionApprove: g.OnApprove, engine.DecisionRevise: g.OnRevise, engine.DecisionKill: g.OnKill}[decision]
+func gateOutcome(decision engine.Decision, g *engine.WaitingGate, resp *engine.Response) string {
+	target := map[engine.Decision]string{engine.DecisionApprove: g.OnApprove, engine.DecisionRevise: g.OnRevise, engine.DecisionKill: g.OnKill}[decision]
 	switch {
 	case decision == engine.DecisionRevise && (resp.Status == engine.StatusFailed || resp.Status == engine.StatusBudgetExhausted):
 		return "max_rounds_exceeded"

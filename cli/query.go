@@ -136,10 +136,10 @@ type flowDetail struct {
 }
 
 type orderedStep struct {
-	ID       string `json:"id"`
-	Function string `json:"function"`
-	Mode     string `json:"mode"`
-	Status   string `json:"status"`
+	ID       string            `json:"id"`
+	Function string            `json:"function"`
+	Mode     string            `json:"mode"`
+	Status   engine.StepStatus `json:"status"`
 }
 
 type gateSummary struct {
@@ -185,7 +185,7 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 		Status: projectStatus(a, flow), Round: a.Rounds,
 	}, Failure: a.Failure, Output: a.Output}
 	if a.Status != engine.StatusRunning {
-		s := a.Status
+		s := string(a.Status)
 		d.TerminalStatus = &s
 	}
 	var steps []orderedStep
@@ -219,7 +219,7 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 		d.OrderedSteps = append(d.OrderedSteps, os)
 	}
 	if a.Status == engine.StatusRunning {
-		for _, want := range []string{engine.StepWaitingGate, engine.StepRunning, engine.StepReady, engine.StepPending} {
+		for _, want := range []engine.StepStatus{engine.StepWaitingGate, engine.StepRunning, engine.StepReady, engine.StepPending} {
 			for _, s := range d.OrderedSteps {
 				if s.Status == want {
 					id := s.ID
@@ -256,7 +256,7 @@ func projectStatus(a *engine.AuditReport, flow *ir.Flow) string {
 		}
 		return "running"
 	}
-	return a.Status
+	return string(a.Status)
 }
 
 // gateWaits reports whether a gate of the steps, or of a subflow they run,

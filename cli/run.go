@@ -184,7 +184,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		Notice: func(msg string) { say("note: %s", msg) },
 	}
 	if mode == driver.GateAsk {
-		opts.AskGate = func(ctx context.Context, g engine.WaitingGate) (string, error) {
+		opts.AskGate = func(ctx context.Context, g engine.WaitingGate) (engine.Decision, error) {
 			return askGate(ctx, env, term, e, plan, g)
 		}
 	}
@@ -305,7 +305,7 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 	if resp.Failure != nil {
 		reason = ": " + resp.Failure.Reason
 	}
-	say("run %s %s%s", out.RunID, strings.ReplaceAll(resp.Status, "_", " "), reason)
+	say("run %s %s%s", out.RunID, strings.ReplaceAll(string(resp.Status), "_", " "), reason)
 	return exitCode(ExitFailure)
 }
 

@@ -159,7 +159,7 @@ func statusLine(p *engine.PollReport) string {
 			ready = append(ready, e.ID)
 		}
 		for _, w := range r.Waiting {
-			waits = append(waits, w.StepID+" ("+w.Kind+")")
+			waits = append(waits, w.StepID+" ("+string(w.Kind)+")")
 		}
 		if len(ready) > 0 {
 			s += "; working on " + strings.Join(ready, ", ")

@@ -54,7 +54,7 @@ type Options struct {
 	// approve, revise or kill, or an error. ctx ends when the gate is
 	// decided elsewhere or the drive ends. ErrNoAnswer means nobody can
 	// answer: the drive then stops at its gates as with GateStop.
-	AskGate func(ctx context.Context, g engine.WaitingGate) (string, error)
+	AskGate func(ctx context.Context, g engine.WaitingGate) (engine.Decision, error)
 	// Concurrency bounds concurrent attempts of do steps and consumer
 	// items; zero means DefaultConcurrency. Engine fanouts use their own
 	// declared concurrency.
@@ -214,13 +214,7 @@ func (d *Driver) Resume(ctx context.Context, e *engine.Engine, runID string) (*O
 	return d.drive(ctx, e, resp, poll.NextCursor)
 }
 
-func terminal(status string) bool {
-	switch status {
-	case engine.StatusCompleted, engine.StatusFailed, engine.StatusBudgetExhausted, engine.StatusCancelled:
-		return true
-	}
-	return false
-}
+func terminal(status engine.RunStatus) bool { return status.Terminal() }
 
 // attemptDone is one finished agent attempt of a do step or consumer item.
 type attemptDone struct {
@@ -231,7 +225,7 @@ type attemptDone struct {
 
 type gateDone struct {
 	gate     engine.WaitingGate
-	decision string
+	decision engine.Decision
 	err      error
 }
 
@@ -329,7 +323,7 @@ func (r *run) loop(ctx context.Context) (*Outcome, error) {
 		if gates > 0 {
 			switch r.d.opts.Gates {
 			case GateApprove, GateKill:
-				if err := r.decideAll(ctx, string(r.d.opts.Gates)); err != nil {
+				if err := r.decideAll(ctx, engine.Decision(r.d.opts.Gates)); err != nil {
 					return nil, err
 				}
 				continue
@@ -507,7 +501,7 @@ func (r *run) refused(ctx context.Context, err error) error {
 }
 
 // decideAll resolves every waiting gate with decision.
-func (r *run) decideAll(ctx context.Context, decision string) error {
+func (r *run) decideAll(ctx context.Context, decision engine.Decision) error {
 	gates, err := r.e.ListGates(ctx, r.id)
 	if err != nil {
 		return &HaltError{RunID: r.id, Err: err}
@@ -523,7 +517,7 @@ func (r *run) decideAll(ctx context.Context, decision string) error {
 	return nil
 }
 
-func (r *run) resolve(ctx context.Context, g engine.WaitingGate, decision string) error {
+func (r *run) resolve(ctx context.Context, g engine.WaitingGate, decision engine.Decision) error {
 	resp, err := r.e.ResolveGate(ctx, engine.GateRequest{RunID: r.id, StepID: g.StepID, Decision: decision, GateToken: g.GateToken})
 	if err != nil {
 		return r.refused(ctx, err)

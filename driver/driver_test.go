@@ -317,7 +317,7 @@ func TestDriveGateModes(t *testing.T) {
 	t.Run("ask", func(t *testing.T) {
 		f := newFixture(t)
 		var asked []string
-		ask := func(ctx context.Context, g engine.WaitingGate) (string, error) {
+		ask := func(ctx context.Context, g engine.WaitingGate) (engine.Decision, error) {
 			asked = append(asked, g.StepID)
 			if len(asked) == 1 {
 				return engine.DecisionRevise, nil
@@ -335,7 +335,7 @@ func TestDriveGateModes(t *testing.T) {
 	})
 	t.Run("ask without an answer stops", func(t *testing.T) {
 		f := newFixture(t)
-		ask := func(context.Context, engine.WaitingGate) (string, error) { return "", ErrNoAnswer }
+		ask := func(context.Context, engine.WaitingGate) (engine.Decision, error) { return "", ErrNoAnswer }
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateAsk, AskGate: ask})
 		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: map[string]any{}})
 		if err != nil || out.Finished() || len(out.Gates) != 1 {
@@ -347,7 +347,7 @@ func TestDriveGateModes(t *testing.T) {
 		other := engine.New(f.store, engine.Options{}) // another process
 		defer other.Close()
 		withdrawn := make(chan struct{})
-		ask := func(ctx context.Context, g engine.WaitingGate) (string, error) {
+		ask := func(ctx context.Context, g engine.WaitingGate) (engine.Decision, error) {
 			if _, err := other.ResolveGate(context.Background(), engine.GateRequest{RunID: g.RunID, StepID: g.StepID, Decision: "approve", GateToken: g.GateToken}); err != nil {
 				return "", err
 			}

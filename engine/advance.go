@@ -400,18 +400,18 @@ func (t *txn) exhaustRun(fail *Failure) { t.endRun(StatusBudgetExhausted, fail) 
 
 // endRun terminates a running run with a failure; the event is named
 // after the status.
-func (t *txn) endRun(status string, fail *Failure) {
+func (t *txn) endRun(status RunStatus, fail *Failure) {
 	if t.st.Status != StatusRunning {
 		return
 	}
 	t.st.Status = status
 	t.st.Failure = fail
-	t.emit(status, "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
+	t.emit(string(status), "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
 }
 
 // active reports a step that is doing something (not pending, not
 // terminal).
-func active(status string) bool {
+func active(status StepStatus) bool {
 	return status == StepReady || status == StepRunning || status == StepWaitingGate
 }
 

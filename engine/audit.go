@@ -26,9 +26,9 @@ type Event struct {
 
 // AuditReport is the full durable state of a run.
 type AuditReport struct {
-	Status string `json:"status" jsonschema:"the run's durable status: running, completed, failed, budget_exhausted or cancelled"`
-	RunID  string `json:"runId" jsonschema:"the run's id"`
-	Flow   string `json:"flow" jsonschema:"the entry flow's name"`
+	Status RunStatus `json:"status" jsonschema:"the run's durable status: running, completed, failed, budget_exhausted or cancelled"`
+	RunID  string    `json:"runId" jsonschema:"the run's id"`
+	Flow   string    `json:"flow" jsonschema:"the entry flow's name"`
 	// RevisionDigest identifies the spec revision the run executes.
 	RevisionDigest string                 `json:"revisionDigest" jsonschema:"SHA-256 of the run's spec revision"`
 	WorkspaceRoot  string                 `json:"workspaceRoot,omitzero" jsonschema:"the run's workspace root"`
@@ -122,9 +122,9 @@ func (e *Engine) events(ctx context.Context, runID string, after, head int64) ([
 
 // PollReport is a restart-safe progress view with an event cursor.
 type PollReport struct {
-	Status string  `json:"status" jsonschema:"the run's state: ready (steps await your results), running, completed, failed, budget_exhausted or cancelled"`
-	RunID  string  `json:"runId" jsonschema:"the run's id"`
-	Events []Event `json:"events" jsonschema:"the events after cursor, oldest first"`
+	Status RunStatus `json:"status" jsonschema:"the run's state: ready (steps await your results), running, completed, failed, budget_exhausted or cancelled"`
+	RunID  string    `json:"runId" jsonschema:"the run's id"`
+	Events []Event   `json:"events" jsonschema:"the events after cursor, oldest first"`
 	// NextCursor is the cursor for the next poll (the head's seq).
 	NextCursor int64        `json:"nextCursor" jsonschema:"pass it as cursor to the next poll"`
 	Ready      []ReadyEntry `json:"ready,omitzero" jsonschema:"steps awaiting your result (status ready), with their current dispatch tokens"`
@@ -170,7 +170,7 @@ func (e *Engine) Status(ctx context.Context, runID string) (*Response, error) {
 type RunSummary struct {
 	RunID     string    `json:"runId"`
 	Flow      string    `json:"flow"`
-	Status    string    `json:"status"`
+	Status    RunStatus `json:"status"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 	// Waiting lists the gates and engine work a running run waits on.

@@ -11,8 +11,8 @@ import (
 // teardown half belongs to the front ends; the engine settles the run.
 type CancelResult struct {
 	// Status is the run's status after the call.
-	Status string `json:"status" jsonschema:"the run's status after the call: cancelled, or completed/failed/budget_exhausted when it had already finished (nothing changed)"`
-	RunID  string `json:"runId" jsonschema:"the run's id"`
+	Status RunStatus `json:"status" jsonschema:"the run's status after the call: cancelled, or completed/failed/budget_exhausted when it had already finished (nothing changed)"`
+	RunID  string    `json:"runId" jsonschema:"the run's id"`
 	// FlowSettled is true when the run is (now or already) cancelled.
 	FlowSettled bool `json:"flowSettled" jsonschema:"true when the run is (now or already) cancelled"`
 	// Acknowledged equals FlowSettled until agent teardown exists.
@@ -59,7 +59,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*CancelResul
 			if t.st.CancelRequested {
 				status = StatusCancelled
 			}
-			res.Status, res.Reason = status, "already_"+status
+			res.Status, res.Reason = status, "already_"+string(status)
 			res.FlowSettled = status == StatusCancelled
 			res.Acknowledged = res.FlowSettled
 			res.Ledger = t.ledgerView()

@@ -7,11 +7,14 @@ import (
 	"github.com/stratum-go/stratum/ir"
 )
 
+// Decision is a person's decision on a gate.
+type Decision string
+
 // Gate decisions.
 const (
-	DecisionApprove = "approve"
-	DecisionRevise  = "revise"
-	DecisionKill    = "kill"
+	DecisionApprove Decision = "approve"
+	DecisionRevise  Decision = "revise"
+	DecisionKill    Decision = "kill"
 )
 
 // GateRequest resolves a waiting gate.
@@ -21,7 +24,7 @@ type GateRequest struct {
 	// gate).
 	StepID string
 	// Decision is approve, revise or kill.
-	Decision string
+	Decision Decision
 	// GateToken is the token of the gate round the decision was made on
 	// (from Audit or ListGates).
 	GateToken string
@@ -127,7 +130,7 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *stepState, req GateRequest) erro
 		st.Decision = decision
 		resolved()
 		if target != "" {
-			routeTo(sc.state(sc.flow.Step(target)), &Failure{Attempt: 0, Reason: "gate " + decision})
+			routeTo(sc.state(sc.flow.Step(target)), &Failure{Attempt: 0, Reason: "gate " + string(decision)})
 			return nil
 		}
 		if decision == DecisionKill {

@@ -16,7 +16,7 @@ func (h *harness) gateToken(runID, id string) string {
 	return st.GateToken
 }
 
-func (h *harness) resolve(runID, id, decision string) *Response {
+func (h *harness) resolve(runID, id string, decision Decision) *Response {
 	h.t.Helper()
 	r, err := h.e.ResolveGate(h.ctx, GateRequest{RunID: runID, StepID: id, Decision: decision, GateToken: h.gateToken(runID, id)})
 	if err != nil {

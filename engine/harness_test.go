@@ -204,14 +204,14 @@ func (h *harness) eventTypes(runID string) []string {
 	return out
 }
 
-func wantStatus(t *testing.T, r *Response, status string) {
+func wantStatus(t *testing.T, r *Response, status RunStatus) {
 	t.Helper()
 	if r.Status != status {
 		t.Fatalf("status %q, want %q: %s", r.Status, status, dump(r))
 	}
 }
 
-func wantFailure(t *testing.T, r *Response, status, reasonPart string) {
+func wantFailure(t *testing.T, r *Response, status RunStatus, reasonPart string) {
 	t.Helper()
 	wantStatus(t, r, status)
 	if r.Failure == nil || !strings.Contains(r.Failure.Reason, reasonPart) {

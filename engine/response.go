@@ -15,8 +15,8 @@ import (
 // values (Output, ready entries' items) may be shared with the engine's
 // state: read or encode them, do not modify them.
 type Response struct {
-	Status string `json:"status" jsonschema:"ready: steps await your results (see ready); running: waiting on a person (gate) or on engine work (see waiting); completed: see output; failed or budget_exhausted: see failure; cancelled; error: the call was refused (see error)"`
-	RunID  string `json:"runId" jsonschema:"the run's id: pass it to every later call about this run"`
+	Status RunStatus `json:"status" jsonschema:"ready: steps await your results (see ready); running: waiting on a person (gate) or on engine work (see waiting); completed: see output; failed or budget_exhausted: see failure; cancelled; error: the call was refused (see error)"`
+	RunID  string    `json:"runId" jsonschema:"the run's id: pass it to every later call about this run"`
 	// Ready lists the steps awaiting a result (status ready).
 	Ready []ReadyEntry `json:"ready,omitzero" jsonschema:"steps awaiting your result: do each task and report it with stratum_step_done (runId, stepId = id, dispatchToken)"`
 	// Waiting lists what a running run waits on (gates, engine fanouts,
@@ -74,7 +74,7 @@ type Waiting struct {
 	StepID string `json:"stepId" jsonschema:"the step the run waits on"`
 	// Kind is gate (a person must decide), fanout (engine work) or
 	// subflow.
-	Kind string `json:"kind" jsonschema:"gate (a person must decide), fanout (engine work) or subflow"`
+	Kind WaitingKind `json:"kind" jsonschema:"gate (a person must decide), fanout (engine work) or subflow"`
 }
 
 // ReadyEntry is a step (or consumer fanout item) awaiting a result. The
@@ -235,22 +235,22 @@ func (t *txn) waiting() []Waiting {
 		}
 		switch {
 		case st.Status == StepWaitingGate:
-			out = append(out, Waiting{StepID: s.ID, Kind: "gate"})
+			out = append(out, Waiting{StepID: s.ID, Kind: WaitGate})
 		case s.Kind == ir.KindRun && st.Status == StepRunning:
 			child := t.childScope(root, s)
 			n := len(out)
 			if child != nil {
 				for _, cs := range child.flow.Steps {
 					if cst := child.peek(cs); cst != nil && cst.Status == StepWaitingGate {
-						out = append(out, Waiting{StepID: child.scoped(cs.ID), Kind: "gate"})
+						out = append(out, Waiting{StepID: child.scoped(cs.ID), Kind: WaitGate})
 					}
 				}
 			}
 			if len(out) == n && !t.hasReadyIn(child) {
-				out = append(out, Waiting{StepID: s.ID, Kind: "subflow"})
+				out = append(out, Waiting{StepID: s.ID, Kind: WaitSubflow})
 			}
 		case s.Kind == ir.KindFanout && st.Status == StepRunning && s.Fanout.Dispatch != "consumer":
-			out = append(out, Waiting{StepID: s.ID, Kind: "fanout"})
+			out = append(out, Waiting{StepID: s.ID, Kind: WaitFanout})
 		}
 	}
 	return out

@@ -5,25 +5,56 @@ import (
 	"time"
 )
 
+// RunStatus is the status of a run, as persisted and as a response
+// reports it (ready is a response's only: the run is running and steps
+// await results).
+type RunStatus string
+
 // Run statuses.
 const (
-	StatusReady           = "ready" // response only: steps await results
-	StatusRunning         = "running"
-	StatusCompleted       = "completed"
-	StatusFailed          = "failed"
-	StatusBudgetExhausted = "budget_exhausted"
-	StatusCancelled       = "cancelled"
+	StatusReady           RunStatus = "ready" // response only: steps await results
+	StatusRunning         RunStatus = "running"
+	StatusCompleted       RunStatus = "completed"
+	StatusFailed          RunStatus = "failed"
+	StatusBudgetExhausted RunStatus = "budget_exhausted"
+	StatusCancelled       RunStatus = "cancelled"
 )
+
+// Terminal reports a status a run never leaves.
+func (s RunStatus) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusBudgetExhausted || s == StatusCancelled
+}
+
+// StepStatus is the status of a step or of a fanout item.
+type StepStatus string
 
 // Step statuses.
 const (
-	StepPending     = "pending"
-	StepReady       = "ready"
-	StepRunning     = "running"
-	StepWaitingGate = "waiting_gate"
-	StepSucceeded   = "succeeded"
-	StepFailed      = "failed"
-	StepSkipped     = "skipped"
+	StepPending     StepStatus = "pending"
+	StepReady       StepStatus = "ready"
+	StepRunning     StepStatus = "running"
+	StepWaitingGate StepStatus = "waiting_gate"
+	StepSucceeded   StepStatus = "succeeded"
+	StepFailed      StepStatus = "failed"
+	StepSkipped     StepStatus = "skipped"
+)
+
+// Terminal reports a status a step leaves only through a revise reset.
+func (s StepStatus) Terminal() bool {
+	return s == StepSucceeded || s == StepFailed || s == StepSkipped
+}
+
+// WaitingKind says what a running run waits on.
+type WaitingKind string
+
+// What a run can wait on.
+const (
+	// WaitGate: a person must decide a gate.
+	WaitGate WaitingKind = "gate"
+	// WaitFanout: an engine-dispatched fanout's items are being worked.
+	WaitFanout WaitingKind = "fanout"
+	// WaitSubflow: a subflow waits on something of its own.
+	WaitSubflow WaitingKind = "subflow"
 )
 
 // stateFormat names the layout of the engine's state document.
@@ -42,10 +73,10 @@ type runState struct {
 	CreatedAt      time.Time `json:"createdAt"`
 	UpdatedAt      time.Time `json:"updatedAt"`
 
-	Status    string   `json:"status"`
-	Output    Value    `json:"output,omitzero"`
-	Failure   *Failure `json:"failure,omitempty"`
-	FlowSpent Ledger   `json:"flowSpent"`
+	Status    RunStatus `json:"status"`
+	Output    Value     `json:"output,omitzero"`
+	Failure   *Failure  `json:"failure,omitempty"`
+	FlowSpent Ledger    `json:"flowSpent"`
 	// ReceiptTotal is the sum of every receipt ever recorded: the floor
 	// flowSpent returns to on a revert (spend never goes down).
 	ReceiptTotal    Ledger                 `json:"receiptTotal"`
@@ -104,8 +135,8 @@ func (l Ledger) max(o Ledger) Ledger {
 // stepState is the state of one step of a scope (or of the run's root
 // flow). Audit returns the tree of them.
 type stepState struct {
-	Status   string    `json:"status"`
-	Attempts []Attempt `json:"attempts"`
+	Status   StepStatus `json:"status"`
+	Attempts []Attempt  `json:"attempts"`
 	// Epoch counts the revise resets that cleared this step.
 	Epoch int `json:"epoch,omitempty"`
 	// DispatchToken is the outstanding issuance of a ready do step.
@@ -116,7 +147,7 @@ type stepState struct {
 	// GateToken is the current round of a waiting gate.
 	GateToken string `json:"gateToken,omitempty"`
 	// Decision is a resolved gate's last decision (approve or kill).
-	Decision string   `json:"decision,omitempty"`
+	Decision Decision `json:"decision,omitempty"`
 	Output   Value    `json:"output,omitzero"`
 	Failure  *Failure `json:"failure,omitempty"`
 	// Routed is the failure context (or gate decision) that activated a
@@ -187,15 +218,15 @@ type fanoutState struct {
 
 // itemState is one fanout item.
 type itemState struct {
-	Index                 int       `json:"index"`
-	Status                string    `json:"status"`
-	Generation            int64     `json:"generation"`
-	Stage                 int       `json:"stage"`
-	Epoch                 int       `json:"epoch,omitempty"`
-	DispatchToken         string    `json:"dispatchToken,omitempty"`
-	AcceptedDispatchToken string    `json:"acceptedDispatchToken,omitempty"`
-	Task                  string    `json:"task,omitempty"`
-	Attempts              []Attempt `json:"attempts"`
+	Index                 int        `json:"index"`
+	Status                StepStatus `json:"status"`
+	Generation            int64      `json:"generation"`
+	Stage                 int        `json:"stage"`
+	Epoch                 int        `json:"epoch,omitempty"`
+	DispatchToken         string     `json:"dispatchToken,omitempty"`
+	AcceptedDispatchToken string     `json:"acceptedDispatchToken,omitempty"`
+	Task                  string     `json:"task,omitempty"`
+	Attempts              []Attempt  `json:"attempts"`
 	// StageAttempts counts the attempts of the current stage.
 	StageAttempts int `json:"stageAttempts,omitempty"`
 	// Prev is the previous stage's output.
@@ -247,7 +278,7 @@ type checkpointRef struct {
 
 // snapshot is the mutable part of a run, as a checkpoint saves it.
 type snapshot struct {
-	Status          string                 `json:"status"`
+	Status          RunStatus              `json:"status"`
 	Output          Value                  `json:"output,omitzero"`
 	Failure         *Failure               `json:"failure,omitempty"`
 	FlowSpent       Ledger                 `json:"flowSpent"`
@@ -262,13 +293,9 @@ type snapshot struct {
 	EventSeq int64 `json:"eventSeq"`
 }
 
-func isTerminalStep(s string) bool {
-	return s == StepSucceeded || s == StepFailed || s == StepSkipped
-}
+func isTerminalStep(s StepStatus) bool { return s.Terminal() }
 
-func isTerminalRun(s string) bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusBudgetExhausted || s == StatusCancelled
-}
+func isTerminalRun(s RunStatus) bool { return s.Terminal() }
 
 // pristine reports a pending step that has never been touched: such steps
 // are left out of the persisted document (absent means pristine pending).

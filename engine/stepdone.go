@@ -85,7 +85,7 @@ func (t *txn) refuse(kind error, stepID, format string, args ...any) *Error {
 // token for a step that has been issued before but is not the current
 // issuance is stale (an earlier attempt, a reset round, an accepted
 // result); a report for a step never issued is not awaited.
-func (t *txn) checkToken(stepID, status, current, accepted, token string, issued bool) error {
+func (t *txn) checkToken(stepID string, status StepStatus, current, accepted, token string, issued bool) error {
 	switch {
 	case token == "":
 		return t.refuse(ErrStaleToken, stepID, "step result is stale: missing dispatch token for %q", stepID)

@@ -9,14 +9,14 @@ package engine
 
 // StepView is one step's state in an audit.
 type StepView struct {
-	Status   string    `json:"status" jsonschema:"pending, ready, running, waiting_gate, succeeded, failed or skipped"`
-	Attempts []Attempt `json:"attempts" jsonschema:"every attempt, oldest first, each with its result or failure"`
-	Epoch    int       `json:"epoch,omitzero" jsonschema:"how many times a gate revision reset this step"`
+	Status   StepStatus `json:"status" jsonschema:"pending, ready, running, waiting_gate, succeeded, failed or skipped"`
+	Attempts []Attempt  `json:"attempts" jsonschema:"every attempt, oldest first, each with its result or failure"`
+	Epoch    int        `json:"epoch,omitzero" jsonschema:"how many times a gate revision reset this step"`
 	// DispatchToken is the outstanding issuance of a ready do step.
 	DispatchToken string       `json:"dispatchToken,omitzero" jsonschema:"the dispatch token of the ready issuance, to report it with stratum_step_done"`
 	Task          string       `json:"task,omitzero" jsonschema:"the rendered task while the step is ready"`
 	GateToken     string       `json:"gateToken,omitzero" jsonschema:"while a gate waits: the token a decision on this round must present"`
-	Decision      string       `json:"decision,omitzero" jsonschema:"a resolved gate's decision: approve or kill"`
+	Decision      Decision     `json:"decision,omitzero" jsonschema:"a resolved gate's decision: approve or kill"`
 	Output        Value        `json:"output,omitzero" jsonschema:"the step's output once it succeeded"`
 	Failure       *Failure     `json:"failure,omitzero" jsonschema:"why the last attempt failed"`
 	Routed        *Failure     `json:"routed,omitzero" jsonschema:"the failure (or gate decision) that routed the run to this step"`
@@ -38,17 +38,17 @@ type FanoutView struct {
 
 // ItemView is one fanout item in an audit.
 type ItemView struct {
-	Index         int       `json:"index" jsonschema:"the item's index in over"`
-	Status        string    `json:"status" jsonschema:"pending, ready, running, succeeded, failed or skipped"`
-	Generation    int64     `json:"generation" jsonschema:"enumeration generation"`
-	Stage         int       `json:"stage" jsonschema:"the current stage index"`
-	Epoch         int       `json:"epoch,omitzero" jsonschema:"the fanout round (revisions) the item belongs to"`
-	DispatchToken string    `json:"dispatchToken,omitzero" jsonschema:"the dispatch token of the ready issuance (consumer fanouts)"`
-	Task          string    `json:"task,omitzero" jsonschema:"the rendered task of the current stage while ready or running"`
-	Attempts      []Attempt `json:"attempts" jsonschema:"every attempt across stages, oldest first"`
-	Prev          Value     `json:"prev,omitzero" jsonschema:"the previous stage's output"`
-	Output        Value     `json:"output,omitzero" jsonschema:"the final stage's output once the item succeeded"`
-	Failure       *Failure  `json:"failure,omitzero" jsonschema:"why the last attempt failed"`
+	Index         int        `json:"index" jsonschema:"the item's index in over"`
+	Status        StepStatus `json:"status" jsonschema:"pending, ready, running, succeeded, failed or skipped"`
+	Generation    int64      `json:"generation" jsonschema:"enumeration generation"`
+	Stage         int        `json:"stage" jsonschema:"the current stage index"`
+	Epoch         int        `json:"epoch,omitzero" jsonschema:"the fanout round (revisions) the item belongs to"`
+	DispatchToken string     `json:"dispatchToken,omitzero" jsonschema:"the dispatch token of the ready issuance (consumer fanouts)"`
+	Task          string     `json:"task,omitzero" jsonschema:"the rendered task of the current stage while ready or running"`
+	Attempts      []Attempt  `json:"attempts" jsonschema:"every attempt across stages, oldest first"`
+	Prev          Value      `json:"prev,omitzero" jsonschema:"the previous stage's output"`
+	Output        Value      `json:"output,omitzero" jsonschema:"the final stage's output once the item succeeded"`
+	Failure       *Failure   `json:"failure,omitzero" jsonschema:"why the last attempt failed"`
 	// PatchBytes is the size of a succeeded worktree item's captured
 	// changes.
 	PatchBytes int `json:"patchBytes,omitzero" jsonschema:"worktree isolation: the size in bytes of the item's captured changes"`

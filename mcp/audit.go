@@ -17,8 +17,8 @@ func (s *server) auditTool() tool {
 		description: `Read a run's complete durable record: every step's state and attempts, every event, spend, output, checkpoints. Call it to obtain a waiting gate's gateToken (steps.<gateId>.gateToken) before stratum_gate_resolve, and at the end of a run to summarise what happened (what ran, what was retried and why). Read-only.
 Returns status (the run's durable status: running, completed, failed, budget_exhausted, cancelled), steps, events, flowSpent, ledger, output or failure, checkpoints. An unknown run id is refused with error.code run_not_found.
 Example: stratum_audit {"runId": "4b1f…"}`,
-		statuses: []string{engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed,
-			engine.StatusBudgetExhausted, engine.StatusCancelled},
+		statuses: runStatuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed,
+			engine.StatusBudgetExhausted, engine.StatusCancelled),
 		readOnly:   true,
 		idempotent: true,
 	}, func(ctx context.Context, c *call, in runIn) (*engine.AuditReport, error) {

@@ -18,8 +18,8 @@ func (s *server) flowCancelTool() tool {
 		description: `Cancel a run for good: it becomes cancelled, every outstanding dispatch and gate token is burnt (later step_done or gate_resolve calls are refused), and engine work for it stops. Call it only when the user wants the run stopped. Cancelling a finished run changes nothing.
 Returns status cancelled (or the run's terminal status when it had already finished, with reason already_<status>), flowSettled, acknowledged, burned, agents, ledger.
 Example: stratum_flow_cancel {"runId": "4b1f…", "reason": "user abandoned the task"}`,
-		statuses: []string{engine.StatusCancelled, engine.StatusCompleted, engine.StatusFailed,
-			engine.StatusBudgetExhausted},
+		statuses: runStatuses(engine.StatusCancelled, engine.StatusCompleted, engine.StatusFailed,
+			engine.StatusBudgetExhausted),
 		idempotent:  true,
 		destructive: true,
 	}, func(ctx context.Context, c *call, in flowCancelIn) (*engine.CancelResult, error) {

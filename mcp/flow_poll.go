@@ -18,8 +18,8 @@ func (s *server) flowPollTool() tool {
 		description: `Read a run's current state and the events since your last poll, without changing anything. Call it while a run is running on engine work (waiting kind fanout or subflow), every few seconds, passing the previous nextCursor, until the status changes.
 Returns status (ready, running, completed, failed, budget_exhausted, cancelled), events after cursor, nextCursor, ready entries with their current tokens, waiting, ledger, and output or failure. A cursor beyond the log is refused with error.code invalid_cursor.
 Example: stratum_flow_poll {"runId": "4b1f…", "cursor": 12}`,
-		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
-			engine.StatusFailed, engine.StatusBudgetExhausted, engine.StatusCancelled},
+		statuses: runStatuses(engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
+			engine.StatusFailed, engine.StatusBudgetExhausted, engine.StatusCancelled),
 		readOnly:   true,
 		idempotent: true,
 	}, func(ctx context.Context, c *call, in flowPollIn) (*engine.PollReport, error) {

@@ -24,11 +24,11 @@ func (s *server) gateResolveTool() tool {
 Returns the run's next state: ready (approve continues; revise makes the reviewed step ready again), running, completed, or failed (kill with no on_kill route). A token from an older round is refused with error.code stale_token and the current state; revise on a gate whose on_revise is null is refused with error.code missing_on_revise (the token stays valid for approve or kill); nothing changes on a refusal.
 The rationale and resolvedBy you pass are recorded in the gate_resolved event of the audit.
 Example: stratum_gate_resolve {"runId": "4b1f…", "stepId": "review", "decision": "approve", "gateToken": "77d0…", "rationale": "the user said it reads well", "resolvedBy": "human"}`,
-		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
-			engine.StatusFailed, engine.StatusBudgetExhausted},
+		statuses: runStatuses(engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
+			engine.StatusFailed, engine.StatusBudgetExhausted),
 	}, func(ctx context.Context, c *call, in gateResolveIn) (*engine.Response, error) {
 		r, err := s.eng.ResolveGate(ctx, engine.GateRequest{RunID: in.RunID, StepID: in.StepID,
-			Decision: string(in.Decision), GateToken: in.GateToken, Rationale: in.Rationale, ResolvedBy: in.ResolvedBy})
+			Decision: engine.Decision(in.Decision), GateToken: in.GateToken, Rationale: in.Rationale, ResolvedBy: in.ResolvedBy})
 		return r, err
 	})
 }

@@ -20,8 +20,8 @@ func (s *server) planTool() tool {
 		description: `Validate a flow spec and its entry input, start a persisted run and return its first actionable state. Call it once per run, after stratum_validate answers valid.
 Returns status ready with ready[] (steps for you to do: each has id, do, contract and dispatchToken; report each with stratum_step_done), running with waiting[] (a gate for a person, or engine work), or completed/failed when nothing needed you. Also runId (keep it) and revisionDigest. An invalid spec or input is refused with error.code invalid_spec or invalid_input and every problem in error.errors; nothing is created.
 Example: stratum_plan {"spec": "<the YAML you validated>", "input": {"topic": "release notes"}}`,
-		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
-			engine.StatusFailed, engine.StatusBudgetExhausted},
+		statuses: runStatuses(engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
+			engine.StatusFailed, engine.StatusBudgetExhausted),
 	}, func(ctx context.Context, c *call, in planIn) (*engine.Response, error) {
 		src, err := specSource(c.raw("spec"))
 		if err != nil {

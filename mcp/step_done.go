@@ -39,8 +39,8 @@ func (s *server) stepDoneTool() tool {
 		description: `Report the result of a ready step you did: Stratum checks the output against the step's contract and ensure rules and answers with the run's next state. Call it once per ready entry, with that entry's id as stepId and its dispatchToken.
 Returns ready (the next steps, or the SAME step again with a higher attempt and previousFailure saying why your result was rejected: fix exactly that and report with the new dispatchToken), running (waiting on a gate or engine work), completed (with output), or failed/budget_exhausted. A superseded or reused token is refused with error.code stale_token and the current state in error.state; nothing changes.
 Example: stratum_step_done {"runId": "4b1f…", "stepId": "outline", "dispatchToken": "9c2e…", "result": {"output": {"title": "Release notes", "points": ["faster", "smaller"]}}}`,
-		statuses: []string{engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
-			engine.StatusFailed, engine.StatusBudgetExhausted},
+		statuses: runStatuses(engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
+			engine.StatusFailed, engine.StatusBudgetExhausted),
 	}, func(ctx context.Context, c *call, in stepDoneIn) (*engine.Response, error) {
 		res := engine.StepResult{Failure: in.Result.Failure}
 		// Taken raw: key order and number precision as the client wrote them.

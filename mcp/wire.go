@@ -1,5 +1,7 @@
 package mcp
 
+import "github.com/stratum-go/stratum/engine"
+
 // The result shapes of the run tools are the engine's own types
 // (engine.Response, engine.AuditReport, engine.PollReport, ...): their
 // json tags are the wire form and their jsonschema tags the documentation
@@ -19,4 +21,13 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// runStatuses lists run statuses as a tool's advertised statuses.
+func runStatuses(ss ...engine.RunStatus) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
 }
