@@ -123,7 +123,7 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 	for _, ev := range a.Events {
 		desc := describeEvent(ev)
 		if desc == "" {
-			desc = ev.Type + " " + string(ev.Detail)
+			desc = string(ev.Type) + " " + string(ev.Detail)
 			if ev.StepID != "" {
 				desc = ev.StepID + ": " + desc
 			}

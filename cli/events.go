@@ -1,104 +1,69 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
 )
 
-// eventDetail holds the detail members the progress lines show; events
-// carry a subset of them (spec/engine.md 8.3).
-type eventDetail struct {
-	Attempt   *int            `json:"attempt"`
-	Result    json.RawMessage `json:"result"`
-	Output    json.RawMessage `json:"output"`
-	Failure   *eventFailure   `json:"failure"`
-	Reason    string          `json:"reason"`
-	Target    *string         `json:"target"`
-	Decision  string          `json:"decision"`
-	ItemIndex *int            `json:"itemIndex"`
-	Stage     *int            `json:"stage"`
-	Success   *bool           `json:"success"`
-	Iterate   *struct {
-		Iteration int `json:"iteration"`
-		Max       int `json:"max"`
-	} `json:"iterate"`
-	Rationale  string `json:"rationale"`
-	ResolvedBy string `json:"resolvedBy"`
-	Statement  string `json:"statement"`
-	Holds      *bool  `json:"holds"`
-	Name       string `json:"name"`
-	Label      string `json:"label"`
-	Flow       string `json:"flow"`
-	Burned     *struct {
-		Steps []string `json:"steps"`
-		Items int      `json:"items"`
-	} `json:"burned"`
-}
-
-// eventFailure is a failure in an event detail: {attempt, reason} for a
-// step, {kind, reason} for a fanout item attempt.
-type eventFailure struct {
-	Attempt int    `json:"attempt"`
-	Kind    string `json:"kind"`
-	Reason  string `json:"reason"`
-}
-
 // describeEvent renders one event as a short line for a person: what
 // happened, to which step, and why when something failed. It returns ""
 // for bookkeeping events (ledger debits) that a progress view leaves out.
+// Details are read with the engine's own detail types; a detail that does
+// not decode shows less, never fails.
 func describeEvent(ev engine.Event) string {
-	var d eventDetail
-	if len(ev.Detail) > 0 {
-		_ = json.Unmarshal(ev.Detail, &d) // a detail of another shape shows less, never fails
-	}
 	step := ev.StepID
-	attempt := 0
-	if d.Attempt != nil {
-		attempt = *d.Attempt
-	}
 	switch ev.Type {
-	case "planned":
+	case engine.EventPlanned:
+		var d engine.PlannedDetail
+		_ = ev.DecodeDetail(&d)
 		if d.Flow != "" {
 			return "planned flow " + d.Flow
 		}
 		return "planned"
-	case "ready":
-		return fmt.Sprintf("%s: ready (attempt %d)", step, attempt)
-	case "result":
+	case engine.EventReady:
+		var d engine.ReadyDetail
+		_ = ev.DecodeDetail(&d)
+		return fmt.Sprintf("%s: ready (attempt %d)", step, d.Attempt)
+	case engine.EventResult:
+		var d engine.ResultDetail
+		_ = ev.DecodeDetail(&d)
 		if d.Failure != nil {
-			return fmt.Sprintf("%s: attempt %d rejected: %s", step, attempt, oneLine(d.Failure.Reason))
+			return fmt.Sprintf("%s: attempt %d rejected: %s", step, d.Attempt, oneLine(d.Failure.Reason))
 		}
 		if d.Iterate != nil {
-			return fmt.Sprintf("%s: attempt %d accepted (iteration %d of at most %d)", step, attempt, d.Iterate.Iteration, d.Iterate.Max)
+			return fmt.Sprintf("%s: attempt %d accepted (iteration %d of at most %d)", step, d.Attempt, d.Iterate.Iteration, d.Iterate.Max)
 		}
-		return fmt.Sprintf("%s: attempt %d accepted", step, attempt)
-	case "judged":
+		return fmt.Sprintf("%s: attempt %d accepted", step, d.Attempt)
+	case engine.EventJudged:
+		var d engine.JudgedDetail
+		_ = ev.DecodeDetail(&d)
 		verdict := "does not hold"
-		if d.Holds != nil && *d.Holds {
+		if d.Holds {
 			verdict = "holds"
 		}
 		return fmt.Sprintf("%s: judged %q %s: %s", step, clip(d.Statement), verdict, oneLine(d.Reason))
-	case "routed":
-		target := ""
-		if d.Target != nil {
-			target = *d.Target
-		}
+	case engine.EventRouted:
+		var d engine.RoutedDetail
+		_ = ev.DecodeDetail(&d)
 		reason := ""
 		if d.Failure != nil {
 			reason = ": " + oneLine(d.Failure.Reason)
 		}
-		return fmt.Sprintf("%s: failed, routed to %s%s", step, target, reason)
-	case "skipped":
+		return fmt.Sprintf("%s: failed, routed to %s%s", step, d.Target, reason)
+	case engine.EventSkipped:
+		var d engine.SkippedDetail
+		_ = ev.DecodeDetail(&d)
 		if d.Reason != "" {
 			return fmt.Sprintf("%s: skipped (%s)", step, d.Reason)
 		}
 		return step + ": skipped"
-	case "gate_waiting":
+	case engine.EventGateWaiting:
 		return step + ": gate waiting for a decision"
-	case "gate_resolved":
+	case engine.EventGateResolved:
+		var d engine.GateResolvedDetail
+		_ = ev.DecodeDetail(&d)
 		s := fmt.Sprintf("%s: gate resolved: %s", step, d.Decision)
 		if d.Target != nil && *d.Target != "" {
 			s += " -> " + *d.Target
@@ -113,54 +78,75 @@ func describeEvent(ev engine.Event) string {
 			s += fmt.Sprintf(" (%s)", oneLine(d.Rationale))
 		}
 		return s
-	case "step_reset":
+	case engine.EventStepReset:
 		return step + ": reset for a revision"
-	case "fanout_item_ready":
-		return fmt.Sprintf("%s[%d]: item ready", step, deref(d.ItemIndex))
-	case "fanout_item_dispatched":
-		return fmt.Sprintf("%s[%d]: stage %d dispatched (attempt %d)", step, deref(d.ItemIndex), deref(d.Stage)+1, attempt)
-	case "fanout_attempt_result":
-		if d.Success != nil && *d.Success {
-			return fmt.Sprintf("%s[%d]: stage %d attempt %d accepted", step, deref(d.ItemIndex), deref(d.Stage)+1, attempt)
-		}
-		reason := ""
-		if d.Failure != nil {
-			reason = oneLine(d.Failure.Reason)
-		}
-		return fmt.Sprintf("%s[%d]: stage %d attempt %d rejected: %s", step, deref(d.ItemIndex), deref(d.Stage)+1, attempt, reason)
-	case "fanout_item_skipped":
-		return fmt.Sprintf("%s[%d]: stage %d skipped", step, deref(d.ItemIndex), deref(d.Stage)+1)
-	case "fanout_merge":
-		if d.Success != nil && *d.Success {
-			return fmt.Sprintf("%s[%d]: merged", step, deref(d.ItemIndex))
-		}
-		return fmt.Sprintf("%s[%d]: merge failed: %s", step, deref(d.ItemIndex), oneLine(d.Reason))
-	case "fanout_ledger_debit", "usage_debit":
+	case engine.EventFanoutItemReady, engine.EventFanoutItemDispatch, engine.EventFanoutAttemptResult,
+		engine.EventFanoutItemSkipped, engine.EventFanoutMerge:
+		var d engine.FanoutItemDetail
+		_ = ev.DecodeDetail(&d)
+		return describeItemEvent(ev.Type, step, d)
+	case engine.EventFanoutLedgerDebit, engine.EventUsageDebit:
 		return ""
-	case "carry_updated":
+	case engine.EventCarryUpdated:
+		var d engine.CarryDetail
+		_ = ev.DecodeDetail(&d)
 		return fmt.Sprintf("carry %s updated (%s)", d.Name, d.Reason)
-	case "checkpoint_committed":
-		return "checkpoint " + d.Label + " committed"
-	case "checkpoint_reverted":
+	case engine.EventCheckpointCommitted, engine.EventCheckpointReverted:
+		var d engine.CheckpointDetail
+		_ = ev.DecodeDetail(&d)
+		if ev.Type == engine.EventCheckpointCommitted {
+			return "checkpoint " + d.Label + " committed"
+		}
 		return "reverted to checkpoint " + d.Label
-	case "resumed":
+	case engine.EventResumed:
 		return "resumed"
-	case "completed":
+	case engine.EventCompleted:
 		return "completed"
-	case "failed":
-		return "failed: " + oneLine(d.Reason)
-	case "budget_exhausted":
+	case engine.EventFailed, engine.EventBudgetExhausted:
+		var d engine.EndDetail
+		_ = ev.DecodeDetail(&d)
+		if ev.Type == engine.EventFailed {
+			return "failed: " + oneLine(d.Reason)
+		}
 		return "budget exhausted: " + oneLine(d.Reason)
-	case "flow_cancelled":
+	case engine.EventFlowCancelled:
+		var d engine.CancelledDetail
+		_ = ev.DecodeDetail(&d)
 		if d.Reason != "" {
 			return "cancelled: " + oneLine(d.Reason)
 		}
 		return "cancelled"
 	}
 	if step != "" {
-		return step + ": " + ev.Type
+		return step + ": " + string(ev.Type)
 	}
-	return ev.Type
+	return string(ev.Type)
+}
+
+// describeItemEvent renders a fanout item event.
+func describeItemEvent(typ engine.EventType, step string, d engine.FanoutItemDetail) string {
+	succeeded := d.Success != nil && *d.Success
+	switch typ {
+	case engine.EventFanoutItemReady:
+		return fmt.Sprintf("%s[%d]: item ready", step, d.ItemIndex)
+	case engine.EventFanoutItemDispatch:
+		return fmt.Sprintf("%s[%d]: stage %d dispatched (attempt %d)", step, d.ItemIndex, deref(d.Stage)+1, deref(d.Attempt))
+	case engine.EventFanoutAttemptResult:
+		if succeeded {
+			return fmt.Sprintf("%s[%d]: stage %d attempt %d accepted", step, d.ItemIndex, deref(d.Stage)+1, deref(d.Attempt))
+		}
+		reason := ""
+		if d.Failure != nil {
+			reason = oneLine(d.Failure.Reason)
+		}
+		return fmt.Sprintf("%s[%d]: stage %d attempt %d rejected: %s", step, d.ItemIndex, deref(d.Stage)+1, deref(d.Attempt), reason)
+	case engine.EventFanoutItemSkipped:
+		return fmt.Sprintf("%s[%d]: stage %d skipped", step, d.ItemIndex, deref(d.Stage)+1)
+	}
+	if succeeded {
+		return fmt.Sprintf("%s[%d]: merged", step, d.ItemIndex)
+	}
+	return fmt.Sprintf("%s[%d]: merge failed: %s", step, d.ItemIndex, oneLine(d.Reason))
 }
 
 func deref(p *int) int {

@@ -182,7 +182,7 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 	}
 	d := &flowDetail{flowSummary: flowSummary{
 		SchemaVersion: schemaVersion, FlowID: runID, FlowName: name,
-		Status: projectStatus(a, flow), Round: a.Rounds,
+		Status: projectStatus(a), Round: a.Rounds,
 	}, Failure: a.Failure, Output: a.Output}
 	if a.Status != engine.StatusRunning {
 		s := string(a.Status)
@@ -237,17 +237,13 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 
 // projectStatus maps a run's status to the query vocabulary (spec/cli.md
 // 5.2).
-func projectStatus(a *engine.AuditReport, flow *ir.Flow) string {
+func projectStatus(a *engine.AuditReport) string {
 	switch a.Status {
 	case engine.StatusCompleted:
 		return "complete"
 	case engine.StatusFailed:
-		if f := a.Failure; f != nil && f.Attempt == 0 && flow != nil {
-			for _, s := range flow.Steps {
-				if s.Kind == ir.KindGate && f.Reason == fmt.Sprintf("gate %s killed flow", s.ID) {
-					return "killed"
-				}
-			}
+		if f := a.Failure; f != nil && f.Cause == engine.CauseGateKilled {
+			return "killed"
 		}
 		return "failed"
 	case engine.StatusRunning:
@@ -259,8 +255,6 @@ func projectStatus(a *engine.AuditReport, flow *ir.Flow) string {
 	return string(a.Status)
 }
 
-// gateWaits reports whether a gate of the steps, or of a subflow they run,
-// waits for a decision.
 func gateWaits(steps map[string]*engine.StepView) bool {
 	for _, ss := range steps {
 		if ss.Status == engine.StepWaitingGate || ss.Sub != nil && gateWaits(ss.Sub.Steps) {

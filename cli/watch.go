@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,14 +48,6 @@ func (c *watchCmd) SetFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.interval, "interval", 500*time.Millisecond, "how often to read the run, as a `DURATION` (250ms, 2s)")
 }
 
-// eventKinds are the event types a run's log may hold (spec/engine.md 8.3).
-var eventKinds = []string{
-	"budget_exhausted", "carry_updated", "checkpoint_committed", "checkpoint_reverted", "completed", "failed",
-	"fanout_attempt_result", "fanout_item_dispatched", "fanout_item_ready", "fanout_item_skipped",
-	"fanout_ledger_debit", "fanout_merge", "flow_cancelled", "gate_resolved", "gate_waiting", "judged",
-	"planned", "ready", "result", "resumed", "routed", "sandbox_policy", "skipped", "step_reset", "usage_debit",
-}
-
 func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if c.json && c.events {
 		return usagef("--json and --events are exclusive")
@@ -69,13 +61,18 @@ func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if c.interval <= 0 {
 		return usagef("--interval must be positive")
 	}
-	var keep map[string]bool
+	var keep map[engine.EventType]bool
 	if c.kinds != "" {
-		keep = map[string]bool{}
+		keep = map[engine.EventType]bool{}
+		known := engine.EventTypes()
 		for _, k := range strings.Split(c.kinds, ",") {
-			k = strings.TrimSpace(k)
-			if i := sort.SearchStrings(eventKinds, k); i == len(eventKinds) || eventKinds[i] != k {
-				return usagef("unknown event kind %q (known: %s)", k, strings.Join(eventKinds, ", "))
+			k := engine.EventType(strings.TrimSpace(k))
+			if !slices.Contains(known, k) {
+				names := make([]string, len(known))
+				for i, t := range known {
+					names[i] = string(t)
+				}
+				return usagef("unknown event kind %q (known: %s)", k, strings.Join(names, ", "))
 			}
 			keep[k] = true
 		}
@@ -181,11 +178,11 @@ func shortID(id string) string {
 // writeEventJSON writes {seq, type, stepId?, detail?, at} on one line.
 func writeEventJSON(w io.Writer, ev engine.Event) {
 	doc := struct {
-		Seq    int64           `json:"seq"`
-		Type   string          `json:"type"`
-		StepID string          `json:"stepId,omitempty"`
-		Detail json.RawMessage `json:"detail,omitempty"`
-		At     string          `json:"at"`
+		Seq    int64            `json:"seq"`
+		Type   engine.EventType `json:"type"`
+		StepID string           `json:"stepId,omitempty"`
+		Detail json.RawMessage  `json:"detail,omitempty"`
+		At     string           `json:"at"`
 	}{ev.Seq, ev.Type, ev.StepID, ev.Detail, ev.At.UTC().Format(time.RFC3339Nano)}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -73,10 +73,10 @@ func (f *fixture) trace() []string {
 	defer f.mu.Unlock()
 	var out []string
 	for _, ev := range f.events {
-		if strings.HasSuffix(ev.Type, "debit") {
+		if strings.HasSuffix(string(ev.Type), "debit") {
 			continue
 		}
-		s := ev.Type
+		s := string(ev.Type)
 		if ev.StepID != "" {
 			s += "(" + ev.StepID + ")"
 		}

@@ -33,7 +33,7 @@ func (t *txn) scopeLive(sc *scope) bool {
 func (t *txn) advance() {
 	for round := 0; t.running(); round++ {
 		if round >= maxAdvanceRounds {
-			t.failRun(&Failure{Reason: "internal error: scheduling did not settle"})
+			t.failRun(&Failure{Reason: "internal error: scheduling did not settle", Cause: CauseInternal})
 			return
 		}
 		changed := t.materialiseCarry()
@@ -71,7 +71,7 @@ func (t *txn) pass(sc *scope) bool {
 	any := false
 	for sweep := 0; t.scopeLive(sc); sweep++ {
 		if sweep >= maxAdvanceRounds {
-			t.failRun(&Failure{Reason: "internal error: scheduling did not settle"})
+			t.failRun(&Failure{Reason: "internal error: scheduling did not settle", Cause: CauseInternal})
 			return true
 		}
 		changed := false
@@ -122,7 +122,7 @@ func (t *txn) activate(sc *scope, s *ir.Step, st *stepState) bool {
 		st.Status = StepWaitingGate
 		st.GateToken = t.token()
 		st.Decision = ""
-		t.emit("gate_waiting", sc.scoped(s.ID), nil)
+		t.emit(EventGateWaiting, sc.scoped(s.ID), nil)
 	case ir.KindFanout:
 		t.activateFanout(sc, s, st)
 	case ir.KindRun:
@@ -238,9 +238,9 @@ func (t *txn) skip(sc *scope, s *ir.Step, st *stepState, why *SkipInfo) {
 	st.DispatchToken, st.GateToken, st.Task = "", "", ""
 	var detail any
 	if why != nil && why.Reason != "" {
-		detail = map[string]any{"reason": why.Reason}
+		detail = SkippedDetail{Reason: why.Reason}
 	}
-	t.emit("skipped", sc.scoped(s.ID), detail)
+	t.emit(EventSkipped, sc.scoped(s.ID), detail)
 }
 
 // evalWhen evaluates a step's condition: only boolean true activates it.
@@ -277,7 +277,7 @@ func (t *txn) issueDo(sc *scope, s *ir.Step, st *stepState) {
 	st.DispatchToken = t.token()
 	st.AcceptedDispatchToken = ""
 	st.Task = text
-	t.emit("ready", sc.scoped(s.ID), map[string]any{"attempt": attempt})
+	t.emit(EventReady, sc.scoped(s.ID), ReadyDetail{Attempt: attempt})
 }
 
 // attemptFailure describes one failed attempt.
@@ -314,7 +314,7 @@ func (t *txn) failAttempt(sc *scope, s *ir.Step, st *stepState, f attemptFailure
 	st.Attempts = append(st.Attempts, rec)
 	st.Failure = fail
 	st.DispatchToken, st.AcceptedDispatchToken, st.Task = "", "", ""
-	t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": f.attempt, "failure": fail})
+	t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: f.attempt, Failure: fail})
 	limit := s.Attempts
 	if limit == 0 {
 		limit = ir.DefaultAttempts
@@ -332,7 +332,7 @@ func (t *txn) failAttempt(sc *scope, s *ir.Step, st *stepState, f attemptFailure
 		return
 	}
 	if f.noRoute {
-		t.scopeFailed(sc, fail)
+		t.scopeFailed(sc, fail.because(CauseStepFailed, sc.scoped(s.ID)))
 		return
 	}
 	t.stepFailed(sc, s, fail)
@@ -360,10 +360,10 @@ func (t *txn) stepFailed(sc *scope, s *ir.Step, fail *Failure) {
 	if s.OnFail != "" {
 		target := sc.flow.Step(s.OnFail)
 		routeTo(sc.state(target), fail)
-		t.emit("routed", sc.scoped(s.ID), map[string]any{"target": sc.scoped(target.ID), "failure": fail})
+		t.emit(EventRouted, sc.scoped(s.ID), RoutedDetail{Target: sc.scoped(target.ID), Failure: fail})
 		return
 	}
-	t.scopeFailed(sc, fail)
+	t.scopeFailed(sc, fail.because(CauseStepFailed, sc.scoped(s.ID)))
 }
 
 // routeTo activates a route-only step. Only the first route counts: a
@@ -396,7 +396,12 @@ func (t *txn) scopeFailed(sc *scope, fail *Failure) {
 func (t *txn) failRun(fail *Failure) { t.endRun(StatusFailed, fail) }
 
 // exhaustRun terminates the run as budget_exhausted.
-func (t *txn) exhaustRun(fail *Failure) { t.endRun(StatusBudgetExhausted, fail) }
+func (t *txn) exhaustRun(fail *Failure) {
+	if fail.Cause == "" {
+		fail = fail.because(CauseBudgetExhausted, fail.Step)
+	}
+	t.endRun(StatusBudgetExhausted, fail)
+}
 
 // endRun terminates a running run with a failure; the event is named
 // after the status.
@@ -406,7 +411,7 @@ func (t *txn) endRun(status RunStatus, fail *Failure) {
 	}
 	t.st.Status = status
 	t.st.Failure = fail
-	t.emit(string(status), "", map[string]any{"attempt": fail.Attempt, "reason": fail.Reason})
+	t.emit(EventType(status), "", EndDetail{Attempt: fail.Attempt, Reason: fail.Reason, Cause: fail.Cause, Step: fail.Step})
 }
 
 // active reports a step that is doing something (not pending, not
@@ -433,17 +438,17 @@ func (t *txn) finishRoot() {
 		}
 	}
 	if !allTerminal {
-		t.failRun(&Failure{Reason: deadEndReason(root)})
+		t.failRun(&Failure{Reason: deadEndReason(root), Cause: CauseDeadEnd})
 		return
 	}
 	out, err := t.flowOutput(root)
 	if err != nil {
-		t.failRun(&Failure{Reason: err.Error()})
+		t.failRun(&Failure{Reason: err.Error(), Cause: CauseOutputInvalid})
 		return
 	}
 	t.st.Status = StatusCompleted
 	t.st.Output = Some(out)
-	t.emit("completed", "", map[string]any{"output": Some(out)})
+	t.emit(EventCompleted, "", CompletedDetail{Output: Some(out)})
 }
 
 // deadEndReason says precisely why nothing can run in a scope.

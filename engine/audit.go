@@ -17,7 +17,7 @@ type Event struct {
 	// cursor is the Seq of the last event seen.
 	Seq    int64           `json:"seq" jsonschema:"position in the run's event log, from 1"`
 	At     time.Time       `json:"at" jsonschema:"when the event was recorded (RFC 3339)"`
-	Type   string          `json:"type" jsonschema:"event kind: planned, ready, result, routed, skipped, gate_waiting, gate_resolved, completed, failed, ..."`
+	Type   EventType       `json:"type" jsonschema:"event kind: planned, ready, result, routed, skipped, gate_waiting, gate_resolved, completed, failed, ..."`
 	StepID string          `json:"stepId,omitzero" jsonschema:"the step the event is about, when it is about one"`
 	Detail json.RawMessage `json:"detail,omitzero" jsonschema:"the event's details (depends on type)"`
 	// Hash chains the event to its predecessor (tamper evidence).
@@ -115,7 +115,7 @@ func (e *Engine) events(ctx context.Context, runID string, after, head int64) ([
 				return nil, fmt.Errorf("run %s: event %d: %w: %v", runID, ev.Seq, ErrCorrupt, err)
 			}
 		}
-		out = append(out, Event{Seq: ev.Seq, At: ev.At, Type: ev.Type, StepID: d.StepID, Detail: d.Detail, Hash: ev.Hash})
+		out = append(out, Event{Seq: ev.Seq, At: ev.At, Type: EventType(ev.Type), StepID: d.StepID, Detail: d.Detail, Hash: ev.Hash})
 	}
 	return out, nil
 }

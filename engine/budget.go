@@ -130,7 +130,7 @@ func (t *txn) receipt(source, dispatchID, stepID string, amt Ledger, tele *Telem
 	for k, v := range extra {
 		d[k] = v
 	}
-	t.emit("usage_debit", stepID, d)
+	t.emit(EventUsageDebit, stepID, d)
 	return seq
 }
 

@@ -69,11 +69,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*CancelResul
 		t.burn(root, &res.Burned)
 		t.st.CancelRequested = true
 		t.st.Status = StatusCancelled
-		d := map[string]any{"by": "fg", "burned": res.Burned}
-		if r := cleanText(strings.TrimSpace(reason)); r != "" {
-			d["reason"] = r
-		}
-		t.emit("flow_cancelled", "", d)
+		t.emit(EventFlowCancelled, "", CancelledDetail{By: "fg", Burned: res.Burned, Reason: cleanText(strings.TrimSpace(reason))})
 		res.Status, res.FlowSettled, res.Acknowledged = StatusCancelled, true, true
 		res.Ledger = t.ledgerView()
 		return nil

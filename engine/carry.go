@@ -35,7 +35,7 @@ func (t *txn) materialiseCarry() bool {
 			}
 			v, ok := ref.Lookup(root.input)
 			if !ok {
-				t.failRun(&Failure{Reason: fmt.Sprintf("carry_initial_unresolved: carry %q: %s resolves to nothing", c.Name, ref.Text)})
+				t.failRun(&Failure{Reason: fmt.Sprintf("carry_initial_unresolved: carry %q: %s resolves to nothing", c.Name, ref.Text), Cause: CauseCarryUnresolved})
 				return true
 			}
 			writes = append(writes, carryWrite{carry: c, value: v})
@@ -50,7 +50,7 @@ func (t *txn) materialiseCarry() bool {
 			}
 			v, ok := ref.Lookup(ss.Output.Data)
 			if !ss.Output.Present || !ok {
-				t.failRun(&Failure{Reason: fmt.Sprintf("carry_initial_unresolved: carry %q: %s resolves to nothing", c.Name, ref.Text)})
+				t.failRun(&Failure{Reason: fmt.Sprintf("carry_initial_unresolved: carry %q: %s resolves to nothing", c.Name, ref.Text), Cause: CauseCarryUnresolved})
 				return true
 			}
 			writes = append(writes, carryWrite{carry: c, value: v, source: src, epoch: ss.Epoch})
@@ -74,7 +74,7 @@ func (t *txn) storeCarry(w carryWrite, p Provenance, reason string) {
 		t.st.Carry = map[string]*CarryEntry{}
 	}
 	t.st.Carry[w.carry.Name] = &CarryEntry{Value: Some(w.value), Provenance: p}
-	t.emit("carry_updated", stepID, map[string]any{"name": w.carry.Name, "reason": reason, "provenance": p})
+	t.emit(EventCarryUpdated, stepID, CarryDetail{Name: w.carry.Name, Reason: reason, Provenance: p})
 }
 
 // reviseCarry resolves the on_revise values of gate g against the current

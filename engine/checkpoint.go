@@ -110,7 +110,7 @@ func (e *Engine) Commit(ctx context.Context, runID, label string) (*CommitResult
 		} else {
 			t.st.Checkpoints = append(t.st.Checkpoints, checkpointRef{Label: label, Seq: seq})
 		}
-		t.emit("checkpoint_committed", "", map[string]any{"label": label, "replaced": replaced})
+		t.emit(EventCheckpointCommitted, "", CheckpointDetail{Label: label, Replaced: &replaced})
 		res := &CommitResult{Status: "committed", RunID: t.st.ID, Label: label, Checkpoints: t.labels()}
 		root := t.rootScope()
 		res.StepNumber = len(root.flow.Steps) + 1
@@ -193,8 +193,9 @@ func (e *Engine) Revert(ctx context.Context, runID, label string) (*Response, er
 		if restored == nil {
 			restored = []string{}
 		}
-		t.emit("checkpoint_reverted", "", map[string]any{"label": label, "receiptsAtRevert": t.st.ReceiptCounter,
-			"stepsRestored": restored, "eventsAtCommit": snap.EventSeq})
+		receipts, atCommit := t.st.ReceiptCounter, snap.EventSeq
+		t.emit(EventCheckpointReverted, "", CheckpointDetail{Label: label, ReceiptsAtRevert: &receipts,
+			StepsRestored: restored, EventsAtCommit: &atCommit})
 		t.engineReceipt()
 		t.rotate(root)
 		if t.st.Status == StatusRunning {

@@ -106,16 +106,12 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 	if model == "" {
 		model = "none"
 	}
-	detail := map[string]any{"statement": en.Statement, "holds": reason == "", "reason": v.Reason,
-		"stakes": en.Stakes, "model": model, "usage": map[string]any{"tokens": float64(v.Usage.Tokens), "usd": v.Usage.USD}}
+	detail := JudgedDetail{Statement: en.Statement, Holds: reason == "", Reason: v.Reason, Stakes: en.Stakes, Model: model,
+		Usage: JudgeUsage{Tokens: float64(v.Usage.Tokens), USD: v.Usage.USD}, ItemIndex: ec.itemIndex, Stage: ec.stage}
 	if reason != "" && v.Reason == "" {
-		detail["reason"] = reason
+		detail.Reason = reason
 	}
-	if ec.itemIndex != nil {
-		detail["itemIndex"] = *ec.itemIndex
-		detail["stage"] = *ec.stage
-	}
-	t.emit("judged", ec.stepID, detail)
+	t.emit(EventJudged, ec.stepID, detail)
 	res := ensureResult{reason: reason}
 	amt := Ledger{USD: v.Usage.USD, Tokens: float64(v.Usage.Tokens)}
 	if !amt.IsZero() {
@@ -125,7 +121,7 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 		}
 		t.receipt("judged", "", ec.stepID, amt, tele, nil)
 		if ec.itemIndex != nil {
-			t.emit("fanout_ledger_debit", ec.stepID, map[string]any{"itemIndex": *ec.itemIndex, "amount": amt, "source": "judged"})
+			t.emit(EventFanoutLedgerDebit, ec.stepID, map[string]any{"itemIndex": *ec.itemIndex, "amount": amt, "source": "judged"})
 		}
 		switch lvl := t.settle(ec.sc, ec.step, ec.st, amt, ec.task); lvl {
 		case levelFlow:

@@ -77,7 +77,7 @@ func (t *txn) runEvaluate(sc *scope, s *ir.Step, st *stepState) {
 	st.Status = StepSucceeded
 	st.Output = Some(result)
 	st.Attempts = append(st.Attempts, Attempt{Attempt: attempt, At: t.now, Result: st.Output})
-	t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": attempt, "result": st.Output})
+	t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: attempt, Result: st.Output})
 	if sc.root() {
 		t.materialiseCarry()
 	}

@@ -44,7 +44,7 @@ func (t *txn) activateFanout(sc *scope, s *ir.Step, st *stepState) {
 	st.Fanout = &fanoutState{Over: Some(arr), Items: items}
 	if !consumerFanout(s) {
 		for i := range items {
-			t.emit("fanout_item_ready", sc.scoped(s.ID), map[string]any{"itemIndex": i})
+			t.emit(EventFanoutItemReady, sc.scoped(s.ID), FanoutItemDetail{ItemIndex: i})
 		}
 		t.engineWork = true
 	}
@@ -161,7 +161,8 @@ func (t *txn) nextStage(sc *scope, s *ir.Step, st *stepState, it *itemState, roo
 		if run {
 			return true
 		}
-		t.emit("fanout_item_skipped", sc.scoped(s.ID), map[string]any{"itemIndex": it.Index, "stage": it.Stage, "reason": why})
+		at := it.Stage
+		t.emit(EventFanoutItemSkipped, sc.scoped(s.ID), FanoutItemDetail{ItemIndex: it.Index, Stage: &at, Reason: why})
 		if it.Stage == len(s.Fanout.Stages)-1 {
 			it.Status = StepSkipped
 			it.DispatchToken, it.Task = "", ""
@@ -198,8 +199,8 @@ func (t *txn) promoteItem(sc *scope, s *ir.Step, st *stepState, it *itemState) {
 		it.DispatchToken = t.token()
 		it.AcceptedDispatchToken = ""
 		it.Task = text
-		t.emit("fanout_ledger_debit", sc.scoped(s.ID), map[string]any{"itemIndex": it.Index, "amount": Ledger{Dispatches: 1}})
-		t.emit("fanout_item_ready", sc.scoped(s.ID), map[string]any{"itemIndex": it.Index})
+		t.emit(EventFanoutLedgerDebit, sc.scoped(s.ID), map[string]any{"itemIndex": it.Index, "amount": Ledger{Dispatches: 1}})
+		t.emit(EventFanoutItemReady, sc.scoped(s.ID), FanoutItemDetail{ItemIndex: it.Index})
 	}
 }
 
@@ -215,8 +216,9 @@ func (t *txn) itemAttemptFailed(sc *scope, s *ir.Step, st *stepState, it *itemSt
 	it.DispatchToken, it.AcceptedDispatchToken, it.Task = "", "", ""
 	it.InFlight = false
 	it.StageAttempts++
-	t.emit("fanout_attempt_result", sc.scoped(s.ID), map[string]any{"itemIndex": it.Index, "stage": stage, "attempt": attempt,
-		"success": false, "failure": map[string]any{"kind": kind, "reason": reason}})
+	failed := false
+	t.emit(EventFanoutAttemptResult, sc.scoped(s.ID), FanoutItemDetail{ItemIndex: it.Index, Stage: &stage, Attempt: &attempt,
+		Success: &failed, Failure: &ItemFailure{Kind: kind, Reason: reason}})
 	if it.StageAttempts < stageLimit(s, s.Fanout.Stages[stage]) {
 		it.Status = StepPending
 		return
@@ -262,7 +264,7 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *stepState, it *itemState, r 
 		u := usage
 		usageRec = &u
 		t.receipt("fanout", "", id, usage, tele, map[string]any{"item": map[string]any{"itemIndex": it.Index, "stage": it.Stage, "generation": it.Generation}})
-		t.emit("fanout_ledger_debit", id, map[string]any{"itemIndex": it.Index, "amount": usage})
+		t.emit(EventFanoutLedgerDebit, id, map[string]any{"itemIndex": it.Index, "amount": usage})
 		breach = t.settle(sc, s, st, usage, true)
 	}
 	stage := s.Fanout.Stages[it.Stage]
@@ -331,7 +333,8 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *stepState, it *itemState, r 
 	it.Attempts = append(it.Attempts, rec)
 	it.InFlight = false
 	it.Failure = nil
-	t.emit("fanout_attempt_result", id, map[string]any{"itemIndex": it.Index, "stage": stg, "attempt": attempt, "success": true})
+	succeeded := true
+	t.emit(EventFanoutAttemptResult, id, FanoutItemDetail{ItemIndex: it.Index, Stage: &stg, Attempt: &attempt, Success: &succeeded})
 	if !final {
 		it.Prev = ev
 		it.Stage++
@@ -433,7 +436,7 @@ func (t *txn) settleFanout(sc *scope, s *ir.Step, st *stepState) {
 	st.Status = StepSucceeded
 	st.Output = Some(out)
 	st.Attempts = append(st.Attempts, Attempt{Attempt: attempt, At: t.now, Result: st.Output})
-	t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": attempt, "result": st.Output})
+	t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: attempt, Result: st.Output})
 }
 
 // itemEntry is the ready entry of a consumer item.

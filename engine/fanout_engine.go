@@ -192,8 +192,9 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 			it.DispatchToken = token
 			it.Task = text
 			id := sc.scoped(s.ID)
-			t.emit("fanout_ledger_debit", id, map[string]any{"itemIndex": idx, "amount": Ledger{Dispatches: 1}})
-			t.emit("fanout_item_dispatched", id, map[string]any{"itemIndex": idx, "stage": it.Stage, "attempt": attempt})
+			at := it.Stage
+			t.emit(EventFanoutLedgerDebit, id, map[string]any{"itemIndex": idx, "amount": Ledger{Dispatches: 1}})
+			t.emit(EventFanoutItemDispatch, id, FanoutItemDetail{ItemIndex: idx, Stage: &at, Attempt: &attempt})
 			var prevFail *Failure
 			for i := len(it.Attempts) - 1; i >= 0; i-- {
 				a := it.Attempts[i]

@@ -110,18 +110,12 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *stepState, req GateRequest) erro
 		target = g.Gate.OnRevise
 	}
 	resolved := func() {
-		var tgt any
+		detail := GateResolvedDetail{Decision: decision, Rationale: req.Rationale, ResolvedBy: req.ResolvedBy}
 		if target != "" {
-			tgt = sc.scoped(target)
+			tgt := sc.scoped(target)
+			detail.Target = &tgt
 		}
-		detail := map[string]any{"decision": decision, "target": tgt}
-		if req.Rationale != "" {
-			detail["rationale"] = req.Rationale
-		}
-		if req.ResolvedBy != "" {
-			detail["resolvedBy"] = req.ResolvedBy
-		}
-		t.emit("gate_resolved", id, detail)
+		t.emit(EventGateResolved, id, detail)
 	}
 	switch decision {
 	case DecisionApprove, DecisionKill:
@@ -134,7 +128,7 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *stepState, req GateRequest) erro
 			return nil
 		}
 		if decision == DecisionKill {
-			t.scopeFailed(sc, &Failure{Attempt: 0, Reason: fmt.Sprintf("gate %s killed flow", id)})
+			t.scopeFailed(sc, &Failure{Attempt: 0, Reason: fmt.Sprintf("gate %s killed flow", id), Cause: CauseGateKilled, Step: id})
 		}
 		return nil
 	}
@@ -166,7 +160,7 @@ func (t *txn) revise(sc *scope, g *ir.Step, st *stepState, target string, resolv
 		st.Status = StepSucceeded
 		st.Decision = DecisionRevise
 		resolved()
-		t.scopeFailed(sc, &Failure{Attempt: 0, Reason: "gate revision rounds exhausted: " + exhausted})
+		t.scopeFailed(sc, &Failure{Attempt: 0, Reason: "gate revision rounds exhausted: " + exhausted, Cause: CauseRoundsExhausted, Step: id})
 		return nil
 	}
 	var writes []carryWrite
@@ -205,7 +199,7 @@ func (t *txn) resetClosure(sc *scope, target *ir.Step, closure []int) {
 	if dropped == nil {
 		dropped = []string{}
 	}
-	t.emit("step_reset", sc.scoped(target.ID), map[string]any{"reason": "revise", "reset": reset, "subflowsDropped": dropped})
+	t.emit(EventStepReset, sc.scoped(target.ID), map[string]any{"reason": "revise", "reset": reset, "subflowsDropped": dropped})
 	t.engineReceipt()
 	for _, i := range closure {
 		s := sc.flow.Steps[i]

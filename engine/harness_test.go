@@ -196,9 +196,9 @@ func (h *harness) eventTypes(runID string) []string {
 	var out []string
 	for _, ev := range h.audit(runID).Events {
 		if ev.StepID != "" {
-			out = append(out, ev.Type+"("+ev.StepID+")")
+			out = append(out, string(ev.Type)+"("+ev.StepID+")")
 		} else {
-			out = append(out, ev.Type)
+			out = append(out, string(ev.Type))
 		}
 	}
 	return out

@@ -178,9 +178,11 @@ func (e *Engine) mergeFanout(runID string, s *ir.Step, epoch int) {
 // applied to the workspace, then fanout_merge is recorded and the patch
 // dropped in the same write.
 func (t *txn) mergeItem(sc *scope, s *ir.Step, st *stepState, it *itemState) {
-	detail := map[string]any{"itemIndex": it.Index, "success": true}
+	merged := true
+	detail := FanoutItemDetail{ItemIndex: it.Index, Success: &merged}
 	if it.PatchSeq == 0 {
-		detail["changes"] = false
+		none := false
+		detail.Changes = &none
 	} else {
 		patch, err := t.readPatch(it.PatchSeq)
 		var how worktree.Applied
@@ -193,9 +195,7 @@ func (t *txn) mergeItem(sc *scope, s *ir.Step, st *stepState, it *itemState) {
 			t.mergeFailed(sc, s, st, it.Index, cleanText(fmt.Sprintf("item %d: %v", it.Index, err)))
 			return
 		}
-		if how == worktree.AlreadyPresent {
-			detail["alreadyPresent"] = true
-		}
+		detail.AlreadyPresent = how == worktree.AlreadyPresent
 	}
 	m := st.Fanout.Merge
 	if m == nil {
@@ -207,14 +207,15 @@ func (t *txn) mergeItem(sc *scope, s *ir.Step, st *stepState, it *itemState) {
 	}
 	m.Next = it.Index + 1
 	it.PatchSeq = 0
-	t.emit("fanout_merge", sc.scoped(s.ID), detail)
+	t.emit(EventFanoutMerge, sc.scoped(s.ID), detail)
 }
 
 // mergeFailed records a failed merge and fails the run: a workspace that
 // could not receive the fanout's changes must not be worked on by the
 // steps after it, so on_fail does not apply.
 func (t *txn) mergeFailed(sc *scope, s *ir.Step, st *stepState, item int, reason string) {
-	t.emit("fanout_merge", sc.scoped(s.ID), map[string]any{"itemIndex": item, "success": false, "reason": reason})
+	failed := false
+	t.emit(EventFanoutMerge, sc.scoped(s.ID), FanoutItemDetail{ItemIndex: item, Success: &failed, Reason: reason})
 	t.failAttempt(sc, s, st, attemptFailure{attempt: len(st.Attempts) + 1, reason: "fanout merge failed: " + reason, noRoute: true})
 }
 

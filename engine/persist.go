@@ -31,12 +31,12 @@ import (
 // document and a few events. Another process rebuilds the finished steps
 // from the log once.
 const (
-	evSpec       = "engine.spec"
-	evStepState  = "engine.step_state"
-	evCheckpoint = "engine.checkpoint"
+	evSpec       EventType = "engine.spec"
+	evStepState  EventType = "engine.step_state"
+	evCheckpoint EventType = "engine.checkpoint"
 	// evPatch holds the changes of a succeeded worktree fanout item until
 	// they are merged (see merge.go).
-	evPatch = "engine.patch"
+	evPatch EventType = "engine.patch"
 )
 
 func internalEvent(typ string) bool { return strings.HasPrefix(typ, "engine.") }
@@ -82,7 +82,7 @@ func (c *coldIndex) add(id string, seq int64) {
 
 // emitBlob records an internal event whose payload is JSON text and
 // returns its seq.
-func (t *txn) emitBlob(typ, stepID string, v any) (int64, error) {
+func (t *txn) emitBlob(typ EventType, stepID string, v any) (int64, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", typ, err)

@@ -54,7 +54,7 @@ func TestStateDocumentStaysSmall(t *testing.T) {
 		t.Fatalf("audit steps %d, s30 %s", len(a.Steps), dump(a.Steps["s30"])[:200])
 	}
 	for _, ev := range a.Events {
-		if internalEvent(ev.Type) {
+		if internalEvent(string(ev.Type)) {
 			t.Fatalf("internal event %s in the audit", ev.Type)
 		}
 	}

@@ -67,9 +67,9 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 	t := newTxn(ctx, e, st, c)
 	t.now = now
 	t.emit(evSpec, "", map[string]any{"json": string(c.specJSON), "revisionDigest": c.digest})
-	t.emit("planned", "", map[string]any{"flow": flow.Name, "revisionDigest": c.digest})
+	t.emit(EventPlanned, "", PlannedDetail{Flow: flow.Name, RevisionDigest: c.digest})
 	if msg := e.missingDispatcher(flow); msg != "" {
-		t.failRun(&Failure{Reason: msg})
+		t.failRun(&Failure{Reason: msg, Cause: CauseDispatchUnavailable})
 	} else {
 		t.advance()
 	}

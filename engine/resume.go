@@ -30,7 +30,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Response, error) {
 		if err != nil || digest != t.st.RevisionDigest {
 			return newErr(ErrDigestMismatch, t.st.ID, "run %s: persisted revision digest does not match the effective specification", t.st.ID)
 		}
-		t.emit("resumed", "", nil)
+		t.emit(EventResumed, "", nil)
 		if t.st.Status == StatusRunning {
 			t.advance()
 			t.engineWork = true

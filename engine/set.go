@@ -42,7 +42,7 @@ func (t *txn) runSet(sc *scope, s *ir.Step, st *stepState) {
 			f := &Failure{Attempt: 1, Reason: er.reason}
 			st.Attempts = append(st.Attempts, Attempt{Attempt: 1, At: t.now, Failure: f, Result: out})
 			st.Failure = f
-			t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": 1, "failure": f})
+			t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: 1, Failure: f})
 			t.exhaustRun(f)
 			return
 		}
@@ -52,7 +52,7 @@ func (t *txn) runSet(sc *scope, s *ir.Step, st *stepState) {
 	st.Status = StepSucceeded
 	st.Output = out
 	st.Attempts = append(st.Attempts, Attempt{Attempt: 1, At: t.now, Result: out})
-	t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": 1, "result": out})
+	t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: 1, Result: out})
 	if sc.root() {
 		t.materialiseCarry()
 	}
@@ -63,6 +63,6 @@ func (t *txn) setFailed(sc *scope, s *ir.Step, st *stepState, reason string, ev 
 	st.Status = StepFailed
 	st.Failure = f
 	st.Attempts = append(st.Attempts, Attempt{Attempt: 1, At: t.now, Failure: f, Result: ev})
-	t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": 1, "failure": f})
+	t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: 1, Failure: f})
 	t.scopeFailed(sc, &Failure{Attempt: 0, Reason: reason})
 }

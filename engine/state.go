@@ -110,6 +110,45 @@ type runState struct {
 type Failure struct {
 	Attempt int    `json:"attempt" jsonschema:"the attempt that failed (0 for a gate decision or a run-level failure)"`
 	Reason  string `json:"reason" jsonschema:"why, in words: fix exactly this"`
+	// Cause and Step are set on a run's failure: what ended the run, as a
+	// fact a front end can branch on, and the step it is about.
+	Cause FailureCause `json:"cause,omitempty" jsonschema:"on a run's failure: what ended it: step_failed, gate_killed, rounds_exhausted, budget_exhausted, dead_end, output_invalid, carry_unresolved, dispatch_unavailable or internal"`
+	Step  string       `json:"step,omitempty" jsonschema:"on a run's failure: the step (or gate) it is about, when there is one"`
+}
+
+// FailureCause says what ended a run.
+type FailureCause string
+
+// What can end a run as failed or budget_exhausted.
+const (
+	// CauseStepFailed: a step used its attempts and had no on_fail route
+	// (Step names it; for a subflow's step, its run step).
+	CauseStepFailed FailureCause = "step_failed"
+	// CauseGateKilled: a gate was decided kill with no on_kill route.
+	CauseGateKilled FailureCause = "gate_killed"
+	// CauseRoundsExhausted: a revise went beyond the flow's or the gate's
+	// max_rounds.
+	CauseRoundsExhausted FailureCause = "rounds_exhausted"
+	// CauseBudgetExhausted: the flow's budget was exceeded.
+	CauseBudgetExhausted FailureCause = "budget_exhausted"
+	// CauseDeadEnd: nothing can ever run again.
+	CauseDeadEnd FailureCause = "dead_end"
+	// CauseOutputInvalid: the flow's output is missing or breaks its
+	// contract.
+	CauseOutputInvalid FailureCause = "output_invalid"
+	// CauseCarryUnresolved: a carry's initial value resolves to nothing.
+	CauseCarryUnresolved FailureCause = "carry_unresolved"
+	// CauseDispatchUnavailable: an engine fanout has no dispatcher.
+	CauseDispatchUnavailable FailureCause = "dispatch_unavailable"
+	// CauseInternal: a fault in the engine.
+	CauseInternal FailureCause = "internal"
+)
+
+// because returns a copy of f with a cause and the step it is about.
+func (f *Failure) because(cause FailureCause, step string) *Failure {
+	c := *f
+	c.Cause, c.Step = cause, step
+	return &c
 }
 
 // Ledger is an amount of resources: spend, a budget or a usage report.

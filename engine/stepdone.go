@@ -221,8 +221,8 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 			st.Failure = f
 			st.DispatchToken, st.AcceptedDispatchToken, st.Task = "", "", ""
 			st.Status = StepPending
-			t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": attempt, "failure": f,
-				"iterate": map[string]any{"iteration": st.Iterations, "max": it.Max}})
+			t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: attempt, Failure: f,
+				Iterate: &IterateProgress{Iteration: st.Iterations, Max: it.Max}})
 			return
 		}
 	}
@@ -238,5 +238,5 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 	st.Failure = nil
 	st.AcceptedDispatchToken = req.DispatchToken
 	st.DispatchToken, st.Task = "", ""
-	t.emit("result", sc.scoped(s.ID), map[string]any{"attempt": attempt, "result": ev})
+	t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: attempt, Result: ev})
 }

@@ -68,6 +68,6 @@ func (t *txn) settleChild(root, child *scope) bool {
 	ps.Status = StepSucceeded
 	ps.Output = Some(out)
 	ps.Attempts = append(ps.Attempts, Attempt{Attempt: attempt, At: t.now, Result: ps.Output})
-	t.emit("result", s.ID, map[string]any{"attempt": attempt, "result": ps.Output})
+	t.emit(EventResult, s.ID, map[string]any{"attempt": attempt, "result": ps.Output})
 	return true
 }

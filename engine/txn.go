@@ -42,7 +42,7 @@ func newTxn(ctx context.Context, e *Engine, st *runState, c *compiled) *txn {
 
 // emit records an audit event. stepID is scoped ("wrap/digest",
 // "fan/2" are never used: item events carry the fanout step id).
-func (t *txn) emit(typ, stepID string, detail any) {
+func (t *txn) emit(typ EventType, stepID string, detail any) {
 	data := map[string]any{}
 	if stepID != "" {
 		data["stepId"] = stepID
@@ -56,7 +56,7 @@ func (t *txn) emit(typ, stepID string, detail any) {
 		// here is a programming error, recorded rather than lost.
 		raw, _ = json.Marshal(map[string]any{"stepId": stepID, "detail": map[string]any{"encodeError": err.Error()}})
 	}
-	t.events = append(t.events, store.NewEvent{Type: typ, At: t.now, Data: raw})
+	t.events = append(t.events, store.NewEvent{Type: string(typ), At: t.now, Data: raw})
 }
 
 func (t *txn) token() string { return t.e.newID() }

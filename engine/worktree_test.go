@@ -226,7 +226,7 @@ func TestWorktreeFanoutMerges(t *testing.T) {
 	}
 	n := 0
 	for _, ev := range evs {
-		if ev.Type == evPatch {
+		if ev.Type == string(evPatch) {
 			n++
 		}
 	}
