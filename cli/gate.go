@@ -104,89 +104,63 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return fail(env, "INVALID", err.Error())
 	}
 	defer sys.Close()
-	e := sys.engine
 	conflict := func(detail string) error {
 		_ = writeJSON(env.Stdout, conflictDoc{SchemaVersion: schemaVersion, Conflict: true, FlowID: runID, StepID: stepID, Detail: detail})
 		fmt.Fprintf(env.Stderr, "stratum gate: %s\n", detail)
 		return exitCode(ExitUsage)
 	}
-
-	status, err := e.Status(ctx, runID)
-	if isNotFound(err) {
+	// One engine call, one transition: the engine resolves the id, checks
+	// the round and decides under the run's lock.
+	d, err := sys.engine.DecideGate(ctx, engine.GateRequest{RunID: runID, StepID: stepID, Decision: decision, GateToken: c.token,
+		CurrentRound: c.token == "", Rationale: c.note, ResolvedBy: c.resolvedBy})
+	var ee *engine.Error
+	errors.As(err, &ee)
+	switch {
+	case err == nil:
+	case isNotFound(err):
 		return fail(env, "NOT_FOUND", fmt.Sprintf("Flow '%s' not found", runID))
-	}
-	if err != nil {
-		return fail(env, engineCode(err), err.Error())
-	}
-	if status.Status != engine.StatusRunning {
-		if status.Status == engine.StatusCompleted {
+	case (errors.Is(err, engine.ErrRunTerminal) || errors.Is(err, engine.ErrRunCancelled)) && ee != nil && ee.State != nil:
+		if ee.State.Status == engine.StatusCompleted {
 			return conflict("Flow is already complete")
 		}
-		return conflict("Flow is already " + string(status.Status))
-	}
-	gates, err := e.ListGates(ctx, runID)
-	if err != nil {
-		return fail(env, engineCode(err), err.Error())
-	}
-	var gate *engine.WaitingGate
-	for i := range gates {
-		if gates[i].StepID == stepID {
-			gate = &gates[i]
-		}
-	}
-	if gate == nil {
-		plan, err := e.RunPlan(ctx, runID)
-		if err != nil {
-			return fail(env, "INVALID", err.Error())
-		}
-		local := stepID
-		// A scoped id names a gate of the subflow its run step calls.
-		flow := plan.EntryFlow()
-		if parent, child, ok := strings.Cut(stepID, "/"); ok {
-			if rs := flow.Step(parent); rs != nil && rs.Run != "" {
-				flow, local = plan.Flow(rs.Run), child
-			} else {
-				flow = nil
-			}
-		}
-		if flow == nil || flow.Step(local) == nil || flow.Step(local).Gate == nil {
-			waiting := make([]string, len(gates))
-			for i, g := range gates {
-				waiting[i] = g.StepID
-			}
-			msg := fmt.Sprintf("step '%s' of run '%s' is not a gate step", stepID, runID)
-			if flow == nil || flow.Step(local) == nil {
-				msg = fmt.Sprintf("run '%s' has no step '%s'", runID, stepID)
-			}
-			if len(waiting) > 0 {
-				msg += fmt.Sprintf(" (gates waiting: %s)", strings.Join(waiting, ", "))
-			}
-			return fail(env, "not_a_gate_step", msg)
-		}
+		return conflict("Flow is already " + string(ee.State.Status))
+	case errors.Is(err, engine.ErrNotAwaiting) && ee != nil && ee.Why == engine.NotWaiting:
 		return conflict("gate is not awaiting a decision")
-	}
-	token := gate.GateToken
-	if c.token != "" {
-		token = c.token
-	}
-	resp, err := e.ResolveGate(ctx, engine.GateRequest{RunID: runID, StepID: stepID, Decision: decision, GateToken: token,
-		Rationale: c.note, ResolvedBy: c.resolvedBy})
-	if err != nil {
-		if errors.Is(err, engine.ErrNotAwaiting) {
-			return conflict("gate is not awaiting a decision")
+	case errors.Is(err, engine.ErrNotAwaiting) && ee != nil:
+		msg := fmt.Sprintf("step '%s' of run '%s' is not a gate step", stepID, runID)
+		if ee.Why == engine.UnknownStep {
+			msg = fmt.Sprintf("run '%s' has no step '%s'", runID, stepID)
 		}
+		if gates := waitingGates(ee.State); len(gates) > 0 {
+			msg += fmt.Sprintf(" (gates waiting: %s)", strings.Join(gates, ", "))
+		}
+		return fail(env, "not_a_gate_step", msg)
+	default:
 		return fail(env, engineCode(err), err.Error())
 	}
+	resp := d.Response
 	return writeJSON(env.Stdout, gateResult{
 		SchemaVersion: schemaVersion, OK: true, FlowID: runID, StepID: stepID, Outcome: decision,
-		Result: gateOutcome(decision, gate, resp), Status: resp.Status, Note: c.note, ResolvedBy: c.resolvedBy,
+		Result: gateOutcome(decision, d.Target, resp), Status: resp.Status, Note: c.note, ResolvedBy: c.resolvedBy,
 	})
+}
+
+// waitingGates lists the gates a run's state waits on.
+func waitingGates(r *engine.Response) []string {
+	var out []string
+	if r != nil {
+		for _, w := range r.Waiting {
+			if w.Kind == engine.WaitGate {
+				out = append(out, w.StepID)
+			}
+		}
+	}
+	return out
 }
 
 // gateOutcome names what the decision led to, from the gate's own route
 // (spec/cli.md 6 step 6).
-func gateOutcome(decision engine.Decision, g *engine.WaitingGate, resp *engine.Response) string {
-	target := map[engine.Decision]string{engine.DecisionApprove: g.OnApprove, engine.DecisionRevise: g.OnRevise, engine.DecisionKill: g.OnKill}[decision]
+func gateOutcome(decision engine.Decision, target string, resp *engine.Response) string {
 	switch {
 	case decision == engine.DecisionRevise && (resp.Status == engine.StatusFailed || resp.Status == engine.StatusBudgetExhausted):
 		return "max_rounds_exceeded"

@@ -129,9 +129,25 @@ type Error struct {
 	Available []string
 	// HolderPID is the lock holder of ErrRunLocked, when known.
 	HolderPID int
+	// Why says, for ErrNotAwaiting, which of its cases it is.
+	Why NotAwaitingReason
 	// Err is an underlying cause, if any.
 	Err error
 }
+
+// NotAwaitingReason tells the cases of ErrNotAwaiting apart.
+type NotAwaitingReason string
+
+// The cases of ErrNotAwaiting.
+const (
+	// UnknownStep: the run has no step with that id.
+	UnknownStep NotAwaitingReason = "unknown_step"
+	// WrongKind: the step exists but is not of the kind the call is for
+	// (a decision on a do step, a result for a gate).
+	WrongKind NotAwaitingReason = "wrong_kind"
+	// NotWaiting: the step is of the right kind but is not waiting now.
+	NotWaiting NotAwaitingReason = "not_waiting"
+)
 
 // Detail is one problem with a request value.
 type Detail struct {

@@ -34,6 +34,19 @@ type GateRequest struct {
 	// ResolvedBy says who decided ("human", "agent", "system" or a name),
 	// recorded in the gate_resolved event; optional.
 	ResolvedBy string
+	// CurrentRound, with no GateToken, applies the decision to whatever
+	// round is waiting when the decision is recorded (a person deciding
+	// at a terminal without a token). Without it a missing token is
+	// stale.
+	CurrentRound bool
+}
+
+// GateDecision is what DecideGate did.
+type GateDecision struct {
+	// Response is the run's state after the decision.
+	Response *Response
+	// Target is the route the decision took ("" for a null route).
+	Target string
 }
 
 // ResolveGate applies a gate decision (spec/engine.md 5.2 with DESIGN
@@ -43,10 +56,23 @@ type GateRequest struct {
 // routes there and the gate's other successors are skipped. revise resets
 // the on_revise target's closure and runs it again, within max_rounds.
 func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, error) {
+	d, err := e.DecideGate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return d.Response, nil
+}
+
+// DecideGate is ResolveGate that also says which route the decision took.
+// Its refusals carry the run's state and, for ErrNotAwaiting, Error.Why:
+// the run has no such step, the step is not a gate, or the gate is not
+// waiting.
+func (e *Engine) DecideGate(ctx context.Context, req GateRequest) (*GateDecision, error) {
 	if req.Decision != DecisionApprove && req.Decision != DecisionRevise && req.Decision != DecisionKill {
 		return nil, &Error{Kind: ErrInvalidDecision, RunID: req.RunID, StepID: req.StepID,
 			Message: fmt.Sprintf("invalid gate decision %q: use approve, revise or kill", req.Decision)}
 	}
+	var target string
 	t, err := e.mutate(ctx, req.RunID, func(t *txn) error {
 		if t.st.Status == StatusCancelled || t.st.CancelRequested {
 			return t.refuse(ErrRunCancelled, req.StepID, "run %s is cancelled; gate %s cannot be resolved", t.st.ID, req.StepID)
@@ -58,8 +84,19 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 		if !ok && req.GateToken != "" && t.resetNested(req.StepID) {
 			return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: %q was issued in an earlier round (a revise reset its run step)", req.StepID)
 		}
-		if !ok || loc.item != nil || loc.step.Kind != ir.KindGate {
-			return t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: run %s has no gate %q", t.st.ID, req.StepID)
+		if !ok {
+			err := t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: run %s has no step %q", t.st.ID, req.StepID)
+			err.Why = UnknownStep
+			return err
+		}
+		if loc.item != nil || loc.step.Kind != ir.KindGate {
+			kind := "fanout item"
+			if loc.item == nil {
+				kind = string(loc.step.Kind) + " step"
+			}
+			err := t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: %q of run %s is a %s, not a gate", req.StepID, t.st.ID, kind)
+			err.Why = WrongKind
+			return err
 		}
 		st := loc.sc.state(loc.step)
 		if err := t.checkSubflowLive(loc.sc, "gate decision", req.StepID, req.GateToken); err != nil {
@@ -69,7 +106,12 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 			if req.GateToken != "" && (st.Status != StepPending || st.Epoch > 0) {
 				return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: gate %q is %s; this token was issued for an earlier round", req.StepID, st.Status)
 			}
-			return t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: %q is %s", req.StepID, st.Status)
+			err := t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: %q is %s", req.StepID, st.Status)
+			err.Why = NotWaiting
+			return err
+		}
+		if req.GateToken == "" && req.CurrentRound {
+			req.GateToken = st.GateToken
 		}
 		switch {
 		case req.GateToken == "":
@@ -86,6 +128,10 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 		if err := t.decide(loc.sc, loc.step, st, req); err != nil {
 			return err
 		}
+		target = routeOf(loc.step, req.Decision)
+		if target != "" {
+			target = loc.sc.scoped(target)
+		}
 		t.advance()
 		t.result = t.response()
 		return nil
@@ -93,22 +139,14 @@ func (e *Engine) ResolveGate(ctx context.Context, req GateRequest) (*Response, e
 	if err != nil {
 		return nil, err
 	}
-	return t.result, nil
+	return &GateDecision{Response: t.result, Target: target}, nil
 }
 
 // decide applies an accepted decision.
 func (t *txn) decide(sc *scope, g *ir.Step, st *stepState, req GateRequest) error {
 	decision := req.Decision
 	id := sc.scoped(g.ID)
-	var target string
-	switch decision {
-	case DecisionApprove:
-		target = g.Gate.OnApprove
-	case DecisionKill:
-		target = g.Gate.OnKill
-	case DecisionRevise:
-		target = g.Gate.OnRevise
-	}
+	target := routeOf(g, decision)
 	resolved := func() {
 		detail := GateResolvedDetail{Decision: decision, Rationale: req.Rationale, ResolvedBy: req.ResolvedBy}
 		if target != "" {
@@ -133,6 +171,19 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *stepState, req GateRequest) erro
 		return nil
 	}
 	return t.revise(sc, g, st, target, resolved)
+}
+
+// routeOf is the target of a gate's route for a decision ("" for null).
+func routeOf(g *ir.Step, d Decision) string {
+	switch d {
+	case DecisionApprove:
+		return g.Gate.OnApprove
+	case DecisionKill:
+		return g.Gate.OnKill
+	case DecisionRevise:
+		return g.Gate.OnRevise
+	}
+	return ""
 }
 
 // revise applies a revise decision: rounds checked before anything
