@@ -143,7 +143,11 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		req = engine.PlanRequest{Spec: src, Input: input}
+		inputJSON, err := json.Marshal(input)
+		if err != nil {
+			return usagef("the input cannot be encoded as JSON: %v", err)
+		}
+		req = engine.PlanRequest{Spec: src, Input: inputJSON}
 		if c.workspace != "" {
 			abs, err := filepath.Abs(c.workspace)
 			if err != nil {

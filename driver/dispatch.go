@@ -2,12 +2,14 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/expr"
 	"github.com/stratum-go/stratum/ir"
 )
 
@@ -165,21 +167,28 @@ func failureOf(f *engine.Failure) *agent.Failure {
 }
 
 // usageOf is an agent's reported usage in step_done's form: {tokens, usd}.
-func usageOf(u *agent.Usage) any {
+func usageOf(u *agent.Usage) json.RawMessage {
 	if u == nil {
 		return nil
 	}
-	m := map[string]any{"tokens": u.Tokens}
-	if u.USD != nil {
-		m["usd"] = *u.USD
-	}
-	return m
+	b, _ := json.Marshal(struct {
+		Tokens float64  `json:"tokens"`
+		USD    *float64 `json:"usd,omitempty"`
+	}{u.Tokens, u.USD}) // numbers only: cannot fail
+	return b
 }
 
 // telemetryOf is an attempt's telemetry in step_done's form.
-func telemetryOf(t *agent.Telemetry) any {
+func telemetryOf(t *agent.Telemetry) json.RawMessage {
 	if t == nil {
 		return nil
 	}
-	return map[string]any{"durationMs": float64(t.DurationMs), "model": modelOf(t.Model)}
+	b, _ := json.Marshal(engine.Telemetry{DurationMs: float64(t.DurationMs), Model: modelOf(t.Model)}) // cannot fail
+	return b
+}
+
+// outputOf is an agent's output (the expr value model) as JSON, in its
+// own key order.
+func outputOf(v any) (json.RawMessage, error) {
+	return expr.EncodeJSON(v)
 }

@@ -443,8 +443,15 @@ func (r *run) report(ctx context.Context, done attemptDone) error {
 		return &HaltError{RunID: r.id, StepID: done.entry.ID, Err: done.err}
 	}
 	res := done.res
-	req := engine.StepDoneRequest{RunID: r.id, StepID: done.entry.ID, DispatchToken: done.entry.DispatchToken,
-		Result: engine.StepResult{Output: res.Output, Failure: res.Failure, Usage: usageOf(res.Usage), Telemetry: telemetryOf(res.Telemetry)}}
+	result := engine.StepResult{Failure: res.Failure, Usage: usageOf(res.Usage), Telemetry: telemetryOf(res.Telemetry)}
+	if res.Failure == "" {
+		out, err := outputOf(res.Output)
+		if err != nil {
+			result.Failure = "the agent's output cannot be encoded as JSON: " + err.Error()
+		}
+		result.Output = out
+	}
+	req := engine.StepDoneRequest{RunID: r.id, StepID: done.entry.ID, DispatchToken: done.entry.DispatchToken, Result: result}
 	resp, err := r.e.StepDone(ctx, req)
 	if err != nil {
 		return r.refused(ctx, err)

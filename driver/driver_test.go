@@ -169,7 +169,7 @@ flows:
 func TestDriveRetriesWithFailureContext(t *testing.T) {
 	f := newFixture(t)
 	d, e := f.driver(Options{Agent: quickstartAgent(t)})
-	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(retrySpec), Input: map[string]any{"topic": "go"}})
+	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(retrySpec), Input: js(map[string]any{"topic": "go"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ flows:
         out: V
 `
 	d, e := f.driver(Options{Agent: agentPath})
-	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(spec), Input: map[string]any{}})
+	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(spec), Input: js(map[string]any{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestDriveGateModes(t *testing.T) {
 	t.Run("approve", func(t *testing.T) {
 		f := newFixture(t)
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateApprove})
-		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: map[string]any{}})
+		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
 		if err != nil || out.Response.Status != engine.StatusCompleted {
 			t.Fatalf("%v %+v", err, out)
 		}
@@ -286,7 +286,7 @@ func TestDriveGateModes(t *testing.T) {
 	t.Run("kill", func(t *testing.T) {
 		f := newFixture(t)
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateKill})
-		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: map[string]any{}})
+		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
 		if err != nil || out.Response.Status != engine.StatusFailed || out.Response.Failure.Reason != "gate review killed flow" {
 			t.Fatalf("%v %+v", err, out.Response)
 		}
@@ -294,7 +294,7 @@ func TestDriveGateModes(t *testing.T) {
 	t.Run("stop then resume", func(t *testing.T) {
 		f := newFixture(t)
 		d, e := f.driver(Options{Agent: okAgent(t)})
-		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: map[string]any{}})
+		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +325,7 @@ func TestDriveGateModes(t *testing.T) {
 			return engine.DecisionApprove, nil
 		}
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateAsk, AskGate: ask})
-		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: map[string]any{}})
+		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
 		if err != nil || out.Response.Status != engine.StatusCompleted {
 			t.Fatalf("%v %+v", err, out)
 		}
@@ -337,7 +337,7 @@ func TestDriveGateModes(t *testing.T) {
 		f := newFixture(t)
 		ask := func(context.Context, engine.WaitingGate) (engine.Decision, error) { return "", ErrNoAnswer }
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateAsk, AskGate: ask})
-		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: map[string]any{}})
+		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
 		if err != nil || out.Finished() || len(out.Gates) != 1 {
 			t.Fatalf("%v %+v", err, out)
 		}
@@ -356,7 +356,7 @@ func TestDriveGateModes(t *testing.T) {
 			return "", ctx.Err()
 		}
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateAsk, AskGate: ask})
-		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: map[string]any{}})
+		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
 		if err != nil || out.Response.Status != engine.StatusCompleted {
 			t.Fatalf("%v %+v", err, out)
 		}
@@ -382,7 +382,7 @@ func TestDriveGateModes(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}()
-		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: map[string]any{}})
+		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
 		if err != nil || out.Response.Status != engine.StatusCompleted {
 			t.Fatalf("%v %+v", err, out)
 		}
@@ -396,7 +396,7 @@ func TestDriveHaltAndResume(t *testing.T) {
 	f := newFixture(t)
 	missing := &agent.Resolver{LookPath: func(string) (string, error) { return "", exec.ErrNotFound }}
 	d, e := f.driver(Options{Resolver: missing}) // steps use claude, not "installed"
-	_, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(retrySpec), Input: map[string]any{"topic": "x"}})
+	_, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(retrySpec), Input: js(map[string]any{"topic": "x"})})
 	var halt *HaltError
 	if !errors.As(err, &halt) || halt.StepID != "outline" || !errors.Is(err, agent.ErrNotFound) {
 		t.Fatalf("want a halt at outline for a missing claude, got %v", err)
@@ -435,7 +435,7 @@ func TestDriveObservesCancel(t *testing.T) {
 		}
 	}()
 	begin := time.Now()
-	out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(retrySpec), Input: map[string]any{"topic": "x"}})
+	out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(retrySpec), Input: js(map[string]any{"topic": "x"})})
 	if err != nil || out.Response.Status != engine.StatusCancelled {
 		t.Fatalf("%v %+v", err, out)
 	}
@@ -451,7 +451,7 @@ func TestDriveInterrupted(t *testing.T) {
 	d, e := f.driver(Options{Agent: slow})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(retrySpec), Input: map[string]any{"topic": "x"}})
+	_, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(retrySpec), Input: js(map[string]any{"topic": "x"})})
 	var halt *HaltError
 	if !errors.As(err, &halt) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v", err)
@@ -547,7 +547,7 @@ flows:
         out: V
 `
 	d, e := f.driver(Options{Agent: agentPath})
-	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(spec), Input: map[string]any{"xs": []any{"a", "b", "c"}}})
+	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(spec), Input: js(map[string]any{"xs": []any{"a", "b", "c"}})})
 	if err != nil || out.Response.Status != engine.StatusCompleted {
 		t.Fatalf("%v %+v", err, out)
 	}
@@ -556,4 +556,13 @@ flows:
 	if string(b) != `[{"v":"a"},{"v":"b"},{"v":"c"}]` {
 		t.Errorf("fan output %s", b)
 	}
+}
+
+// js is the JSON of v, for requests the tests build from Go values.
+func js(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

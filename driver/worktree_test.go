@@ -100,7 +100,7 @@ if [ "$name" = beta ]; then echo "beta refuses" >&2; exit 1; fi
 echo '{"value": "'$name'"}'
 `, dirs))
 	d, e := f.driver(Options{Agent: agentPath})
-	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(worktreeSpec), Input: map[string]any{"names": []any{"alpha", "beta"}}})
+	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(worktreeSpec), Input: js(map[string]any{"names": []any{"alpha", "beta"}})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ echo "$name" > README
 echo '{"value": "'$name'"}'
 `)
 	d, e := f.driver(Options{Agent: agentPath})
-	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(worktreeSpec), Input: map[string]any{"names": []any{"alpha", "beta"}}})
+	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(worktreeSpec), Input: js(map[string]any{"names": []any{"alpha", "beta"}})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ echo '{"value": "'$name'"}'
 func TestWorktreeNeedsRepository(t *testing.T) {
 	f := newFixture(t)
 	d, e := f.driver(Options{Agent: okAgent(t)})
-	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(worktreeSpec), Input: map[string]any{"names": []any{"alpha"}}})
+	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(worktreeSpec), Input: js(map[string]any{"names": []any{"alpha"}})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ echo '{"value": "'$name'"}'
 `)
 	t.Setenv("WS", f.ws)
 	d, e := f.driver(Options{Agent: agentPath, Gates: GateStop})
-	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(consumerWorktreeSpec), Input: map[string]any{"names": []any{"alpha", "beta", "gamma"}}})
+	out, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(consumerWorktreeSpec), Input: js(map[string]any{"names": []any{"alpha", "beta", "gamma"}})})
 	if err != nil {
 		t.Fatal(err)
 	}

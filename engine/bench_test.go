@@ -60,7 +60,7 @@ func BenchmarkStepDone(b *testing.B) {
 	var r *Response
 	plan := func() {
 		var err error
-		if r, err = e.Plan(ctx, PlanRequest{Spec: spec, Input: map[string]any{}}); err != nil {
+		if r, err = e.Plan(ctx, PlanRequest{Spec: spec, Input: js(map[string]any{})}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -98,7 +98,7 @@ func BenchmarkStepDoneGrowth(b *testing.B) {
 	var early, late []time.Duration
 	var cpuEarly, cpuLate time.Duration
 	for i := 0; i < b.N; i++ {
-		r, err := e.Plan(ctx, PlanRequest{Spec: spec, Input: map[string]any{}})
+		r, err := e.Plan(ctx, PlanRequest{Spec: spec, Input: js(map[string]any{})})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -173,8 +174,15 @@ func validAmount(f float64) bool {
 
 // parseTelemetry checks a reported telemetry object: {durationMs ≥ 0,
 // model non-empty, effort? non-empty}, nothing else.
+// absent reports a usage or telemetry value that was not given: nil, or
+// raw JSON of no bytes.
+func absent(v any) bool {
+	raw, isRaw := v.(json.RawMessage)
+	return v == nil || isRaw && len(raw) == 0
+}
+
 func parseTelemetry(v any) (*Telemetry, error) {
-	if v == nil {
+	if absent(v) {
 		return nil, nil
 	}
 	m, err := toModel(v)
@@ -224,7 +232,7 @@ func parseTelemetry(v any) (*Telemetry, error) {
 // dispatches, ms with finite non-negative numbers. It returns the amount
 // without dispatches and whether dispatches were reported.
 func parseUsage(v any) (Ledger, bool, error) {
-	if v == nil {
+	if absent(v) {
 		return Ledger{}, false, nil
 	}
 	m, err := toModel(v)

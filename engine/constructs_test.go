@@ -351,7 +351,7 @@ flows:
 	t.Run("flow", func(t *testing.T) {
 		h := newHarness(t, Options{})
 		r := h.plan(mk("budget: {usd: 1}", "", ""), map[string]any{})
-		r = h.report(r, "a", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: map[string]any{"usd": 1.5}})
+		r = h.report(r, "a", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: js(map[string]any{"usd": 1.5})})
 		wantFailure(t, r, StatusBudgetExhausted, "flow budget exhausted")
 		if r.Ledger.Spent.USD != 1.5 || r.Ledger.Budget.USD != 1 {
 			t.Fatalf("ledger %s", dump(r.Ledger))
@@ -360,7 +360,7 @@ flows:
 	t.Run("task", func(t *testing.T) {
 		h := newHarness(t, Options{})
 		r := h.plan(mk("", "budget: {tokens: 100}", ""), map[string]any{})
-		r = h.report(r, "a", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: map[string]any{"tokens": 150}})
+		r = h.report(r, "a", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: js(map[string]any{"tokens": 150})})
 		// Once the task ledger is over a declared key, every further
 		// reservation for the step fails too: the retry cannot be issued.
 		wantFailure(t, r, StatusFailed, "task budget exhausted")
@@ -372,7 +372,7 @@ flows:
 		h := newHarness(t, Options{})
 		r := h.plan(mk("", "", "budget: {tokens: 10}"), map[string]any{})
 		r = h.ok(r, "a", `{"v":"x"}`)
-		r = h.report(r, "w/c", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: map[string]any{"tokens": 20}})
+		r = h.report(r, "w/c", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: js(map[string]any{"tokens": 20})})
 		en := entry(t, r, "b") // the run step failed; its on_fail routes to b
 		if !strings.Contains(en.PreviousFailure.Reason, "subflow budget exhausted") {
 			t.Fatalf("entry %s", dump(en))
@@ -462,7 +462,7 @@ func TestCancel(t *testing.T) {
 	wantCode(t, err, ErrRunCancelled)
 	_, err = h.e.Commit(h.ctx, r.RunID, "x")
 	wantCode(t, err, ErrRunCancelled)
-	_, err = h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d", Source: "s", Usage: map[string]any{"tokens": 1}})
+	_, err = h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d", Source: "s", Usage: js(map[string]any{"tokens": 1})})
 	wantCode(t, err, ErrRunCancelled)
 	again, err := h.e.Cancel(h.ctx, r.RunID, "")
 	if err != nil || again.Reason != "already_cancelled" || !again.FlowSettled {
@@ -530,26 +530,26 @@ func TestCheckpoints(t *testing.T) {
 func TestUsageReport(t *testing.T) {
 	h := newHarness(t, Options{})
 	r := h.plan(strings.Replace(twoSteps, "input: {x: string}", "input: {x: string}\n    budget: {usd: 1}", 1), map[string]any{"x": "X"})
-	ok, err := h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d1", StepID: "a", Source: "agent", Usage: map[string]any{"usd": 0.4}, USDSource: "reported"})
+	ok, err := h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d1", StepID: "a", Source: "agent", Usage: js(map[string]any{"usd": 0.4}), USDSource: "reported"})
 	if err != nil || ok.Status != "ok" || ok.Seq != 1 || ok.Ledger.Spent.USD != 0.4 {
 		t.Fatalf("report %s %v", dump(ok), err)
 	}
-	dup, err := h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d1", Source: "agent", Usage: map[string]any{"usd": 0.4}, USDSource: "reported"})
+	dup, err := h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d1", Source: "agent", Usage: js(map[string]any{"usd": 0.4}), USDSource: "reported"})
 	if err != nil || dup.Status != "duplicate" || dup.Seq != 1 || dup.Ledger.Spent.USD != 0.4 {
 		t.Fatalf("duplicate %s %v", dump(dup), err)
 	}
 	for _, bad := range []Receipt{
-		{DispatchID: "legacy:1", Source: "s", Usage: map[string]any{"tokens": 1}},
-		{DispatchID: "d", Source: "", Usage: map[string]any{"tokens": 1}},
-		{DispatchID: "d", Source: "s", Usage: map[string]any{"dispatches": 1}},
-		{DispatchID: "d", Source: "s", Usage: map[string]any{"usd": 1}},
+		{DispatchID: "legacy:1", Source: "s", Usage: js(map[string]any{"tokens": 1})},
+		{DispatchID: "d", Source: "", Usage: js(map[string]any{"tokens": 1})},
+		{DispatchID: "d", Source: "s", Usage: js(map[string]any{"dispatches": 1})},
+		{DispatchID: "d", Source: "s", Usage: js(map[string]any{"usd": 1})},
 	} {
 		_, err := h.e.UsageReport(h.ctx, r.RunID, bad)
 		wantCode(t, err, ErrInvalidReceipt)
 	}
-	_, err = h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d9", StepID: "zz", Source: "s", Usage: map[string]any{"tokens": 1}})
+	_, err = h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d9", StepID: "zz", Source: "s", Usage: js(map[string]any{"tokens": 1})})
 	wantCode(t, err, ErrInvalidStep)
-	ex, err := h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d2", Source: "agent", Usage: map[string]any{"usd": 0.7}, USDSource: "estimated"})
+	ex, err := h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d2", Source: "agent", Usage: js(map[string]any{"usd": 0.7}), USDSource: "estimated"})
 	if err != nil || ex.Budget != "flow_exhausted" {
 		t.Fatalf("exhaust %s %v", dump(ex), err)
 	}

@@ -63,7 +63,7 @@ func FuzzStepDone(f *testing.F) {
 	f.Fuzz(func(t *testing.T, output, usage, telemetry, failure string) {
 		h := newHarness(t, Options{})
 		r := h.plan(fuzzSpec, map[string]any{"items": []any{"i"}})
-		raw := func(s string) any {
+		raw := func(s string) json.RawMessage {
 			if s == "" {
 				return nil
 			}

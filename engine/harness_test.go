@@ -101,7 +101,7 @@ func example(t *testing.T, name string) []byte {
 
 func (h *harness) plan(spec string, input any) *Response {
 	h.t.Helper()
-	r, err := h.e.Plan(h.ctx, PlanRequest{Spec: []byte(spec), Input: input})
+	r, err := h.e.Plan(h.ctx, PlanRequest{Spec: []byte(spec), Input: js(input)})
 	if err != nil {
 		h.t.Fatalf("plan: %v", err)
 	}
@@ -280,4 +280,13 @@ func (h *harness) stepState(runID, id string) *StepView {
 		h.t.Fatalf("no step state %s", id)
 	}
 	return st
+}
+
+// js is the JSON of v, for requests the tests build from Go values.
+func js(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

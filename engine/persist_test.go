@@ -17,7 +17,7 @@ func TestStateDocumentStaysSmall(t *testing.T) {
 		en := r.Ready[0]
 		var err error
 		r, err = h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken,
-			Result: StepResult{Output: map[string]any{"v": big}}})
+			Result: StepResult{Output: js(map[string]any{"v": big})}})
 		if err != nil {
 			t.Fatal(err)
 		}

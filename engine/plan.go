@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,9 +16,9 @@ import (
 type PlanRequest struct {
 	// Spec is the v1 spec as YAML or JSON text.
 	Spec []byte
-	// Input is the entry flow's input: expr model values, Go maps and
-	// slices, or raw JSON (json.RawMessage).
-	Input any
+	// Input is the entry flow's input, a JSON object (nil for a flow
+	// without input). Its key order and number text are kept as sent.
+	Input json.RawMessage
 	// WorkspaceRoot is the jail of file predicates and the working
 	// directory of engine-run commands; empty means the policy's default.
 	WorkspaceRoot string

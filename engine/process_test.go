@@ -106,7 +106,7 @@ func crashChild(root, ackPath string) int {
 				}
 			}
 		}
-		if _, err := e.Plan(ctx, PlanRequest{Spec: []byte(linearSpec), Input: map[string]any{}}); err != nil {
+		if _, err := e.Plan(ctx, PlanRequest{Spec: []byte(linearSpec), Input: js(map[string]any{})}); err != nil {
 			fmt.Fprintln(os.Stderr, "plan:", err)
 			return 1
 		}

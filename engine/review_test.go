@@ -50,7 +50,7 @@ func TestDeadSubflowIssuancesRefused(t *testing.T) {
 	}
 	before := len(h.audit(r.RunID).Events)
 	_, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "w/c2", DispatchToken: tok2,
-		Result: StepResult{Output: json.RawMessage(`{"v":"late"}`), Usage: map[string]any{"tokens": 5}}})
+		Result: StepResult{Output: json.RawMessage(`{"v":"late"}`), Usage: js(map[string]any{"tokens": 5})}})
 	e := wantCode(t, err, ErrStaleToken)
 	if e.State == nil || e.State.Status != StatusReady {
 		t.Fatalf("refusal state %s", dump(e.State))
@@ -212,12 +212,12 @@ func TestHostileReportValues(t *testing.T) {
 			StepResult{Output: json.RawMessage(`{"v":2}`), Usage: json.RawMessage(`{"usd":1e308}`)},
 			"invalid usage ledger entry"},
 		{"tokens overflow",
-			StepResult{Output: json.RawMessage(`{"v":1}`), Usage: map[string]any{"tokens": 1.7e308}},
-			StepResult{Output: json.RawMessage(`{"v":2}`), Usage: map[string]any{"tokens": 1.7e308}},
+			StepResult{Output: json.RawMessage(`{"v":1}`), Usage: js(map[string]any{"tokens": 1.7e308})},
+			StepResult{Output: json.RawMessage(`{"v":2}`), Usage: js(map[string]any{"tokens": 1.7e308})},
 			"invalid usage ledger entry"},
-		{"deep output", StepResult{Output: deep(9999)}, StepResult{Output: deep(10000)}, "nested deeper than"},
+		{"deep output", StepResult{Output: js(deep(9999))}, StepResult{Output: js(deep(10000))}, "nested deeper than"},
 		{"deep telemetry", StepResult{Output: json.RawMessage(`{"v":"x"}`), Telemetry: json.RawMessage(`{"model":` + string(deep(9999)) + `,"durationMs":1}`)},
-			StepResult{Output: json.RawMessage(`{"v":"x"}`), Telemetry: map[string]any{"model": "m", "durationMs": 1, "effort": []any{[]any{}}}}, "invalid connector telemetry"},
+			StepResult{Output: json.RawMessage(`{"v":"x"}`), Telemetry: js(map[string]any{"model": "m", "durationMs": 1, "effort": []any{[]any{}}})}, "invalid connector telemetry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Options{})
@@ -252,7 +252,7 @@ func TestInvalidUTF8(t *testing.T) {
 	if en := entry(t, r, "a"); en.PreviousFailure.Reason != "bad \ufffd byte" {
 		t.Fatalf("reason %q", en.PreviousFailure.Reason)
 	}
-	r = h.report(r, "a", StepResult{Output: map[string]any{"v": "x\xff"}, Telemetry: map[string]any{"model": "m\xff", "durationMs": 1}})
+	r = h.report(r, "a", StepResult{Output: js(map[string]any{"v": "x\xff"}), Telemetry: js(map[string]any{"model": "m\xff", "durationMs": 1})})
 	if st := h.stepState(r.RunID, "a"); jsonOf(t, st.Output.Data) != "{\"v\":\"x\ufffd\"}" || st.Attempts[1].Model != "m\ufffd" {
 		t.Fatalf("a %s", dump(st))
 	}
@@ -261,7 +261,7 @@ func TestInvalidUTF8(t *testing.T) {
 	if err != nil || dump(a1) != dump(a2) {
 		t.Fatalf("processes disagree: %v\n%s\n%s", err, dump(a1.Steps), dump(a2.Steps))
 	}
-	_, err = h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d\xff", Source: "s", Usage: map[string]any{"tokens": 1}})
+	_, err = h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d\xff", Source: "s", Usage: js(map[string]any{"tokens": 1})})
 	wantCode(t, err, ErrInvalidReceipt)
 	_, err = h.e.Commit(h.ctx, r.RunID, "l\xff")
 	wantCode(t, err, ErrInvalidLabel)
@@ -429,13 +429,13 @@ flows:
 		reason string // the whole failure reason
 		spent  Ledger // flow spend after the report (1 dispatch each issuance)
 	}{
-		{"telemetry before usage", StepResult{Output: good, Telemetry: map[string]any{"model": "m"}, Usage: map[string]any{"usd": -1}},
+		{"telemetry before usage", StepResult{Output: js(good), Telemetry: js(map[string]any{"model": "m"}), Usage: js(map[string]any{"usd": -1})},
 			"invalid connector telemetry (nothing recorded)", Ledger{Dispatches: 2}},
-		{"usage shape before budget", StepResult{Output: good, Usage: map[string]any{"usd": 1, "tokens": "9"}},
+		{"usage shape before budget", StepResult{Output: js(good), Usage: js(map[string]any{"usd": 1, "tokens": "9"})},
 			"invalid usage ledger entry (nothing recorded)", Ledger{Dispatches: 2}},
-		{"task budget before dispatches and failure", StepResult{Failure: "no", Usage: map[string]any{"tokens": 101, "dispatches": 1}, Telemetry: tele},
+		{"task budget before dispatches and failure", StepResult{Failure: "no", Usage: js(map[string]any{"tokens": 101, "dispatches": 1}), Telemetry: js(tele)},
 			"task budget exhausted", Ledger{Tokens: 101, Dispatches: 1}},
-		{"dispatches before failure", StepResult{Failure: "no", Usage: map[string]any{"tokens": 5, "dispatches": 1}},
+		{"dispatches before failure", StepResult{Failure: "no", Usage: js(map[string]any{"tokens": 5, "dispatches": 1})},
 			"dispatches are engine-accounted; do not report them in usage (other keys were recorded)", Ledger{Tokens: 5, Dispatches: 2}},
 		{"failure before contract", StepResult{Failure: "could not", Output: json.RawMessage(`{"v":1}`)},
 			"could not", Ledger{Dispatches: 2}},
@@ -530,7 +530,7 @@ func TestRevertGateTokenAndSpend(t *testing.T) {
 	if _, err := h.e.Commit(h.ctx, r.RunID, "gate"); err != nil {
 		t.Fatal(err)
 	}
-	u, err := h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "ext-1", StepID: "work", Source: "agent", Usage: map[string]any{"usd": 2.5}, USDSource: "reported"})
+	u, err := h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "ext-1", StepID: "work", Source: "agent", Usage: js(map[string]any{"usd": 2.5}), USDSource: "reported"})
 	if err != nil || u.Status != "ok" {
 		t.Fatalf("receipt %s %v", dump(u), err)
 	}
@@ -547,7 +547,7 @@ func TestRevertGateTokenAndSpend(t *testing.T) {
 	}
 	_, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionApprove, GateToken: old})
 	wantCode(t, err, ErrStaleToken)
-	dup, err := h.reopen(Options{}).UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "ext-1", Source: "agent", Usage: map[string]any{"usd": 2.5}, USDSource: "reported"})
+	dup, err := h.reopen(Options{}).UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "ext-1", Source: "agent", Usage: js(map[string]any{"usd": 2.5}), USDSource: "reported"})
 	if err != nil || dup.Status != "duplicate" || dup.Seq != u.Seq || dup.Ledger.Spent != spent {
 		t.Fatalf("duplicate after revert in another process %s %v", dump(dup), err)
 	}
@@ -906,7 +906,7 @@ func TestCallerValuesCopied(t *testing.T) {
 	r := h.plan(twoSteps, in)
 	out := expr.NewObject(1)
 	out.Set("v", "A")
-	r = h.report(r, "a", StepResult{Output: out})
+	r = h.report(r, "a", StepResult{Output: js(out)})
 	in.Set("x", "changed")
 	out.Set("v", "changed")
 	r = h.ok(r, "b", `{"v":"B"}`) // verifyWrites compares memory with the store
@@ -950,7 +950,7 @@ func TestEngineFanoutOutlastsLockTimeout(t *testing.T) {
 	}
 	e := New(fs, Options{Dispatcher: d, Workspace: WorkspacePolicy{Default: h.ws}})
 	t.Cleanup(e.Close)
-	r, err := e.Plan(h.ctx, PlanRequest{Spec: []byte(spec), Input: map[string]any{"items": []any{"a", "b"}}})
+	r, err := e.Plan(h.ctx, PlanRequest{Spec: []byte(spec), Input: js(map[string]any{"items": []any{"a", "b"}})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/stratum-go/stratum/expr"
@@ -22,17 +23,18 @@ type StepDoneRequest struct {
 
 // StepResult is what the agent produced.
 type StepResult struct {
-	// Output is the step's output (expr model values, Go values or raw
-	// JSON). Nil is JSON null.
-	Output any
+	// Output is the step's output as JSON (nil is JSON null). Its key
+	// order and number text are kept as sent.
+	Output json.RawMessage
 	// Failure, when non-empty, reports that the agent could not do the
 	// task; it wins over Output.
 	Failure string
-	// Usage is the reported cost: a JSON object with keys among usd,
-	// tokens, ms (finite, non-negative). Dispatches are engine-accounted.
-	Usage any
-	// Telemetry is {durationMs, model, effort?}.
-	Telemetry any
+	// Usage is the reported cost, nil or a JSON object with keys among
+	// usd, tokens, ms (finite, non-negative). Dispatches are
+	// engine-accounted.
+	Usage json.RawMessage
+	// Telemetry is nil or the JSON object {durationMs, model, effort?}.
+	Telemetry json.RawMessage
 }
 
 // StepDone reports a step result (spec/engine.md 3-4). The dispatch token

@@ -95,9 +95,9 @@ func TestStepDoneValidation(t *testing.T) {
 	}{
 		{"contract", StepResult{Output: json.RawMessage(`{"v":1}`)}, "output failed the R contract: result.v"},
 		{"undeclared key", StepResult{Output: json.RawMessage(`{"v":"x","extra":1}`)}, "extra"},
-		{"bad telemetry", StepResult{Output: json.RawMessage(`{"v":"x"}`), Telemetry: map[string]any{"model": ""}}, "invalid connector telemetry"},
-		{"bad usage", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: map[string]any{"usd": -1}}, "invalid usage ledger entry"},
-		{"dispatches", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: map[string]any{"dispatches": 1, "tokens": 5}}, "dispatches are engine-accounted"},
+		{"bad telemetry", StepResult{Output: json.RawMessage(`{"v":"x"}`), Telemetry: js(map[string]any{"model": ""})}, "invalid connector telemetry"},
+		{"bad usage", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: js(map[string]any{"usd": -1})}, "invalid usage ledger entry"},
+		{"dispatches", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: js(map[string]any{"dispatches": 1, "tokens": 5})}, "dispatches are engine-accounted"},
 		{"failure wins", StepResult{Output: json.RawMessage(`{"v":"x"}`), Failure: "could not"}, "could not"},
 	}
 	for _, tc := range cases {
@@ -112,8 +112,8 @@ func TestStepDoneValidation(t *testing.T) {
 	}
 	// Telemetry and usage are recorded on the attempt; usage is debited.
 	r := h.plan(twoSteps, map[string]any{"x": "X"})
-	r = h.report(r, "a", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: map[string]any{"tokens": 10, "usd": 0.5},
-		Telemetry: map[string]any{"durationMs": 12, "model": "m1"}})
+	r = h.report(r, "a", StepResult{Output: json.RawMessage(`{"v":"x"}`), Usage: js(map[string]any{"tokens": 10, "usd": 0.5}),
+		Telemetry: js(map[string]any{"durationMs": 12, "model": "m1"})})
 	if r.Ledger.Spent != (Ledger{USD: 0.5, Tokens: 10, Dispatches: 2}) {
 		t.Fatalf("ledger %s", dump(r.Ledger))
 	}
@@ -149,12 +149,12 @@ func TestIdenticalEvidenceEarlyStop(t *testing.T) {
 
 func TestPlanRefusals(t *testing.T) {
 	h := newHarness(t, Options{})
-	_, err := h.e.Plan(h.ctx, PlanRequest{Spec: []byte("version: 1\nflows: {}"), Input: map[string]any{}})
+	_, err := h.e.Plan(h.ctx, PlanRequest{Spec: []byte("version: 1\nflows: {}"), Input: js(map[string]any{})})
 	e := wantCode(t, err, ErrInvalidSpec)
 	if len(e.Diagnostics) == 0 {
 		t.Fatal("no diagnostics")
 	}
-	_, err = h.e.Plan(h.ctx, PlanRequest{Spec: []byte(twoSteps), Input: map[string]any{"x": 1, "y": 2}})
+	_, err = h.e.Plan(h.ctx, PlanRequest{Spec: []byte(twoSteps), Input: js(map[string]any{"x": 1, "y": 2})})
 	e = wantCode(t, err, ErrInvalidInput)
 	if len(e.Details) != 2 || e.Details[0].Code != "INPUT_CONTRACT_INVALID" {
 		t.Fatalf("details %s", dump(e.Details))
@@ -197,7 +197,7 @@ flows:
 		t.Fatalf("c do %q", en.Do)
 	}
 	// A flow budget of one dispatch is exhausted by making two steps ready.
-	_, err := h.e.Plan(h.ctx, PlanRequest{Spec: []byte(strings.Replace(spec, "input: {}", "input: {}\n    budget: {dispatches: 1}", 1)), Input: map[string]any{}})
+	_, err := h.e.Plan(h.ctx, PlanRequest{Spec: []byte(strings.Replace(spec, "input: {}", "input: {}\n    budget: {dispatches: 1}", 1)), Input: js(map[string]any{})})
 	if err != nil {
 		t.Fatal(err)
 	}

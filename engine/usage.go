@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -20,9 +21,9 @@ type Receipt struct {
 	// Source names who reports (non-empty).
 	Source string
 	// Usage is a JSON object with keys among usd, tokens, ms.
-	Usage any
-	// Telemetry is {durationMs, model, effort?} (optional).
-	Telemetry any
+	Usage json.RawMessage
+	// Telemetry is nil or the JSON object {durationMs, model, effort?}.
+	Telemetry json.RawMessage
 	// USDSource is "reported" or "estimated"; required when usd is
 	// present.
 	USDSource string

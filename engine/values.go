@@ -115,6 +115,9 @@ func depthExceeds(v any, limit int) bool {
 func convertModel(v any) (any, error) {
 	switch x := v.(type) {
 	case json.RawMessage:
+		if len(x) == 0 {
+			return nil, nil // an unset raw value is JSON null
+		}
 		return expr.DecodeJSON(x)
 	case []byte:
 		return expr.DecodeJSON(x)

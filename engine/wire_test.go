@@ -55,7 +55,7 @@ func TestWireGolden(t *testing.T) {
 
 	r = h.plan(consumerSpec("any", oneStage), map[string]any{"items": []any{"a"}})
 	add("plan: consumer item", r)
-	add("usage report", must(h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d1", Source: "agent", Usage: map[string]any{"tokens": 5}})))
+	add("usage report", must(h.e.UsageReport(h.ctx, r.RunID, Receipt{DispatchID: "d1", Source: "agent", Usage: js(map[string]any{"tokens": 5})})))
 	add("cancel", must(h.e.Cancel(h.ctx, r.RunID, "stop")))
 	add("poll", must(h.e.Poll(h.ctx, r.RunID, 0)))
 

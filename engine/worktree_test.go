@@ -596,7 +596,7 @@ func mergeCrashChild(root, ws, wtDir, mode string) int {
 	e := New(&killStore{Store: fs, mode: mode}, Options{Dispatcher: &procDispatcher{script: writeAgent},
 		Workspace: WorkspacePolicy{Default: ws}, WorktreeDir: wtDir})
 	spec := strings.Replace(worktreeSpec("all", []string{"echo ran >> ../premerge.log"}, writeStage, closedVerdict), "concurrency: 2", "concurrency: 3", 1)
-	r, err := e.Plan(ctx, PlanRequest{Spec: []byte(spec), Input: map[string]any{"items": []any{"a", "b", "drop"}}})
+	r, err := e.Plan(ctx, PlanRequest{Spec: []byte(spec), Input: js(map[string]any{"items": []any{"a", "b", "drop"}})})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "plan:", err)
 		return 1

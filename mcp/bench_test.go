@@ -120,7 +120,7 @@ func BenchmarkEngineStepDone(b *testing.B) {
 	spec := []byte(linearN(100))
 	out := engine.StepResult{Output: json.RawMessage(`{"v":"done"}`)}
 	stepDoneLoop(b, func() (string, string, string) {
-		r, err := e.Plan(ctx, engine.PlanRequest{Spec: spec, Input: map[string]any{}})
+		r, err := e.Plan(ctx, engine.PlanRequest{Spec: spec, Input: js(map[string]any{})})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -226,4 +226,13 @@ func BenchmarkNewServer(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// js is the JSON of v, for requests the tests build from Go values.
+func js(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
