@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/judge"
@@ -58,7 +59,8 @@ func openSystem(env *Env, cfg systemConfig) (*system, error) {
 	if err != nil {
 		return nil, usagef("judge configuration: %v", err)
 	}
-	opts := engine.Options{Judge: j, Dispatcher: cfg.dispatcher, DeferDispatch: cfg.dispatcher == nil}
+	opts := engine.Options{Judge: j, Dispatcher: cfg.dispatcher, DeferDispatch: cfg.dispatcher == nil,
+		Evaluator: driver.Shell{}, Workspaces: &driver.GitWorkspaces{}}
 	return &system{root: root, store: st, judge: j, engine: engine.New(st, opts), log: log}, nil
 }
 

@@ -3,27 +3,23 @@ package driver
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"sync"
 
-	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/internal/worktree"
 )
 
 // consumerTrees keeps the worktrees of consumer fanout items with worktree
-// isolation. For a consumer fanout the engine does no isolation and no
-// merge (spec/engine.md 5.4): whoever executes the items does, and in
-// `stratum run` that is the driver. (Engine-dispatched fanouts are
-// isolated and merged by the engine itself.)
+// isolation. For a consumer fanout the engine isolates nothing: whoever
+// executes the items does, and in `stratum run` that is the driver.
 //
 // An item's worktree is made at its first attempt and reused by its later
-// stages and retries; its changes are captured after its final stage, kept
-// in memory, and merged into the workspace (pre_merge first, items in
-// index order) when the driver's own report settles the fanout. A drive
-// stopped before that loses them; the gate that must follow a consumer
-// worktree fanout lets a person check the workspace before the run goes
-// on.
+// stages and retries; its changes are captured after its final stage and
+// handed to the engine with the item's report (StepResult.Patch), which
+// keeps them durably with the item's success and merges them when the
+// fanout settles, exactly as for engine fanouts: one durable merge for
+// both (docs/engine.md, "Worktree isolation"). The worktree is removed
+// once the item is over.
 type consumerTrees struct {
 	// admin serialises making and removing worktrees (git does not
 	// support concurrent `git worktree add` on one repository).
@@ -37,7 +33,6 @@ type consumerItem struct {
 	index     int
 	epoch     int
 	wt        *worktree.Worktree
-	patch     []byte
 }
 
 func newConsumerTrees() *consumerTrees { return &consumerTrees{items: map[string]*consumerItem{}} }
@@ -74,74 +69,30 @@ func (c *consumerTrees) acquire(ctx context.Context, workspace, run, step string
 	return wt, nil
 }
 
-// capture records the item's changes after its final stage.
-func (c *consumerTrees) capture(ctx context.Context, run, step string, epoch, index int) error {
+// capture returns the item's changes after its final stage.
+func (c *consumerTrees) capture(ctx context.Context, run, step string, epoch, index int) ([]byte, error) {
 	c.mu.Lock()
 	it := c.items[itemKey(run, step, epoch, index)]
 	c.mu.Unlock()
 	if it == nil {
-		return fmt.Errorf("%s/%d: the item's worktree is gone", step, index)
+		return nil, fmt.Errorf("%s/%d: the item's worktree is gone", step, index)
 	}
-	patch, err := it.wt.Capture(ctx, 0)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	it.patch = patch
-	c.mu.Unlock()
-	return nil
+	return it.wt.Capture(ctx, 0)
 }
 
-// has reports whether a fanout step of a run has item worktrees.
-func (c *consumerTrees) has(run, step string) bool {
+// done removes the worktree of an item that is over.
+func (c *consumerTrees) done(ctx context.Context, run, step string, epoch, index int) {
+	key := itemKey(run, step, epoch, index)
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, it := range c.items {
-		if it.run == run && it.step == step {
-			return true
-		}
-	}
-	return false
-}
-
-// settled acts on a consumer fanout the driver's report may have settled:
-// succeeded in the round (epoch) its items ran in → merge its succeeded
-// items' changes into the workspace; finished otherwise (failed, reset by
-// a revise) → discard them. A merge failure is returned; the worktrees are
-// removed either way once the fanout is over.
-func (c *consumerTrees) settled(ctx context.Context, workspace, run, step string, st *engine.StepView, preMerge []string, notice func(string)) error {
-	if st != nil && st.Status == engine.StepRunning && st.Fanout != nil {
-		return nil // not over yet
-	}
-	defer c.discard(ctx, run, step)
-	if st == nil || st.Status != engine.StepSucceeded || st.Fanout == nil {
-		return nil
-	}
-	c.mu.Lock()
-	var items []*consumerItem
-	for _, fi := range st.Fanout.Items {
-		it := c.items[itemKey(run, step, st.Epoch, fi.Index)]
-		if fi.Status == engine.StepSucceeded && it != nil && len(it.patch) > 0 {
-			items = append(items, it)
-		}
-	}
+	it := c.items[key]
+	delete(c.items, key)
 	c.mu.Unlock()
-	if len(items) == 0 {
-		return nil
+	if it == nil {
+		return
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].index < items[j].index })
-	for _, cmd := range preMerge {
-		if err := worktree.RunCommand(ctx, workspace, cmd, 0); err != nil {
-			return err
-		}
-	}
-	for _, it := range items {
-		if _, err := worktree.Apply(context.WithoutCancel(ctx), workspace, it.patch); err != nil {
-			return fmt.Errorf("item %d: %w", it.index, err)
-		}
-		notice(fmt.Sprintf("%s/%d: changes merged into the workspace", step, it.index))
-	}
-	return nil
+	c.admin.Lock()
+	defer c.admin.Unlock()
+	_ = it.wt.Remove(ctx)
 }
 
 // discard removes a fanout step's worktrees.

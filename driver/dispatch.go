@@ -78,17 +78,18 @@ func modelOf(m string) string {
 // The error is non-nil only when the attempt could not run at all (the
 // agent's program is missing, the context ended): the run is left as it
 // is for a later resume.
-func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) (agent.Result, error) {
+func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) (agent.Result, []byte, error) {
 	conn, err := d.resolver.Resolve(d.opts.Agent, entry.Agent)
 	if err != nil {
-		return agent.Result{}, err
+		return agent.Result{}, nil, err
 	}
 	req := agent.Request{RunID: r.id, StepID: entry.ID, Task: entry.Do, Agent: entry.Agent, Attempt: entry.Attempt,
 		Contract: agentContract(d.planOf(r.id), entry.Contract), PreviousFailure: failureOf(entry.PreviousFailure),
 		Workdir: r.workspace, Sandbox: agent.SandboxReadOnly}
 	it := entry.FanoutItem
 	if it == nil || it.Policy.Isolation != "worktree" {
-		return conn.Run(ctx, req)
+		res, err := conn.Run(ctx, req)
+		return res, nil, err
 	}
 	// A consumer item with worktree isolation: the driver is its consumer
 	// and owns its worktree (see consumer.go).
@@ -96,17 +97,21 @@ func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) 
 	if err != nil {
 		// The item cannot be isolated: a failed attempt, like any agent
 		// failure, so the engine's retry rules apply.
-		return agent.Result{Failure: err.Error()}, nil
+		return agent.Result{Failure: err.Error()}, nil, nil
 	}
 	req.Workdir, req.Sandbox = wt.Workdir, agent.SandboxWorkspaceWrite
 	res, err := conn.Run(ctx, req)
 	if err != nil || res.Failure != "" || !it.IsFinalStage {
-		return res, err
+		return res, nil, err
 	}
-	if err := d.consumer.capture(ctx, r.id, it.Step, entry.Epoch, it.ItemIndex); err != nil {
-		return agent.Result{Failure: err.Error(), Telemetry: res.Telemetry}, nil
+	patch, err := d.consumer.capture(ctx, r.id, it.Step, entry.Epoch, it.ItemIndex)
+	if err != nil {
+		return agent.Result{Failure: err.Error(), Telemetry: res.Telemetry}, nil, nil
 	}
-	return res, nil
+	if patch == nil {
+		patch = []byte{} // captured, no changes: still the engine's to record
+	}
+	return res, patch, nil
 }
 
 // agentContract converts the engine's view of an output contract into the

@@ -220,6 +220,8 @@ func terminal(status engine.RunStatus) bool { return status.Terminal() }
 type attemptDone struct {
 	entry engine.ReadyEntry
 	res   agent.Result
+	// patch is a consumer worktree item's captured changes (final stage).
+	patch []byte
 	err   error
 }
 
@@ -423,7 +425,7 @@ func (r *run) attempt(ctx context.Context, entry engine.ReadyEntry) {
 	done := attemptDone{entry: entry}
 	select {
 	case r.sem <- struct{}{}:
-		done.res, done.err = r.d.runEntry(ctx, r, entry)
+		done.res, done.patch, done.err = r.d.runEntry(ctx, r, entry)
 		<-r.sem
 	case <-ctx.Done():
 		done.err = context.Cause(ctx)
@@ -451,47 +453,30 @@ func (r *run) report(ctx context.Context, done attemptDone) error {
 		}
 		result.Output = out
 	}
+	result.Patch = done.patch
 	req := engine.StepDoneRequest{RunID: r.id, StepID: done.entry.ID, DispatchToken: done.entry.DispatchToken, Result: result}
 	resp, err := r.e.StepDone(ctx, req)
+	if it := done.entry.FanoutItem; it != nil && it.Policy.Isolation == "worktree" && (err != nil || !readyAgain(resp, done.entry.ID)) {
+		// The item is over (or this report could not count): its changes,
+		// if any, are the engine's now.
+		r.d.consumer.done(context.WithoutCancel(ctx), r.id, it.Step, done.entry.Epoch, it.ItemIndex)
+	}
 	if err != nil {
 		return r.refused(ctx, err)
 	}
 	r.resp = resp
-	if it := done.entry.FanoutItem; it != nil && it.Policy.Isolation == "worktree" && !itemsReady(resp, it.Step) && r.d.consumer.has(r.id, it.Step) {
-		return r.settleConsumer(ctx, it)
-	}
 	return nil
 }
 
-// itemsReady reports whether a consumer fanout still has items to report.
-func itemsReady(resp *engine.Response, step string) bool {
+// readyAgain reports whether an entry id is ready again (a retry or the
+// next stage of an item).
+func readyAgain(resp *engine.Response, id string) bool {
 	for _, en := range resp.Ready {
-		if en.FanoutItem != nil && en.FanoutItem.Step == step {
+		if en.ID == id {
 			return true
 		}
 	}
 	return false
-}
-
-// settleConsumer merges (or discards) the worktrees of a consumer fanout
-// whose last item the driver reported. A merge that fails cancels the
-// run: the engine does not merge consumer fanouts, so it cannot be told,
-// and the steps after the fanout must not run on a half-merged workspace.
-func (r *run) settleConsumer(ctx context.Context, it *engine.FanoutItem) error {
-	a, err := r.e.Audit(ctx, r.id)
-	if err != nil {
-		return &HaltError{RunID: r.id, Err: err}
-	}
-	merr := r.d.consumer.settled(context.WithoutCancel(ctx), r.workspace, r.id, it.Step, a.Steps[it.Step], it.Policy.PreMerge, r.d.notice)
-	if merr == nil {
-		return nil
-	}
-	reason := fmt.Sprintf("fanout %s merge failed: %v", it.Step, merr)
-	r.d.notice(reason + "; cancelling the run")
-	if _, err := r.e.Cancel(ctx, r.id, reason); err != nil {
-		return &HaltError{RunID: r.id, StepID: it.Step, Err: fmt.Errorf("%s; cancelling the run failed too: %w", reason, err)}
-	}
-	return r.refresh(ctx)
 }
 
 // refused handles an engine refusal of a result or decision: one made

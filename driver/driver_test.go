@@ -61,7 +61,8 @@ func (f *fixture) driver(opts Options) (*Driver, *engine.Engine) {
 		opts.PollInterval = 10 * time.Millisecond
 	}
 	d := New(opts)
-	e := engine.New(f.store, engine.Options{Dispatcher: d.Dispatcher(), Workspace: engine.WorkspacePolicy{Default: f.ws}})
+	e := engine.New(f.store, engine.Options{Dispatcher: d.Dispatcher(), Workspace: engine.WorkspacePolicy{Default: f.ws},
+		Evaluator: Shell{}, Workspaces: &GitWorkspaces{TempDir: f.t.TempDir()}})
 	f.t.Cleanup(e.Close)
 	return d, e
 }

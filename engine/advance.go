@@ -128,7 +128,7 @@ func (t *txn) activate(sc *scope, s *ir.Step, st *stepState) bool {
 	case ir.KindRun:
 		t.activateRun(sc, s, st)
 	case ir.KindEvaluate:
-		t.runEvaluate(sc, s, st)
+		t.startEvaluate(sc, s, st)
 	case ir.KindDo:
 		t.issueDo(sc, s, st)
 	}

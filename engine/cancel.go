@@ -77,6 +77,9 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*CancelResul
 	if err != nil {
 		return nil, err
 	}
+	// The cancel is durable: stop at once what this process runs for the
+	// run (other processes see it within effectPollInterval).
+	e.stopEffects(runID)
 	return t.extra.(*CancelResult), nil
 }
 
@@ -88,9 +91,9 @@ func (t *txn) burn(sc *scope, b *BurnedTokens) {
 		if st == nil {
 			continue
 		}
-		if st.DispatchToken != "" || st.GateToken != "" {
+		if st.DispatchToken != "" || st.GateToken != "" || st.Effect != nil {
 			b.Steps = append(b.Steps, sc.scoped(s.ID))
-			st.DispatchToken, st.GateToken = "", ""
+			st.DispatchToken, st.GateToken, st.Effect = "", "", nil
 			st.touch()
 		}
 		if st.Fanout != nil {

@@ -35,13 +35,13 @@ type Engine struct {
 	fanouts  map[string]bool
 	// worktrees holds the base names of the item worktrees in use.
 	worktrees map[string]bool
-	// worktreeMu serialises making and removing worktrees: git does not
-	// support concurrent `git worktree add` on one repository (one can
-	// read another's half-written administrative files).
-	worktreeMu sync.Mutex
-	wg         sync.WaitGroup
-	bgCtx      context.Context
-	bgCancel   context.CancelFunc
+	wg        sync.WaitGroup
+	// running holds the cancel functions of the effects this process
+	// runs, by run id and effect token.
+	effectMu sync.Mutex
+	running  map[string]map[string]context.CancelCauseFunc
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
 
 	// verifyWrites (tests only) re-reads every written run from the store
 	// and compares it with the state in memory.
@@ -64,7 +64,7 @@ const maxCachedRuns = 256
 // New returns an Engine over st.
 func New(st store.Store, opts Options) *Engine {
 	e := &Engine{store: st, opts: opts, plans: map[string]*compiled{}, cache: map[string]*cachedRun{}, fanouts: map[string]bool{},
-		worktrees: map[string]bool{}}
+		worktrees: map[string]bool{}, running: map[string]map[string]context.CancelCauseFunc{}}
 	e.now = opts.Now
 	if e.now == nil {
 		e.now = time.Now
@@ -303,11 +303,70 @@ func mapStoreErr(runID string, err error) error {
 	return err
 }
 
-// mutate runs fn as one atomic, durable transition of a run: under the
-// store's run lock it loads the state, lets fn change it and record
-// events, then writes both. When fn fails nothing is written. The result
-// is whatever fn returned, available only once the change is durable.
+// mutate runs fn as one transition (see transition), then the effects
+// that transition reserved, each outside the run's lock and settled in a
+// transition of its own, until no effect is pending. The txn returned is
+// the first transition's; a result it set is replaced by the run's state
+// after the last settle (keeping what only the first call reports: the
+// revision digest, the checkpoint reverted to).
 func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error) (*txn, error) {
+	t, err := e.transition(ctx, runID, fn)
+	if err != nil || len(t.effects) == 0 {
+		return t, err
+	}
+	last, err := e.runEffects(ctx, runID, t.effects)
+	if err != nil {
+		return nil, err
+	}
+	t.result = laterState(t.result, last)
+	return t, nil
+}
+
+// laterState is the later of two states of one call, keeping the first's
+// call-specific fields.
+func laterState(first, last *Response) *Response {
+	if first == nil || last == nil {
+		return first
+	}
+	r := *last
+	r.RevisionDigest, r.RevertedTo = first.RevisionDigest, first.RevertedTo
+	return &r
+}
+
+// transition runs fn as one atomic, durable transition of a run: under
+// the store's run lock it loads the state, lets fn change it and record
+// events, then writes both. When fn fails nothing is written. The result
+// is whatever fn returned, available only once the change is durable. fn
+// decides only: it never runs a command, a judge or an agent (those are
+// reserved as effects and run by mutate after the transition). A judged
+// ensure it reaches without a verdict stops it with nothing written; the
+// judge is then asked outside the lock and the transition runs again with
+// the verdict (one round per judged ensure reached).
+func (e *Engine) transition(ctx context.Context, runID string, fn func(t *txn) error) (*txn, error) {
+	var verdicts map[verdictKey]judgeOutcome
+	for {
+		t, err := e.transitionOnce(ctx, runID, fn, verdicts)
+		var nv *needVerdict
+		if !errors.As(err, &nv) {
+			return t, err
+		}
+		if _, asked := verdicts[nv.key]; asked {
+			return nil, fmt.Errorf("run %s: internal error: the judge's verdict on %s was not used", runID, nv.key.step)
+		}
+		if verdicts == nil {
+			verdicts = map[verdictKey]judgeOutcome{}
+		}
+		v, jerr := e.opts.Judge.Judge(ctx, nv.req)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		verdicts[nv.key] = judgeOutcome{verdict: v, err: jerr}
+	}
+}
+
+// transitionOnce is one attempt of transition with the verdicts asked so
+// far.
+func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *txn) error, verdicts map[verdictKey]judgeOutcome) (*txn, error) {
 	if err := store.ValidateRunID(runID); err != nil {
 		return nil, newErr(ErrRunNotFound, runID, "run %q not found: %v", runID, err)
 	}
@@ -327,7 +386,8 @@ func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error
 		}
 		t = newTxn(ctx, e, st, c)
 		t.headSeq = cur.Head.Seq
-		if err := fn(t); err != nil {
+		t.verdicts = verdicts
+		if err := decideWith(fn, t); err != nil {
 			return nil, err
 		}
 		if len(t.events) == 0 { // every state change records an event
@@ -354,6 +414,22 @@ func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error
 		e.kickFanouts(runID)
 	}
 	return t, nil
+}
+
+// decideWith runs a transition's decision. A needVerdict raised from deep
+// inside the decision (txn.judge) becomes its error: the state it leaves
+// half changed is discarded with the transition.
+func decideWith(fn func(t *txn) error, t *txn) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			nv, ok := r.(*needVerdict)
+			if !ok {
+				panic(r)
+			}
+			err = nv
+		}
+	}()
+	return fn(t)
 }
 
 // checkPersisted compares a run as a fresh process would read it with the

@@ -9,6 +9,29 @@ import (
 	"github.com/stratum-go/stratum/judge"
 )
 
+// verdictKey names one judged ensure of one report: the step (scoped),
+// the fanout item and stage (-1 and 0 outside fanouts), and the ensure's
+// index in its list.
+type verdictKey struct {
+	step               string
+	item, stage, index int
+}
+
+// judgeOutcome is a judge's answer, asked outside the run's lock.
+type judgeOutcome struct {
+	verdict judge.Verdict
+	err     error
+}
+
+// needVerdict stops a transition that reached a judged ensure it has no
+// verdict for (see txn.judge and Engine.transition).
+type needVerdict struct {
+	key verdictKey
+	req judge.Request
+}
+
+func (n *needVerdict) Error() string { return "a judge's verdict is needed for " + n.key.step }
+
 // ensureResult is the outcome of a step's postconditions.
 type ensureResult struct {
 	// reason is the first failure ("" when every ensure held).
@@ -54,9 +77,9 @@ func evidence(v any) string {
 // runEnsures evaluates ensures in order; the first failure stops.
 func (t *txn) runEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings) ensureResult {
 	opts := &expr.EvalOptions{WorkspaceRoot: t.fileRoot(ec.root)}
-	for _, en := range ensures {
+	for i, en := range ensures {
 		if en.Kind == ir.EnsureJudged {
-			if r := t.judge(ec, en, b); r.reason != "" || r.breach != levelNone {
+			if r := t.judge(ec, i, en, b); r.reason != "" || r.breach != levelNone {
 				return r
 			}
 			continue
@@ -78,8 +101,12 @@ func (t *txn) runEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings) ens
 	return ensureResult{}
 }
 
-// judge decides one judged ensure, failing closed, and debits its usage.
-func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
+// judge decides one judged ensure (the index-th of its list), failing
+// closed, and debits its usage. The judge is never called here, inside a
+// transition: the verdict is one the transition was given, and when it
+// has none it stops (needVerdict) so that Engine.transition asks the
+// judge outside the run's lock and runs the transition again.
+func (t *txn) judge(ec ensureCtx, index int, en ir.Ensure, b expr.Bindings) ensureResult {
 	val, _ := b.Result.Value()
 	in, _ := b.Input.Value()
 	var v judge.Verdict
@@ -87,11 +114,19 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 	if t.e.opts.Judge == nil {
 		reason = "judged predicate requires a configured judge runner"
 	} else {
-		var err error
 		judgeCtx := expr.NewObject(2)
 		judgeCtx.Set("result", val)
 		judgeCtx.Set("input", in)
-		v, err = t.e.opts.Judge.Judge(t.ctx, judge.Request{Criterion: en.Statement, Stakes: en.Stakes, Context: judgeCtx})
+		key := verdictKey{step: ec.stepID, item: -1, index: index}
+		if ec.itemIndex != nil {
+			key.item, key.stage = *ec.itemIndex, *ec.stage
+		}
+		out, ok := t.verdicts[key]
+		if !ok {
+			panic(&needVerdict{key: key, req: judge.Request{Criterion: en.Statement, Stakes: en.Stakes, Context: judgeCtx}})
+		}
+		v = out.verdict
+		err := out.err
 		switch {
 		case err != nil:
 			reason = cleanText("judged predicate failed: " + err.Error())

@@ -1,54 +1,79 @@
 package engine
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/stratum-go/stratum/expr"
-	"github.com/stratum-go/stratum/internal/proc"
 	"github.com/stratum-go/stratum/ir"
 )
 
-// runEvaluate runs an evaluate step's command (spec/engine.md 5.7):
-// single-shot, every failure forced (on_fail does not apply to evaluate,
-// which cannot declare it, so the scope fails). The command runs inside
-// the transition, under the run lock.
-func (t *txn) runEvaluate(sc *scope, s *ir.Step, st *stepState) {
+// Evaluate steps (docs/engine.md, "evaluate") run a command outside every
+// transition: the transition that activates the step reserves it
+// (status running, an effect token, the rendered input), the command runs
+// after that transition is durable and without the run's lock, and a
+// second transition settles the outcome if the reservation is still the
+// current one (a cancel or a revise in between voids it). A process that
+// dies while its command runs leaves the reservation behind; Resume takes
+// it over (recording effect_interrupted) and runs the command again.
+// Evaluate is single-shot: every failure is forced (on_fail does not
+// apply to evaluate, which cannot declare it, so the scope fails).
+
+// startEvaluate reserves an evaluate step's command.
+func (t *txn) startEvaluate(sc *scope, s *ir.Step, st *stepState) {
 	attempt := len(st.Attempts) + 1
 	fail := func(format string, args ...any) {
 		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, reason: cleanText("evaluate: " + fmt.Sprintf(format, args...)), forced: true})
 	}
 	ev := s.Evaluate
-	var input any
+	var input Value
 	if ev.In != nil {
 		v, err := ev.In.Render(t.resolver(sc, nil))
 		if err != nil {
 			fail("input render failed: %v", err)
 			return
 		}
-		input = v
+		input = Some(v)
 	}
-	runner := t.e.opts.Evaluator
-	if runner == nil {
-		runner = shellEvaluator{}
+	if t.e.opts.Evaluator == nil {
+		fail("evaluate commands are not available: the process running this run was started without a command runner")
+		return
 	}
-	out, err := runner.Evaluate(t.ctx, EvaluateRequest{Command: ev.Command, Input: input,
-		Timeout: time.Duration(ev.TimeoutMS) * time.Millisecond, Dir: t.st.WorkspaceRoot})
-	if err != nil {
-		fail("runner threw: %v", err)
+	st.Status = StepRunning
+	st.Effect = &effectState{Token: t.token(), Input: input}
+	t.emit(EventEvaluateStarted, sc.scoped(s.ID), ReadyDetail{Attempt: attempt})
+	t.queueEvaluate(sc, s, st)
+}
+
+// queueEvaluate records that the step's reserved command must run once
+// this transition is durable.
+func (t *txn) queueEvaluate(sc *scope, s *ir.Step, st *stepState) {
+	req := EvaluateRequest{Command: s.Evaluate.Command, Input: st.Effect.Input.Data,
+		Timeout: time.Duration(s.Evaluate.TimeoutMS) * time.Millisecond, Dir: t.st.WorkspaceRoot}
+	if !st.Effect.Input.Present {
+		req.Input = nil
+	}
+	t.effects = append(t.effects, pendingEffect{stepID: sc.scoped(s.ID), token: st.Effect.Token, evaluate: &req})
+}
+
+// settleEvaluate applies a command's outcome to its reserved step.
+func (t *txn) settleEvaluate(sc *scope, s *ir.Step, st *stepState, out EvaluateOutcome, runErr error) {
+	attempt := len(st.Attempts) + 1
+	st.Effect = nil
+	fail := func(format string, args ...any) {
+		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, reason: cleanText("evaluate: " + fmt.Sprintf(format, args...)), forced: true})
+	}
+	if runErr != nil {
+		fail("runner threw: %v", runErr)
 		return
 	}
 	if !out.OK {
 		switch out.Kind {
-		case "exit":
+		case EvaluateExit:
 			fail("command exited with a non-zero status (%s)", out.Reason)
-		case "timeout":
+		case EvaluateTimeout:
 			fail("command timed out (%s)", out.Reason)
-		case "parse":
+		case EvaluateParse:
 			fail("output was not valid JSON (%s)", out.Reason)
 		default:
 			fail("runner returned a malformed result envelope")
@@ -127,44 +152,4 @@ func checkVerdict(v any) string {
 		return "an open verdict needs at least one child"
 	}
 	return ""
-}
-
-// shellEvaluator is the default evaluate runner: /bin/sh -c COMMAND in
-// the workspace root, in its own process group (killed whole on timeout),
-// the JSON input on stdin, stdout parsed as JSON.
-type shellEvaluator struct{}
-
-func (shellEvaluator) Evaluate(ctx context.Context, req EvaluateRequest) (EvaluateOutcome, error) {
-	var stdin []byte
-	if req.Input != nil {
-		b, err := expr.EncodeJSON(req.Input)
-		if err != nil {
-			return EvaluateOutcome{}, err
-		}
-		stdin = b
-	} else {
-		stdin = []byte("null")
-	}
-	res, err := proc.Run(ctx, proc.Spec{Argv: []string{"/bin/sh", "-c", req.Command}, Dir: req.Dir, Stdin: stdin,
-		Timeout: req.Timeout, Grace: 500 * time.Millisecond})
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return EvaluateOutcome{}, err
-	}
-	switch {
-	case res.TimedOut:
-		return EvaluateOutcome{Kind: "timeout", Reason: fmt.Sprintf("after %s; the process group was killed", req.Timeout)}, nil
-	case !res.Success():
-		msg := strings.TrimSpace(string(res.StderrTail))
-		if res.Signal != "" {
-			return EvaluateOutcome{Kind: "exit", Reason: fmt.Sprintf("signal %s: %s", res.Signal, msg)}, nil
-		}
-		return EvaluateOutcome{Kind: "exit", Reason: fmt.Sprintf("exit %d: %s", res.ExitCode, msg)}, nil
-	case res.StdoutTruncated:
-		return EvaluateOutcome{Kind: "parse", Reason: "stdout exceeded the output limit"}, nil
-	}
-	v, err := expr.DecodeJSON(bytes.TrimSpace(res.Stdout))
-	if err != nil {
-		return EvaluateOutcome{Kind: "parse", Reason: err.Error()}, nil
-	}
-	return EvaluateOutcome{OK: true, Result: v}, nil
 }

@@ -36,12 +36,18 @@ const (
 	EventFailed              EventType = "failed"                 // EndDetail
 	EventBudgetExhausted     EventType = "budget_exhausted"       // EndDetail
 	EventFlowCancelled       EventType = "flow_cancelled"         // CancelledDetail
+	// EventEvaluateStarted: an evaluate step's command was reserved and
+	// starts once the transition is durable.
+	EventEvaluateStarted EventType = "evaluate_started" // ReadyDetail
+	// EventEffectInterrupted: a reserved effect was found unsettled by a
+	// process taking the run over (its holder died); it runs again.
+	EventEffectInterrupted EventType = "effect_interrupted" // ReadyDetail
 )
 
 // EventTypes lists every audit event type, sorted.
 func EventTypes() []EventType {
 	return []EventType{EventBudgetExhausted, EventCarryUpdated, EventCheckpointCommitted, EventCheckpointReverted,
-		EventCompleted, EventFailed, EventFanoutAttemptResult, EventFanoutItemDispatch, EventFanoutItemReady,
+		EventCompleted, EventEffectInterrupted, EventEvaluateStarted, EventFailed, EventFanoutAttemptResult, EventFanoutItemDispatch, EventFanoutItemReady,
 		EventFanoutItemSkipped, EventFanoutLedgerDebit, EventFanoutMerge, EventFlowCancelled, EventGateResolved,
 		EventGateWaiting, EventJudged, EventPlanned, EventReady, EventResult, EventResumed, EventRouted, EventSkipped,
 		EventStepReset, EventUsageDebit}

@@ -366,8 +366,12 @@ func (t *txn) itemDone(loc located, req StepDoneRequest) error {
 	if err := t.checkToken(id, it.Status, it.DispatchToken, it.AcceptedDispatchToken, req.DispatchToken, issued); err != nil {
 		return err
 	}
-	t.settleItem(loc.sc, s, st, it, itemResult{output: req.Result.Output, failure: req.Result.Failure,
-		usage: req.Result.Usage, telemetry: req.Result.Telemetry, token: req.DispatchToken})
+	r := itemResult{output: req.Result.Output, failure: req.Result.Failure,
+		usage: req.Result.Usage, telemetry: req.Result.Telemetry, token: req.DispatchToken}
+	if req.Result.Patch != nil && s.Fanout.Isolation == "worktree" {
+		r.capture = &capture{patch: req.Result.Patch}
+	}
+	t.settleItem(loc.sc, s, st, it, r)
 	t.advance()
 	t.result = t.response()
 	return nil

@@ -1,13 +1,12 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/stratum-go/stratum/internal/worktree"
 	"github.com/stratum-go/stratum/ir"
 )
 
@@ -18,7 +17,7 @@ import (
 // token are still current (a revise reset, a revert or a cancel in
 // between abandons the result).
 func (e *Engine) kickFanouts(runID string) {
-	if e.opts.Dispatcher == nil || e.bgCtx.Err() != nil {
+	if e.bgCtx.Err() != nil {
 		return
 	}
 	st, c, _, err := e.load(e.bgCtx, runID, false)
@@ -28,8 +27,12 @@ func (e *Engine) kickFanouts(runID string) {
 	flow := c.plan.Flow(st.FlowName)
 	for _, s := range flow.Steps {
 		ss := st.Steps[s.ID]
-		if s.Kind != ir.KindFanout || consumerFanout(s) || ss == nil || ss.Status != StepRunning || ss.Fanout == nil {
+		if s.Kind != ir.KindFanout || ss == nil || ss.Status != StepRunning || ss.Fanout == nil {
 			continue
+		}
+		mergeOnly := consumerFanout(s)
+		if mergeOnly && !awaitsMerge(s, ss) || !mergeOnly && e.opts.Dispatcher == nil {
+			continue // a consumer's items are its own; an engine fanout needs a dispatcher
 		}
 		key := fmt.Sprintf("%s\x00%s\x00%d", runID, s.ID, ss.Epoch)
 		e.fanoutMu.Lock()
@@ -42,19 +45,41 @@ func (e *Engine) kickFanouts(runID string) {
 			continue
 		}
 		e.wg.Add(1)
+		if mergeOnly {
+			go func() {
+				defer e.wg.Done()
+				defer e.release(key)
+				e.mergeFanout(runID, s, ss.Epoch)
+			}()
+			continue
+		}
 		go e.driveFanout(key, runID, s, ss.Epoch, len(ss.Fanout.Items))
 	}
+}
+
+// release forgets a fanout this process was driving.
+func (e *Engine) release(key string) {
+	e.fanoutMu.Lock()
+	delete(e.fanouts, key)
+	e.fanoutMu.Unlock()
+}
+
+// awaitsMerge reports a fanout whose items are all settled and whose
+// succeeded items still have changes to merge.
+func awaitsMerge(s *ir.Step, st *stepState) bool {
+	for _, it := range st.Fanout.Items {
+		if !isTerminalStep(it.Status) {
+			return false
+		}
+	}
+	return requireMet(s, st) && mergeNext(s, st) >= 0
 }
 
 // driveFanout runs a fanout's items with its concurrency, then lets the
 // scheduler settle it.
 func (e *Engine) driveFanout(key, runID string, s *ir.Step, epoch, n int) {
 	defer e.wg.Done()
-	defer func() {
-		e.fanoutMu.Lock()
-		delete(e.fanouts, key)
-		e.fanoutMu.Unlock()
-	}()
+	defer e.release(key)
 	var mu sync.Mutex
 	next := 0
 	take := func() int {
@@ -125,7 +150,7 @@ func (t *txn) currentFanout(s *ir.Step, epoch int) (*scope, *stepState, bool) {
 // failed). With worktree isolation the item works in its own worktree,
 // made before its first stage and always removed when it returns.
 func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
-	var wt *worktree.Worktree
+	var wt Isolated
 	defer func() {
 		if wt != nil {
 			e.removeWorktree(wt)
@@ -155,7 +180,7 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 			}
 			root := ""
 			if wt != nil {
-				root = wt.Workdir
+				root = wt.Workdir()
 			}
 			it.Status = StepPending // an in-flight attempt of a dead process is dispatched again
 			it.InFlight = false
@@ -210,7 +235,7 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 				Prompt: text, Item: sx.item, Attempt: attempt, PreviousFailure: prevFail, Contract: t.c.contract(stage.Out),
 				Plan: t.c.plan, Workdir: t.st.WorkspaceRoot, Sandbox: SandboxReadOnly}
 			if wt != nil {
-				req.Workdir, req.Sandbox = wt.Workdir, SandboxWorkspaceWrite
+				req.Workdir, req.Sandbox = wt.Workdir(), SandboxWorkspaceWrite
 			}
 			if sx.hasPrev {
 				req.Prev = sx.prev
@@ -237,14 +262,17 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 		if req == nil {
 			continue
 		}
-		res, derr := e.opts.Dispatcher.Dispatch(e.bgCtx, *req)
-		if e.bgCtx.Err() != nil {
+		dctx, release := e.effectContext(e.bgCtx, runID, token)
+		res, derr := e.opts.Dispatcher.Dispatch(dctx, *req)
+		stopped := errors.Is(context.Cause(dctx), errRunStopped)
+		release()
+		if e.bgCtx.Err() != nil || stopped {
 			return false
 		}
 		var capt *capture
 		root := ""
 		if wt != nil {
-			root = wt.Workdir
+			root = wt.Workdir()
 			if final && derr == nil && res.Failure == "" {
 				// Captured before the result is settled, so that the
 				// success and the changes are recorded together.
@@ -294,31 +322,29 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 	return false
 }
 
-// makeWorktree makes an item's worktree, after tearing down what an
-// earlier process left for the same item (worktrees this process still
-// uses, an earlier round's item finishing, are kept).
-func (e *Engine) makeWorktree(runID, stepID string, idx int, workspace string) (*worktree.Worktree, error) {
-	e.worktreeMu.Lock()
-	defer e.worktreeMu.Unlock()
-	wt, err := worktree.Create(e.bgCtx, worktree.Spec{Workspace: workspace, Prefix: worktree.Prefix(runID, stepID, idx),
-		TempDir: e.opts.WorktreeDir, Live: e.liveWorktree})
+// makeWorktree makes an item's worktree (the Workspaces executor tears
+// down what an earlier process left for the same item; worktrees this
+// process still uses, an earlier round's item finishing, are kept).
+func (e *Engine) makeWorktree(runID, stepID string, idx int, workspace string) (Isolated, error) {
+	if e.opts.Workspaces == nil {
+		return nil, errors.New("worktree isolation is not available: the process running this run was started without git workspaces")
+	}
+	wt, err := e.opts.Workspaces.Isolate(e.bgCtx, IsolateRequest{Workspace: workspace, RunID: runID, StepID: stepID, Index: idx, Live: e.liveWorktree})
 	if err != nil {
 		return nil, err
 	}
 	e.fanoutMu.Lock()
-	e.worktrees[filepath.Base(wt.Dir)] = true
+	e.worktrees[wt.Name()] = true
 	e.fanoutMu.Unlock()
 	return wt, nil
 }
 
 // removeWorktree tears an item's worktree down. A failure leaves a
 // leftover that the item's next worktree removes.
-func (e *Engine) removeWorktree(wt *worktree.Worktree) {
-	e.worktreeMu.Lock()
+func (e *Engine) removeWorktree(wt Isolated) {
 	_ = wt.Remove(e.bgCtx)
-	e.worktreeMu.Unlock()
 	e.fanoutMu.Lock()
-	delete(e.worktrees, filepath.Base(wt.Dir))
+	delete(e.worktrees, wt.Name())
 	e.fanoutMu.Unlock()
 }
 

@@ -72,9 +72,11 @@ func (h *harness) waitFor(e *Engine, runID string, cond func(*Response) bool) *R
 	}
 }
 
+// notFanoutWaiting reports a run that waits on no engine work: no
+// fanout and no evaluate command in progress.
 func notFanoutWaiting(r *Response) bool {
 	for _, w := range r.Waiting {
-		if w.Kind == "fanout" {
+		if w.Kind == WaitFanout || w.Kind == WaitEvaluate {
 			return false
 		}
 	}

@@ -73,6 +73,7 @@ func newHarness(t *testing.T, opts Options) *harness {
 	if opts.Workspace.Default == "" {
 		opts.Workspace.Default = ws
 	}
+	opts = withExecutors(opts, t.TempDir())
 	e := New(fs, opts)
 	e.verifyWrites = true
 	t.Cleanup(e.Close)
@@ -84,6 +85,7 @@ func (h *harness) reopen(opts Options) *Engine {
 	if opts.Workspace.Default == "" {
 		opts.Workspace.Default = h.ws
 	}
+	opts = withExecutors(opts, h.t.TempDir())
 	e := New(h.store, opts)
 	e.verifyWrites = true
 	h.t.Cleanup(e.Close)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/stratum-go/stratum/internal/worktree"
 	"github.com/stratum-go/stratum/ir"
 )
 
@@ -19,12 +18,14 @@ import (
 // patch is bounded by Options.PatchLimit).
 //
 // When every item is terminal and `require` is met, the process driving
-// the fanout merges the succeeded items in index order, one durable
-// change per item: under the run lock it applies the item's patch to the
-// workspace (all or nothing, worktree.Apply), then records fanout_merge,
-// drops the patch reference and moves the merge cursor, in one write. The
+// the fanout merges the succeeded items in index order, one item at a
+// time: a transition finds the next item, its patch is applied to the
+// workspace outside the run's lock (all or nothing, by the Workspaces
+// executor), and a second transition records fanout_merge, drops the
+// patch reference and moves the merge cursor, if the cursor is still on
+// that item (a concurrent merger may have recorded it first). The
 // pre_merge commands run once before the first patch, outside the lock
-// (they may take long; the run stays answerable meanwhile).
+// too: no git work or command ever holds the lock.
 //
 // Crash safety: a process that dies after applying a patch but before its
 // write leaves the patch applied and the cursor on it; the next process
@@ -41,18 +42,22 @@ type patchBlob struct {
 }
 
 // readPatch loads a patch recorded by settleItem.
-func (t *txn) readPatch(seq int64) ([]byte, error) {
-	found, err := t.e.readBlobs(t.ctx, t.st.ID, t.headSeq, map[int64]string{seq: ""})
+func (e *Engine) readPatch(ctx context.Context, runID string, seq int64) ([]byte, error) {
+	snap, err := e.store.Load(ctx, runID)
+	if err != nil {
+		return nil, mapStoreErr(runID, err)
+	}
+	found, err := e.readBlobs(ctx, runID, snap.Head.Seq, map[int64]string{seq: ""})
 	if err != nil {
 		return nil, err
 	}
 	raw, ok := found[seq]
 	if !ok {
-		return nil, fmt.Errorf("run %s: %w: the patch event %d is missing", t.st.ID, ErrCorrupt, seq)
+		return nil, fmt.Errorf("run %s: %w: the patch event %d is missing", runID, ErrCorrupt, seq)
 	}
 	var b patchBlob
 	if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, fmt.Errorf("run %s: %w: patch event %d: %v", t.st.ID, ErrCorrupt, seq, err)
+		return nil, fmt.Errorf("run %s: %w: patch event %d: %v", runID, ErrCorrupt, seq, err)
 	}
 	return b.Patch, nil
 }
@@ -67,12 +72,14 @@ func (t *txn) fileRoot(root string) string {
 }
 
 func worktreeFanout(s *ir.Step) bool {
-	return !consumerFanout(s) && s.Fanout.Isolation == "worktree"
+	return s.Fanout.Isolation == "worktree"
 }
 
-// mergeNext is the index of the next succeeded item of an engine
-// worktree fanout still to merge, or -1 when none is left (or the fanout
-// merges nothing).
+// mergeNext is the index of the next succeeded item of a worktree fanout
+// still to merge, or -1 when none is left (or the fanout merges nothing).
+// The engine merges every item of an engine fanout; of a consumer fanout,
+// only the items whose consumer handed over its changes
+// (StepResult.Patch): the others' consumer merges its own work.
 func mergeNext(s *ir.Step, st *stepState) int {
 	if !worktreeFanout(s) || st.Fanout == nil {
 		return -1
@@ -82,35 +89,39 @@ func mergeNext(s *ir.Step, st *stepState) int {
 		from = st.Fanout.Merge.Next
 	}
 	for i := from; i < len(st.Fanout.Items); i++ {
-		if st.Fanout.Items[i].Status == StepSucceeded {
+		it := st.Fanout.Items[i]
+		if it.Status == StepSucceeded && (!consumerFanout(s) || it.PatchSeq != 0) {
 			return i
 		}
 	}
 	return -1
 }
 
-// mergeStep is what one merge transition found to do.
+// mergeStep is what one merge transition found to do (outside the lock).
 type mergeStep struct {
 	stop bool
-	// preMerge: run these commands (outside the lock) before item's patch.
-	preMerge  []string
-	item      int
+	// preMerge: run these commands before item's patch.
+	preMerge []string
+	// apply: apply the patch of item (recorded in event patchSeq).
+	apply    bool
+	item     int
+	patchSeq int64
+	// workspace is the run's workspace root.
 	workspace string
 }
 
 // mergeFanout merges the succeeded items of a settled engine worktree
 // fanout into the workspace, one durable change per item, then lets the
 // scheduler settle the fanout. It stops when the fanout is no longer
-// current (cancelled, reset, the run ended), and then tears down the
-// worktrees a killed process left for items that are already finished.
+// current (cancelled, reset, the run ended), and then has the
+// Workspaces executor tear down the worktrees a killed process left for
+// items that are already finished.
 func (e *Engine) mergeFanout(runID string, s *ir.Step, epoch int) {
 	preMergeRan := false
 	workspace := ""
 	defer func() {
-		if workspace != "" && e.bgCtx.Err() == nil {
-			e.worktreeMu.Lock()
-			defer e.worktreeMu.Unlock()
-			worktree.RemoveLeftovers(e.bgCtx, workspace, e.opts.WorktreeDir, worktree.Prefix(runID, s.ID, -1), e.liveWorktree)
+		if workspace != "" && e.bgCtx.Err() == nil && e.opts.Workspaces != nil {
+			e.opts.Workspaces.Sweep(e.bgCtx, workspace, IsolateRequest{Workspace: workspace, RunID: runID, StepID: s.ID, Index: -1, Live: e.liveWorktree})
 		}
 	}()
 	for e.bgCtx.Err() == nil {
@@ -122,8 +133,8 @@ func (e *Engine) mergeFanout(runID string, s *ir.Step, epoch int) {
 				step.stop = true
 				return nil
 			}
-			if worktreeFanout(s) {
-				workspace = t.st.WorkspaceRoot
+			if worktreeFanout(s) && !consumerFanout(s) {
+				workspace = t.st.WorkspaceRoot // the consumer sweeps its own worktrees
 			}
 			for _, it := range st.Fanout.Items {
 				if !isTerminalStep(it.Status) {
@@ -141,68 +152,109 @@ func (e *Engine) mergeFanout(runID string, s *ir.Step, epoch int) {
 				return nil
 			}
 			it := st.Fanout.Items[next]
-			m := st.Fanout.Merge
-			if it.PatchSeq != 0 && (m == nil || !m.PreMerged) && len(s.Fanout.PreMerge) > 0 && !preMergeRan {
-				step.preMerge, step.item, step.workspace = s.Fanout.PreMerge, next, t.st.WorkspaceRoot
-				return nil // nothing changed: the commands run outside the lock
+			if it.PatchSeq == 0 {
+				t.recordMerge(sc, s, st, it, false, false)
+				t.advance()
+				return nil
 			}
-			t.mergeItem(sc, s, st, it)
-			t.advance()
-			return nil
+			if e.opts.Workspaces == nil {
+				t.mergeFailed(sc, s, st, it.Index, "worktree isolation is not available: the process running this run was started without git workspaces")
+				t.advance()
+				return nil
+			}
+			step.item, step.patchSeq, step.workspace = next, it.PatchSeq, t.st.WorkspaceRoot
+			if m := st.Fanout.Merge; (m == nil || !m.PreMerged) && len(s.Fanout.PreMerge) > 0 && !preMergeRan {
+				step.preMerge = s.Fanout.PreMerge
+			} else {
+				step.apply = true
+			}
+			return nil // nothing changed: the work happens outside the lock
 		})
 		if err != nil || step.stop {
 			return
 		}
-		if step.preMerge == nil {
-			continue
-		}
-		for _, cmd := range step.preMerge {
-			if err := worktree.RunCommand(e.bgCtx, step.workspace, cmd, 0); err != nil {
-				if e.bgCtx.Err() != nil {
-					return // the process is going away: the next one runs them again
-				}
-				_, _ = e.mutateBG(runID, func(t *txn) error {
-					if sc, st, ok := t.currentFanout(s, epoch); ok {
-						t.mergeFailed(sc, s, st, step.item, cleanText(err.Error()))
-					}
-					return nil
-				})
+		switch {
+		case step.preMerge != nil:
+			if !e.runPreMerge(runID, s, epoch, step) {
+				return
+			}
+			preMergeRan = true
+		case step.apply:
+			if !e.applyPatch(runID, s, epoch, step) {
 				return
 			}
 		}
-		preMergeRan = true
 	}
 }
 
-// mergeItem merges one succeeded item (under the run lock): its patch is
-// applied to the workspace, then fanout_merge is recorded and the patch
-// dropped in the same write.
-func (t *txn) mergeItem(sc *scope, s *ir.Step, st *stepState, it *itemState) {
-	merged := true
-	detail := FanoutItemDetail{ItemIndex: it.Index, Success: &merged}
-	if it.PatchSeq == 0 {
-		none := false
-		detail.Changes = &none
-	} else {
-		patch, err := t.readPatch(it.PatchSeq)
-		var how worktree.Applied
-		if err == nil {
-			// Never interrupted half way: a cancelled context would kill
-			// git while it writes the workspace (git bounds its own time).
-			how, err = worktree.Apply(context.WithoutCancel(t.ctx), t.st.WorkspaceRoot, patch)
+// runPreMerge runs a fanout's pre_merge commands; false when merging must
+// stop.
+func (e *Engine) runPreMerge(runID string, s *ir.Step, epoch int, step mergeStep) bool {
+	for _, cmd := range step.preMerge {
+		if err := e.opts.Workspaces.RunCommand(e.bgCtx, step.workspace, cmd); err != nil {
+			if e.bgCtx.Err() != nil {
+				return false // the process is going away: the next one runs them again
+			}
+			_, _ = e.mutateBG(runID, func(t *txn) error {
+				if sc, st, ok := t.currentFanout(s, epoch); ok {
+					t.mergeFailed(sc, s, st, step.item, cleanText(err.Error()))
+				}
+				return nil
+			})
+			return false
 		}
+	}
+	return true
+}
+
+// applyPatch applies one item's patch to the workspace outside the lock,
+// then records the merge if no one recorded it meanwhile; false when
+// merging must stop.
+func (e *Engine) applyPatch(runID string, s *ir.Step, epoch int, step mergeStep) bool {
+	patch, err := e.readPatch(e.bgCtx, runID, step.patchSeq)
+	var already bool
+	if err == nil {
+		// Never interrupted half way: a cancelled context would kill git
+		// while it writes the workspace (git bounds its own time).
+		already, err = e.opts.Workspaces.Apply(context.WithoutCancel(e.bgCtx), step.workspace, patch)
+	}
+	if e.bgCtx.Err() != nil {
+		return false // recorded by the next process (it finds the changes present)
+	}
+	stop := false
+	_, merr := e.mutateBG(runID, func(t *txn) error {
+		sc, st, ok := t.currentFanout(s, epoch)
+		if !ok || step.item >= len(st.Fanout.Items) || st.Fanout.Items[step.item].PatchSeq != step.patchSeq {
+			stop = !ok
+			return nil // superseded, or recorded by a concurrent merger
+		}
+		it := st.Fanout.Items[step.item]
 		if err != nil {
 			t.mergeFailed(sc, s, st, it.Index, cleanText(fmt.Sprintf("item %d: %v", it.Index, err)))
-			return
+		} else {
+			t.recordMerge(sc, s, st, it, true, already)
 		}
-		detail.AlreadyPresent = how == worktree.AlreadyPresent
+		t.advance()
+		return nil
+	})
+	return merr == nil && !stop && err == nil
+}
+
+// recordMerge records one merged item (under the run lock): fanout_merge,
+// the patch dropped, the cursor moved, in one write.
+func (t *txn) recordMerge(sc *scope, s *ir.Step, st *stepState, it *itemState, changes, alreadyPresent bool) {
+	merged := true
+	detail := FanoutItemDetail{ItemIndex: it.Index, Success: &merged, AlreadyPresent: alreadyPresent}
+	if !changes {
+		none := false
+		detail.Changes = &none
 	}
 	m := st.Fanout.Merge
 	if m == nil {
 		m = &mergeState{}
 		st.Fanout.Merge = m
 	}
-	if it.PatchSeq != 0 {
+	if changes {
 		m.PreMerged = true
 	}
 	m.Next = it.Index + 1

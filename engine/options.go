@@ -1,20 +1,20 @@
 package engine
 
 import (
-	"context"
 	"time"
 
-	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/judge"
 )
 
-// Options configure an Engine. The zero value gives production defaults:
-// the system clock, crypto/rand ids, no judge (judged ensures fail closed),
-// no dispatcher (engine-dispatched fanouts fail the run clearly), the
-// default evaluate runner (/bin/sh -c in the workspace), the process's
-// working directory as the default workspace root, worktrees of isolated
-// fanout items in the system's temporary directory and a 16 MiB limit on
-// an item's captured changes.
+// Options configure an Engine. The zero value causes no effect at all:
+// the system clock, crypto/rand ids, no judge (judged ensures fail
+// closed), no dispatcher (engine-dispatched fanouts fail the run
+// clearly), no evaluator (evaluate steps fail), no workspaces (worktree
+// fanouts fail), the process's working directory as the default workspace
+// root and a 16 MiB limit on an item's captured changes. The executors
+// that do cause effects (Evaluator, Judge, Dispatcher, Workspaces) are
+// given by whoever composes the engine (the driver package has the
+// production ones; see docs/engine.md, "Effects").
 type Options struct {
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
@@ -34,16 +34,14 @@ type Options struct {
 	// that only decides a gate or cancels must not fail a run whose
 	// driver runs elsewhere).
 	DeferDispatch bool
-	// Evaluator runs the command of an evaluate step. Nil means the
-	// default runner (/bin/sh -c COMMAND in the workspace root, the JSON
-	// input on stdin, stdout parsed as JSON, the process group killed on
-	// timeout).
+	// Evaluator runs the command of an evaluate step. Nil makes evaluate
+	// steps fail with "evaluate commands are not available".
 	Evaluator Evaluator
+	// Workspaces makes, captures and merges the git worktrees of fanout
+	// items with worktree isolation. Nil makes such a fanout fail.
+	Workspaces Workspaces
 	// Workspace decides the workspace root of a new run.
 	Workspace WorkspacePolicy
-	// WorktreeDir is where the worktrees of engine fanout items with
-	// worktree isolation are made. Empty means os.TempDir().
-	WorktreeDir string
 	// PatchLimit bounds the captured changes of one worktree item, in
 	// bytes; an item over it fails its attempt. Zero means 16 MiB.
 	PatchLimit int
@@ -59,83 +57,4 @@ type WorkspacePolicy struct {
 	// Check, when set, may refuse a root (already absolute and cleaned);
 	// its error is returned to the planner as invalid input.
 	Check func(root string) error
-}
-
-// Dispatcher runs one stage attempt of one item of an engine-dispatched
-// fanout: one agent task in a given working directory (the driver's agent
-// connectors implement it). It is called outside the run lock, possibly
-// concurrently (up to the fanout's concurrency per fanout). Worktrees,
-// change capture and merging are the engine's job, not the dispatcher's.
-type Dispatcher interface {
-	Dispatch(ctx context.Context, req DispatchRequest) (DispatchResult, error)
-}
-
-// Sandbox hints of a DispatchRequest: how much the agent may change.
-const (
-	SandboxReadOnly       = "read-only"
-	SandboxWorkspaceWrite = "workspace-write"
-)
-
-// DispatchRequest describes one agent task of an engine fanout.
-type DispatchRequest struct {
-	RunID     string
-	StepID    string // the fanout step (scoped id)
-	ItemIndex int
-	Stage     int
-	Agent     string
-	// Prompt is the rendered stage task.
-	Prompt string
-	// Item is the fanout element, Prev the previous stage's output (nil
-	// in the first stage). They are the run's own values: read them, do
-	// not modify them.
-	Item any
-	Prev any
-	// Attempt counts this item's attempts across stages (1-based).
-	Attempt         int
-	PreviousFailure *Failure
-	// Contract is the stage's output contract, nil when it declares none.
-	Contract *Contract
-	// Plan is the run's compiled spec (read only), for what Contract
-	// cannot say, such as the declaration order of contract fields.
-	Plan *ir.Plan
-	// Workdir is where the agent works: the item's own git worktree (its
-	// place for the workspace root) with worktree isolation, else the
-	// workspace root.
-	Workdir string
-	// Sandbox is SandboxWorkspaceWrite in a worktree (the agent is
-	// expected to change files there), SandboxReadOnly otherwise.
-	Sandbox string
-}
-
-// DispatchResult is what an agent produced. A non-empty Failure wins over
-// Output. An error from Dispatch is recorded as a connector failure.
-type DispatchResult struct {
-	Output    any
-	Failure   string
-	Usage     Ledger
-	Telemetry *Telemetry
-}
-
-// Evaluator runs the command of an evaluate step.
-type Evaluator interface {
-	Evaluate(ctx context.Context, req EvaluateRequest) (EvaluateOutcome, error)
-}
-
-// EvaluateRequest is one evaluate command to run.
-type EvaluateRequest struct {
-	Command string
-	// Input is the rendered `in` value (nil when absent); the default
-	// runner writes its JSON to the command's stdin.
-	Input   any
-	Timeout time.Duration
-	Dir     string
-}
-
-// EvaluateOutcome is the command's result: OK with the parsed JSON Result,
-// or a failure Kind ("exit", "timeout", "parse") with a Reason.
-type EvaluateOutcome struct {
-	OK     bool
-	Result any
-	Kind   string
-	Reason string
 }

@@ -90,6 +90,13 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 	if t.engineWork {
 		e.kickFanouts(st.ID)
 	}
+	if len(t.effects) > 0 {
+		last, err := e.runEffects(ctx, st.ID, t.effects)
+		if err != nil {
+			return nil, err
+		}
+		resp = laterState(resp, last)
+	}
 	return resp, nil
 }
 

@@ -249,8 +249,10 @@ func (t *txn) waiting() []Waiting {
 			if len(out) == n && !t.hasReadyIn(child) {
 				out = append(out, Waiting{StepID: s.ID, Kind: WaitSubflow})
 			}
-		case s.Kind == ir.KindFanout && st.Status == StepRunning && s.Fanout.Dispatch != "consumer":
+		case s.Kind == ir.KindFanout && st.Status == StepRunning && (!consumerFanout(s) || st.Fanout != nil && awaitsMerge(s, st)):
 			out = append(out, Waiting{StepID: s.ID, Kind: WaitFanout})
+		case s.Kind == ir.KindEvaluate && st.Status == StepRunning:
+			out = append(out, Waiting{StepID: s.ID, Kind: WaitEvaluate})
 		}
 	}
 	return out

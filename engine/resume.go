@@ -4,7 +4,33 @@ import (
 	"context"
 
 	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/ir"
 )
+
+// takeOverEffects re-reserves the effects of a resumed run that no
+// process settled (their holder died, or stopped before it could): each
+// is recorded as interrupted and runs again once the resume is durable.
+// Effects this process is running now are left to it.
+func (t *txn) takeOverEffects() {
+	root := t.rootScope()
+	scopes := []*scope{root}
+	for _, s := range root.flow.Steps {
+		if st := root.peek(s); s.Kind == ir.KindRun && st != nil && st.Status == StepRunning && st.Sub != nil {
+			scopes = append(scopes, t.childScope(root, s))
+		}
+	}
+	for _, sc := range scopes {
+		for _, s := range sc.flow.Steps {
+			st := sc.peek(s)
+			if s.Kind != ir.KindEvaluate || st == nil || st.Status != StepRunning || st.Effect == nil || t.e.runsEffect(t.st.ID, st.Effect.Token) {
+				continue
+			}
+			t.emit(EventEffectInterrupted, sc.scoped(s.ID), ReadyDetail{Attempt: len(st.Attempts) + 1})
+			st.Effect.Token = t.token()
+			t.queueEvaluate(sc, s, st)
+		}
+	}
+}
 
 // Resume loads a persisted run in this process (any process can resume
 // any run) and returns its current actionable state with its
@@ -32,6 +58,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Response, error) {
 		}
 		t.emit(EventResumed, "", nil)
 		if t.st.Status == StatusRunning {
+			t.takeOverEffects()
 			t.advance()
 			t.engineWork = true
 		}

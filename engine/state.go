@@ -55,6 +55,8 @@ const (
 	WaitFanout WaitingKind = "fanout"
 	// WaitSubflow: a subflow waits on something of its own.
 	WaitSubflow WaitingKind = "subflow"
+	// WaitEvaluate: an evaluate step's command is running.
+	WaitEvaluate WaitingKind = "evaluate"
 )
 
 // stateFormat names the layout of the engine's state document.
@@ -201,12 +203,23 @@ type stepState struct {
 	Sub         *subState    `json:"sub,omitempty"`
 	// Spent is the task ledger (for a run step: the subflow ledger).
 	Spent Ledger `json:"spent"`
+	// Effect is the reserved effect of a running evaluate step: its
+	// command runs outside the transitions (see evaluate.go).
+	Effect *effectState `json:"effect,omitempty"`
 
 	// coldSeq is the seq of the internal event holding exactly this
 	// (finished) state; 0 when the state lives in the state document or
 	// changed since it was written. Anything that mutates a finished step
 	// must call touch.
 	coldSeq int64
+}
+
+// effectState is an effect one transition reserved and a later one
+// settles: the settle applies only while Token is still the step's.
+type effectState struct {
+	Token string `json:"token"`
+	// Input is the rendered input of an evaluate command.
+	Input Value `json:"input,omitzero"`
 }
 
 // touch records that a step's state changed (so a finished step is
@@ -342,7 +355,7 @@ func (s *stepState) pristine() bool {
 	return s.Status == StepPending && len(s.Attempts) == 0 && s.Epoch == 0 && s.DispatchToken == "" &&
 		s.AcceptedDispatchToken == "" && s.Task == "" && s.GateToken == "" && s.Decision == "" && !s.Output.Present &&
 		s.Failure == nil && s.Routed == nil && s.Skip == nil && s.Iterations == 0 && s.Fanout == nil &&
-		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero()
+		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero() && s.Effect == nil
 }
 
 func newStepState() *stepState { return &stepState{Status: StepPending, Attempts: []Attempt{}} }

@@ -35,6 +35,13 @@ type StepResult struct {
 	Usage json.RawMessage
 	// Telemetry is nil or the JSON object {durationMs, model, effort?}.
 	Telemetry json.RawMessage
+	// Patch is, for the final stage of a consumer fanout item with
+	// worktree isolation, the changes the consumer captured in the item's
+	// worktree (a binary git patch, empty for none; Go callers only, such
+	// as the driver of stratum run). The engine keeps it with the item's
+	// success and merges it with the fanout, exactly as for engine
+	// fanouts; nil means the consumer merges its own work.
+	Patch []byte
 }
 
 // StepDone reports a step result (spec/engine.md 3-4). The dispatch token

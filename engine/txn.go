@@ -33,6 +33,20 @@ type txn struct {
 	result *Response
 	// extra carries operation-specific results (commit, usage report...).
 	extra any
+	// effects are the effects this transition reserved: they run once it
+	// is durable, outside the run's lock (see Engine.mutate).
+	effects []pendingEffect
+	// verdicts are the judges' answers asked outside the lock for this
+	// transition (see txn.judge).
+	verdicts map[verdictKey]judgeOutcome
+}
+
+// pendingEffect is one reserved effect to run after its transition.
+type pendingEffect struct {
+	stepID string
+	token  string
+	// evaluate is the command of an evaluate step.
+	evaluate *EvaluateRequest
 }
 
 func newTxn(ctx context.Context, e *Engine, st *runState, c *compiled) *txn {

@@ -139,7 +139,7 @@ func worktreeHarness(t *testing.T, d Dispatcher) (*harness, string) {
 	if err := os.Mkdir(wtDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, Options{Dispatcher: d, WorktreeDir: wtDir})
+	h := newHarness(t, Options{Dispatcher: d, Workspaces: &testWorkspaces{dir: wtDir}})
 	gitInit(t, h.ws)
 	return h, wtDir
 }
@@ -354,7 +354,7 @@ func TestWorktreeConflictFails(t *testing.T) {
 // A patch over the limit fails the item's attempt with a clear reason.
 func TestWorktreePatchLimit(t *testing.T) {
 	wtDir := t.TempDir()
-	h := newHarness(t, Options{Dispatcher: &procDispatcher{script: writeAgent}, WorktreeDir: wtDir, PatchLimit: 100})
+	h := newHarness(t, Options{Dispatcher: &procDispatcher{script: writeAgent}, Workspaces: &testWorkspaces{dir: wtDir}, PatchLimit: 100})
 	gitInit(t, h.ws)
 	r := h.plan(worktreeSpec("any", nil, writeStage, closedVerdict), map[string]any{"items": []any{strings.Repeat("long", 40)}})
 	r = h.waitFor(h.e, r.RunID, notFanoutWaiting)
@@ -398,7 +398,7 @@ func TestWorktreeNeedsWorkspace(t *testing.T) {
 		wantFailure(t, r, StatusFailed, "fanout execution failed: worktree fanout requires workspaceRoot")
 	})
 	t.Run("not a repository", func(t *testing.T) {
-		h := newHarness(t, Options{Dispatcher: &procDispatcher{script: writeAgent}, WorktreeDir: t.TempDir()})
+		h := newHarness(t, Options{Dispatcher: &procDispatcher{script: writeAgent}, Workspaces: &testWorkspaces{dir: t.TempDir()}})
 		r := h.plan(worktreeSpec("all", nil, writeStage, closedVerdict), map[string]any{"items": []any{"a"}})
 		r = h.waitFor(h.e, r.RunID, func(r *Response) bool { return r.Status != StatusRunning })
 		wantFailure(t, r, StatusFailed, "fanout execution failed: worktree isolation needs the workspace inside a git repository")
@@ -476,7 +476,7 @@ func TestWorktreeMergeCrashResume(t *testing.T) {
 			}
 			runID := runs[0].ID
 			d := &procDispatcher{script: writeAgent}
-			e := New(fs, Options{Dispatcher: d, Workspace: WorkspacePolicy{Default: ws}, WorktreeDir: wtDir})
+			e := New(fs, Options{Dispatcher: d, Workspace: WorkspacePolicy{Default: ws}, Workspaces: &testWorkspaces{dir: wtDir}, Evaluator: testShell{}})
 			e.verifyWrites = true
 			t.Cleanup(e.Close)
 			h := &harness{t: t, ctx: context.Background(), root: dir, store: fs, e: e, ws: ws}
@@ -594,7 +594,7 @@ func mergeCrashChild(root, ws, wtDir, mode string) int {
 		return 1
 	}
 	e := New(&killStore{Store: fs, mode: mode}, Options{Dispatcher: &procDispatcher{script: writeAgent},
-		Workspace: WorkspacePolicy{Default: ws}, WorktreeDir: wtDir})
+		Workspace: WorkspacePolicy{Default: ws}, Workspaces: &testWorkspaces{dir: wtDir}, Evaluator: testShell{}})
 	spec := strings.Replace(worktreeSpec("all", []string{"echo ran >> ../premerge.log"}, writeStage, closedVerdict), "concurrency: 2", "concurrency: 3", 1)
 	r, err := e.Plan(ctx, PlanRequest{Spec: []byte(spec), Input: js(map[string]any{"items": []any{"a", "b", "drop"}})})
 	if err != nil {
