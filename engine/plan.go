@@ -16,8 +16,8 @@ import (
 type PlanRequest struct {
 	// Spec is the v1 spec as YAML or JSON text.
 	Spec []byte
-	// Input is the entry flow's input, a JSON object (nil for a flow
-	// without input). Its key order and number text are kept as sent.
+	// Input is the entry flow's input, a JSON object; nil is the empty
+	// object. Its key order and number text are kept as sent.
 	Input json.RawMessage
 	// WorkspaceRoot is the jail of file predicates and the working
 	// directory of engine-run commands; empty means the policy's default.
@@ -34,7 +34,11 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 		return nil, err
 	}
 	flow := c.plan.EntryFlow()
-	input, err := toModel(req.Input)
+	raw := req.Input
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}") // no input: an empty object
+	}
+	input, err := toModel(raw)
 	if err != nil {
 		return nil, &Error{Kind: ErrInvalidInput, Message: "entry input validation failed: input is not a JSON value: " + err.Error(),
 			Details: []Detail{{Code: "INPUT_CONTRACT_INVALID", Path: "input", Message: err.Error()}}}
