@@ -205,7 +205,8 @@ echo alive > "$2"
 			break
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(task + "/stat"); t.Fatalf("thread %d did not exit: %s", tid, b)
+			b, _ := os.ReadFile(task + "/stat")
+			t.Fatalf("thread %d did not exit: %s", tid, b)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
