@@ -27,7 +27,7 @@ func BenchmarkCodexEvents(b *testing.B) {
 	stream := []byte(strings.Repeat(codexEventsOK, 100))
 	b.SetBytes(int64(len(stream)))
 	for b.Loop() {
-		var ev codexEvents
+		ev := newCodexEvents(Options{}, 0, nil)
 		for rest := stream; len(rest) > 0; {
 			n := min(len(rest), 32<<10) // pipe-sized writes
 			ev.Write(rest[:n])
