@@ -85,10 +85,11 @@ var (
 // Validate reports whether the connector named by agent ("claude",
 // "codex", or anything else for a command or a person) can honour o, so
 // that a bad flag is refused before a run starts. Connectors check the
-// same at every Run. Codex refuses the Claude-only fields rather than
-// ignore them: a person who disallowed a tool must not get an agent that
-// runs it. Command agents receive the sandbox, model, effort and time
-// limit on stdin and may use them; a person (Human) only has a time limit.
+// same at every Run. Codex and command agents refuse the Claude-only
+// fields rather than ignore them: a person who disallowed a tool must not
+// get an agent that runs it. Command agents receive the sandbox, model,
+// effort and time limit on stdin and may use them; a person ("human") only
+// has a time limit and ignores the rest.
 func (o Options) Validate(agent string) error {
 	if o.Sandbox != "" && !slices.Contains(sandboxModes, o.Sandbox) {
 		return fmt.Errorf("agent: unknown sandbox mode %q (want one of %s)", o.Sandbox, strings.Join(sandboxModes, ", "))
@@ -143,6 +144,12 @@ func (o Options) Validate(agent string) error {
 		}
 		if o.Effort != "" && !slices.Contains(codexEfforts, o.Effort) {
 			return fmt.Errorf("agent codex: unknown effort %q (want one of %s)", o.Effort, strings.Join(codexEfforts, ", "))
+		}
+	case "human":
+		// A person runs no tools: only the time limit applies.
+	default:
+		if err := claudeOnly(); err != nil {
+			return err
 		}
 	}
 	return nil
