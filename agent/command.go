@@ -52,14 +52,11 @@ func NewCommand(line string) (*Command, error) {
 
 // CommandInput is the JSON object a command agent reads on stdin.
 type CommandInput struct {
-	RunID    string    `json:"runId"`
-	StepID   string    `json:"stepId"`
-	Task     string    `json:"task"`
-	Agent    string    `json:"agent"`
-	Attempt  int       `json:"attempt"`
-	Contract *Contract `json:"contract"`
-	// PreviousFailure is null on a first attempt.
-	PreviousFailure *Failure `json:"previousFailure"`
+	RunID   string `json:"runId"`
+	StepID  string `json:"stepId"`
+	Task    string `json:"task"`
+	Agent   string `json:"agent"`
+	Attempt int    `json:"attempt"`
 	// Sandbox is the attempt's sandbox mode (always set): how much the
 	// agent may change, for a command that runs a model CLI itself.
 	Sandbox string `json:"sandbox"`
@@ -69,6 +66,11 @@ type CommandInput struct {
 	// TimeoutMs is the attempt's time limit in milliseconds, when it has
 	// one, so that the agent can budget its time.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// The fields above come before the contract and the previous failure,
+	// which stay last, as they were before the options were added.
+	Contract *Contract `json:"contract"`
+	// PreviousFailure is null on a first attempt.
+	PreviousFailure *Failure `json:"previousFailure"`
 }
 
 // Input is the CommandInput for req.

@@ -53,12 +53,12 @@ echo "log line on stderr" >&2
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"runId":"run-1","stepId":"draft","task":"Write a short summary of README.md.","agent":"claude","attempt":2,` +
+	want := `{"runId":"run-1","stepId":"draft","task":"Write a short summary of README.md.","agent":"claude","attempt":2,"sandbox":"read-only",` +
 		`"contract":{"name":"Draft","fields":[{"name":"summary","type":"string","optional":false},{"name":"confidence","type":"number","optional":false},` +
 		`{"name":"tags","type":"string[]","optional":false},{"name":"level","type":"low|high","optional":false},` +
 		`{"name":"findings","type":"Finding[]","optional":false},{"name":"note","type":"string?","optional":true}],` +
 		`"contracts":[{"name":"Finding","fields":[{"name":"line","type":"integer","optional":false},{"name":"ok","type":"boolean","optional":false}]}]},` +
-		`"previousFailure":{"attempt":1,"reason":"ensure failed: result.confidence >= 0.8"},"sandbox":"read-only"}` + "\n"
+		`"previousFailure":{"attempt":1,"reason":"ensure failed: result.confidence >= 0.8"}}` + "\n"
 	if string(stdin) != want {
 		t.Errorf("stdin\n got %s\nwant %s", stdin, want)
 	}
@@ -71,8 +71,8 @@ echo "log line on stderr" >&2
 		t.Fatal(err)
 	}
 	stdin, _ = os.ReadFile(got)
-	want = `{"runId":"r","stepId":"s","task":"t","agent":"claude","attempt":1,"contract":null,"previousFailure":null,` +
-		`"sandbox":"workspace-write","model":"opus","effort":"high","timeoutMs":90000}` + "\n"
+	want = `{"runId":"r","stepId":"s","task":"t","agent":"claude","attempt":1,` +
+		`"sandbox":"workspace-write","model":"opus","effort":"high","timeoutMs":90000,"contract":null,"previousFailure":null}` + "\n"
 	if string(stdin) != want {
 		t.Errorf("stdin\n got %s\nwant %s", stdin, want)
 	}
