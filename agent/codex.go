@@ -130,7 +130,9 @@ func (c *Codex) run(ctx context.Context, prompt, workdir string, o Options) (cli
 	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, errOffline) {
-			return unavailable(UnavailableNetwork, events.lastError)
+			run, err := unavailable(UnavailableNetwork, events.lastError)
+			err.(*UnavailableError).Err = errOffline
+			return run, err
 		}
 		return run, fmt.Errorf("agent codex: %w", err)
 	}

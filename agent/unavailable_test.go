@@ -144,10 +144,11 @@ func TestCodexOffline(t *testing.T) {
 	var lines []string
 	req := sampleRequest()
 	req.Options.Progress = func(l string) { lines = append(lines, l) }
+	req.Options.Timeout = time.Minute // only reached if the grace does not work
 	res, err := (&Codex{OfflineGrace: 200 * time.Millisecond}).Run(context.Background(), req)
 	var un *UnavailableError
-	if !errors.As(err, &un) || un.Kind != UnavailableNetwork {
-		t.Fatalf("err = %v, failure %q", err, res.Failure)
+	if !errors.As(err, &un) || un.Kind != UnavailableNetwork || !errors.Is(err, errOffline) {
+		t.Fatalf("err = %v, failure %q: want it stopped by the offline grace", err, res.Failure)
 	}
 	if !strings.Contains(un.Reason, "waiting for network") {
 		t.Errorf("reason %q", un.Reason)
