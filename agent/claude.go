@@ -288,14 +288,17 @@ func (s *claudeStream) line(line []byte) {
 	if len(line) == 0 || line[0] != '{' {
 		return
 	}
+	if s.opts.Progress == nil && bytes.HasPrefix(line, []byte(`{"type":`)) && !claudeMayMatter(line) {
+		// A message that matters neither for progress nor for the outcome
+		// (tool calls, tool results): no need to decode it.
+		s.streamSeen()
+		return
+	}
 	var m claudeStreamMessage
 	if json.Unmarshal(line, &m) != nil || m.Type == "" {
 		return
 	}
-	if !s.sawStream {
-		s.sawStream = true
-		s.head, s.headOver = nil, false
-	}
+	s.streamSeen()
 	for _, l := range claudeProgress(&m) {
 		s.opts.progress(l)
 	}
@@ -310,6 +313,27 @@ func (s *claudeStream) line(line []byte) {
 			s.result = &env
 		}
 	}
+}
+
+// streamSeen records that the output is a stream: the kept head is not
+// needed.
+func (s *claudeStream) streamSeen() {
+	if !s.sawStream {
+		s.sawStream = true
+		s.head, s.headOver = nil, false
+	}
+}
+
+// claudeMayMatter is a cheap prefilter: a message that line() acts on
+// contains one of these strings (a line that merely mentions one is
+// decoded and then ignored, so the filter never changes the outcome).
+func claudeMayMatter(line []byte) bool {
+	for _, k := range [][]byte{[]byte(`"result"`), []byte(`"error"`), []byte(`"init"`)} {
+		if bytes.Contains(line, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // envelope is the result message of the stream, or else the envelope

@@ -327,3 +327,33 @@ func TestParseClaudeEnvelopeArrays(t *testing.T) {
 		t.Error("nested arrays accepted as an envelope")
 	}
 }
+
+// Any chunking of claude's output gives the same outcome, with progress
+// on or off, and nothing panics.
+func FuzzClaudeStream(f *testing.F) {
+	f.Add(claudeSuccess, 7, false)
+	f.Add(claudeEnvelopeOnly, 3, true)
+	f.Add(claudeErrorStream("rate_limit", "You've hit your limit", "429"), 11, true)
+	f.Fuzz(func(t *testing.T, out string, chunk int, progress bool) {
+		if chunk <= 0 {
+			chunk = 1
+		}
+		var o Options
+		if progress {
+			o.Progress = func(string) {}
+		}
+		whole, split := newClaudeStream(o), newClaudeStream(Options{})
+		whole.Write([]byte(out))
+		whole.finish()
+		for rest := out; rest != ""; {
+			n := min(chunk, len(rest))
+			split.Write([]byte(rest[:n]))
+			rest = rest[n:]
+		}
+		split.finish()
+		a, b := whole.envelope(), split.envelope()
+		if (a == nil) != (b == nil) || whole.assistantError != split.assistantError || whole.initModel != split.initModel {
+			t.Fatalf("chunking or progress changed the outcome: %v %v", a, b)
+		}
+	})
+}
