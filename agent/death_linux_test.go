@@ -74,7 +74,7 @@ func TestAgentDiesWithItsParent(t *testing.T) {
 	<-exited
 
 	assertDead(t, f.path("pid")) // the fake's own child
-	assertPidDead(t, rec.Pid) // the agent (looked at, not signalled)
+	assertPidDead(t, rec.Pid)    // the agent (looked at, not signalled)
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		if _, err := os.Stat(tmp); errors.Is(err, os.ErrNotExist) {
