@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -117,8 +118,14 @@ type guard struct {
 }
 
 func watch(paths []string) *guard {
-	g := &guard{wd: getWatchdog(), paths: paths}
+	g := &guard{wd: getWatchdog()}
 	for _, p := range paths {
+		// Absolute: the watchdog's directory is this process's at the time
+		// it started, which this process may have left since.
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		g.paths = append(g.paths, p)
 		g.wd.send("p " + strconv.Quote(p) + "\n")
 	}
 	return g
