@@ -163,7 +163,7 @@ func (c *Claude) run(ctx context.Context, prompt, workdir string, o Options) (cl
 		Timeout: o.Timeout, StderrTail: stderrTail, Stdout: stream, OnStart: onStart(o),
 	})
 	stream.finish()
-	run := newCLIRun("claude", res, modelOr(c.model(o)), o)
+	run := newCLIRun(res, modelOr(c.model(o)), o)
 	if err != nil {
 		return run, fmt.Errorf("agent claude: %w", err)
 	}

@@ -32,7 +32,7 @@ type cliRun struct {
 
 // newCLIRun starts the record of a finished child: measured time, the
 // configured model and effort, the stderr tail.
-func newCLIRun(who string, res proc.Result, model string, o Options) cliRun {
+func newCLIRun(res proc.Result, model string, o Options) cliRun {
 	ms := res.Duration.Milliseconds()
 	return cliRun{
 		ran:       true,

@@ -124,7 +124,7 @@ func (c *Codex) run(ctx context.Context, prompt, workdir string, o Options) (cli
 		TempPaths: []string{tmp},
 	})
 	events.finish()
-	run := newCLIRun("codex", res, modelOr(c.model(o)), o)
+	run := newCLIRun(res, modelOr(c.model(o)), o)
 	unavailable := func(kind UnavailableKind, reason string) (cliRun, error) {
 		return run, &UnavailableError{Agent: "codex", Kind: kind, Reason: tail([]byte(reason))}
 	}

@@ -102,7 +102,7 @@ func (c *Command) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, errors.New("agent: command connector has no command")
 	}
 	o := req.options()
-	if err := o.Validate(filepath.Base(c.Argv[0])); err != nil {
+	if err := o.Validate("command"); err != nil {
 		return Result{}, err
 	}
 	path, err := findProgram(c.Argv[0], c.LookPath, fmt.Sprintf("agent command %q not found", c.Argv[0]))
@@ -140,7 +140,7 @@ func (c *Command) Run(ctx context.Context, req Request) (Result, error) {
 	if progress != nil {
 		progress.finish()
 	}
-	run := newCLIRun(name, res, name, o)
+	run := newCLIRun(res, name, o)
 	run.telemetry.Effort = "" // a command reports no effort of its own
 	out := run.result()
 	if err != nil {
