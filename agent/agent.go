@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 )
@@ -13,9 +12,11 @@ import (
 type Connector interface {
 	// Run executes the attempt described by req. The agent's misbehaviour
 	// is reported as a Result with Failure set. The error is non-nil only
-	// when the connector cannot run at all (see NotFoundError) or when ctx
-	// ended first (it then wraps the context's cause and any child process
-	// has been stopped and reaped).
+	// when the attempt could not happen: the agent cannot run at all (an
+	// *UnavailableError: not installed, not logged in, no network, a quota
+	// reached), an option it cannot honour, or ctx ended first (the error
+	// then wraps the context's cause and any child process has been
+	// stopped and reaped). The Result may still carry telemetry and stderr.
 	Run(ctx context.Context, req Request) (Result, error)
 }
 
@@ -38,30 +39,15 @@ type Request struct {
 	PreviousFailure *Failure
 	// Workdir is the agent's working directory; empty means the caller's.
 	Workdir string
-	// Timeout is the attempt's time limit; zero means none beyond the
-	// context. On expiry the agent's process group is stopped and the
-	// attempt fails.
+	// Options configure the agent (model, sandbox, time limit, progress,
+	// ...): see Options.
+	Options Options
+	// Timeout, when non-zero, is this attempt's time limit and overrides
+	// Options.Timeout.
 	Timeout time.Duration
-	// Sandbox is "read-only", "workspace-write" or empty (read-only). It
-	// selects how much the claude and codex CLIs may change (see
-	// docs/agents.md); Command and Human ignore it.
+	// Sandbox, when non-empty, is this attempt's sandbox mode and overrides
+	// Options.Sandbox (a worktree item that may be written, for instance).
 	Sandbox string
-}
-
-// Sandbox modes.
-const (
-	SandboxReadOnly       = "read-only"
-	SandboxWorkspaceWrite = "workspace-write"
-)
-
-func (r Request) sandbox() (string, error) {
-	switch r.Sandbox {
-	case "", SandboxReadOnly:
-		return SandboxReadOnly, nil
-	case SandboxWorkspaceWrite:
-		return SandboxWorkspaceWrite, nil
-	}
-	return "", fmt.Errorf("agent: unknown sandbox mode %q (want %q or %q)", r.Sandbox, SandboxReadOnly, SandboxWorkspaceWrite)
 }
 
 // Failure is the failure of an earlier attempt, as the engine records it.
@@ -79,17 +65,24 @@ type Result struct {
 	Output any
 	// Failure is the reason the attempt failed; empty on success.
 	Failure string
-	// Usage is what the agent reported spending; nil when it reported
-	// nothing.
+	// Usage is what the attempt spent: always set when a child process ran
+	// (Ms, measured), with the tokens and cost the agent reported.
 	Usage *Usage
 	// Telemetry describes the run; always set when a child process ran.
 	Telemetry *Telemetry
+	// Stderr is the end of what the agent wrote on stderr (at most 4 KiB,
+	// from a line boundary), kept for the audit whether it succeeded or not.
+	Stderr string
 }
 
-// Usage is the spend an agent reported, in the engine's ledger units.
+// Usage is the spend of an attempt, in the engine's ledger units.
 type Usage struct {
+	// Ms is the attempt's wall time in milliseconds, measured by Stratum
+	// from the start of the agent's process to its reaping.
+	Ms float64 `json:"ms"`
 	// Tokens counts every token the model read or wrote (input including
-	// cache reads and writes, plus output).
+	// cache reads and writes, plus output); zero when the agent reported
+	// none.
 	Tokens float64 `json:"tokens"`
 	// USD is the cost the CLI reported; nil when it reported none.
 	USD *float64 `json:"usd,omitempty"`
@@ -115,6 +108,8 @@ type Telemetry struct {
 	// Model is the model the agent reported, the configured one, the
 	// command's program name, "human", or "unknown".
 	Model string `json:"model"`
+	// Effort is the configured reasoning effort, if any.
+	Effort string `json:"effort,omitempty"`
 }
 
 // Contract describes the output a step must produce: a JSON object with
@@ -170,7 +165,9 @@ func (f *Field) UnmarshalJSON(b []byte) error {
 // ErrNotFound is matched (errors.Is) by a NotFoundError.
 var ErrNotFound = errors.New("agent executable not found")
 
-// NotFoundError reports that an agent's executable is not installed.
+// NotFoundError reports that an agent's executable is not installed. The
+// connectors return it wrapped in an *UnavailableError of kind
+// UnavailableNotInstalled.
 type NotFoundError struct {
 	// Program is the name or path that was looked up.
 	Program string

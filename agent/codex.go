@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stratum-go/stratum/internal/proc"
 )
@@ -16,7 +19,8 @@ import (
 // Codex runs the Codex CLI non-interactively:
 //
 //	codex exec --json --skip-git-repo-check --sandbox <mode> [-C <workdir>]
-//	    --output-last-message <tmpfile> [--model M] [ExtraArgs...] <prompt>
+//	    --output-last-message <tmpfile> [--model M]
+//	    [-c model_reasoning_effort="E"] [ExtraArgs...] <prompt>
 //
 // (with "-" in place of the prompt, and the prompt on stdin, when it is
 // over 100 KiB). The final message is read from the --output-last-message
@@ -24,7 +28,7 @@ import (
 // stream; token usage comes from the stream's turn.completed events. See
 // docs/agents.md.
 type Codex struct {
-	// Model, when set, is passed as --model.
+	// Model, when set, is passed as --model (Options.Model overrides it).
 	Model string
 	// ExtraArgs are inserted before the prompt.
 	ExtraArgs []string
@@ -32,35 +36,77 @@ type Codex struct {
 	Env []string
 	// LookPath finds the codex executable; nil means exec.LookPath.
 	LookPath func(string) (string, error)
+	// OfflineGrace is how long codex may keep reporting that it is waiting
+	// for the network, with nothing else happening, before it is stopped
+	// and reported unavailable (it would wait for ever). Zero means
+	// DefaultOfflineGrace; a negative value never stops it for that.
+	OfflineGrace time.Duration
 }
 
-// Run implements Connector.
+// DefaultOfflineGrace is Codex.OfflineGrace when zero.
+const DefaultOfflineGrace = time.Minute
+
+// errOffline stops a codex that has waited for the network too long.
+var errOffline = errors.New("codex has been waiting for the network")
+
+// Run implements Connector: the step's prompt (Prompt), and the JSON
+// value taken from the final message.
 func (c *Codex) Run(ctx context.Context, req Request) (Result, error) {
-	sandbox, err := req.sandbox()
+	run, err := c.run(ctx, Prompt(req), req.Workdir, req.options())
+	out := run.result()
+	if err != nil || out.Failure != "" {
+		return out, err
+	}
+	v, err := extractAnswer(run.text)
 	if err != nil {
-		return Result{}, err
+		out.Failure = "codex's " + err.Error()
+		return out, nil
+	}
+	out.Output = v
+	return out, nil
+}
+
+// RunTask implements TaskRunner: the prompt as it is, and the final
+// message as text.
+func (c *Codex) RunTask(ctx context.Context, t Task) (TaskResult, error) {
+	run, err := c.run(ctx, t.Prompt, t.Workdir, t.Options)
+	return run.taskResult(), err
+}
+
+func (c *Codex) model(o Options) string {
+	if o.Model != "" {
+		return o.Model
+	}
+	return c.Model
+}
+
+func (c *Codex) run(ctx context.Context, prompt, workdir string, o Options) (cliRun, error) {
+	if err := o.Validate("codex"); err != nil {
+		return cliRun{}, err
 	}
 	path, err := findProgram("codex", c.LookPath, "codex CLI not found on PATH; install it or pass --agent '<command>'")
 	if err != nil {
-		return Result{}, err
+		return cliRun{}, err
 	}
 	tmp, err := os.MkdirTemp("", "stratum-codex-")
 	if err != nil {
-		return Result{}, fmt.Errorf("agent codex: %w", err)
+		return cliRun{}, fmt.Errorf("agent codex: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	lastMessage := filepath.Join(tmp, "last-message.txt")
 
-	argv := []string{path, "exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox}
-	if req.Workdir != "" {
-		argv = append(argv, "-C", req.Workdir)
+	argv := []string{path, "exec", "--json", "--skip-git-repo-check", "--sandbox", o.sandbox()}
+	if workdir != "" {
+		argv = append(argv, "-C", workdir)
 	}
 	argv = append(argv, "--output-last-message", lastMessage)
-	if c.Model != "" {
-		argv = append(argv, "--model", c.Model)
+	if m := c.model(o); m != "" {
+		argv = append(argv, "--model", m)
+	}
+	if o.Effort != "" {
+		argv = append(argv, "-c", "model_reasoning_effort="+strconv.Quote(o.Effort))
 	}
 	argv = append(argv, c.ExtraArgs...)
-	prompt := Prompt(req)
 	var stdin []byte
 	if len(prompt) <= maxArgPrompt {
 		argv = append(argv, prompt)
@@ -69,50 +115,76 @@ func (c *Codex) Run(ctx context.Context, req Request) (Result, error) {
 		stdin = []byte(prompt)
 	}
 
-	events := &codexEvents{}
-	res, err := proc.Run(ctx, proc.Spec{
-		Argv: argv, Dir: req.Workdir, Env: c.Env, Stdin: stdin,
-		Timeout: req.Timeout, StderrTail: stderrTail, Stdout: events,
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	events := newCodexEvents(o, c.offlineGrace(), func() { stop(errOffline) })
+	res, err := proc.Run(runCtx, proc.Spec{
+		Argv: argv, Dir: workdir, Env: c.Env, Stdin: stdin,
+		Timeout: o.Timeout, StderrTail: stderrTail, Stdout: events, OnStart: onStart(o),
+		TempPaths: []string{tmp},
 	})
 	events.finish()
-	out := Result{Telemetry: &Telemetry{DurationMs: res.Duration.Milliseconds(), Model: modelOr(c.Model)}}
-	if err != nil {
-		return out, fmt.Errorf("agent codex: %w", err)
+	run := newCLIRun(res, modelOr(c.model(o)), o)
+	unavailable := func(kind UnavailableKind, reason string) (cliRun, error) {
+		return run, &UnavailableError{Agent: "codex", Kind: kind, Reason: tail([]byte(reason))}
 	}
-	out.Usage = events.usage()
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, errOffline) {
+			run, err := unavailable(UnavailableNetwork, events.lastError)
+			err.(*UnavailableError).Err = errOffline
+			return run, err
+		}
+		return run, fmt.Errorf("agent codex: %w", err)
+	}
+	run.usage = events.usage(run.usage)
 	if res.TimedOut {
-		out.Failure = processFailure("codex", res, req.Timeout)
-		return out, nil
+		if events.offline() {
+			return unavailable(UnavailableNetwork, events.lastError)
+		}
+		run.failure = processFailure("codex", res, o.Timeout)
+		return run, nil
 	}
 	if events.turnFailed != "" {
-		out.Failure = "codex reported a failed turn: " + tail([]byte(events.turnFailed))
-		return out, nil
+		if kind := classifyText(events.turnFailed); kind != "" {
+			return unavailable(kind, events.turnFailed)
+		}
+		run.failure = "codex reported a failed turn: " + tail([]byte(events.turnFailed))
+		return run, nil
 	}
-	if reason := processFailure("codex", res, req.Timeout); reason != "" {
+	if reason := processFailure("codex", res, o.Timeout); reason != "" {
+		said := events.lastError + "\n" + string(res.StderrTail)
+		if kind := classifyText(said); kind != "" && res.Signal == "" {
+			return unavailable(kind, strings.TrimSpace(said))
+		}
 		if events.lastError != "" && res.Signal == "" {
 			reason = fmt.Sprintf("codex exited with status %d: %s", res.ExitCode, tail([]byte(events.lastError)))
 		}
-		out.Failure = reason
-		return out, nil
+		run.failure = reason
+		return run, nil
 	}
 	message, ok := readLastMessage(lastMessage)
 	if !ok {
 		message, ok = events.lastMessage, events.sawMessage
 	}
 	if !ok {
-		out.Failure = "codex finished without a final message"
-		if events.lastError != "" {
-			out.Failure += "; its last error event: " + tail([]byte(events.lastError))
+		if kind := classifyText(events.lastError); kind != "" {
+			return unavailable(kind, events.lastError)
 		}
-		return out, nil
+		run.failure = "codex finished without a final message"
+		if events.lastError != "" {
+			run.failure += "; its last error event: " + tail([]byte(events.lastError))
+		}
+		return run, nil
 	}
-	v, err := extractAnswer(message)
-	if err != nil {
-		out.Failure = "codex's " + err.Error()
-		return out, nil
+	run.text = message
+	return run, nil
+}
+
+func (c *Codex) offlineGrace() time.Duration {
+	if c.OfflineGrace == 0 {
+		return DefaultOfflineGrace
 	}
-	out.Output = v
-	return out, nil
+	return c.OfflineGrace
 }
 
 // readLastMessage reads the --output-last-message file; ok is false when
@@ -139,8 +211,8 @@ const maxEventLine = 4 << 20
 // written, keeping only what Stratum needs, so that a long session with
 // large tool outputs never accumulates in memory.
 type codexEvents struct {
-	line     []byte
-	skipping bool
+	lines lineSplitter
+	opts  Options
 
 	lastMessage string
 	sawMessage  bool
@@ -153,43 +225,48 @@ type codexEvents struct {
 	input     float64
 	cached    float64
 	output    float64
+
+	// While codex reports that it waits for the network and does nothing
+	// else, a timer runs; when it fires, giveUp stops the run.
+	grace        time.Duration
+	giveUp       func()
+	offlineTimer *time.Timer
+	offlineSince bool
 }
 
-func (c *codexEvents) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		chunk := p
-		if i >= 0 {
-			chunk = p[:i]
-		}
-		if !c.skipping {
-			if len(c.line)+len(chunk) > maxEventLine {
-				c.skipping = true
-				c.line = c.line[:0]
-			} else {
-				c.line = append(c.line, chunk...)
-			}
-		}
-		if i < 0 {
-			break
-		}
-		if !c.skipping {
-			c.event(c.line)
-		}
-		c.line = c.line[:0]
-		c.skipping = false
-		p = p[i+1:]
-	}
-	return n, nil
+func newCodexEvents(o Options, grace time.Duration, giveUp func()) *codexEvents {
+	c := &codexEvents{opts: o, grace: grace, giveUp: giveUp}
+	c.lines = lineSplitter{max: maxEventLine, fn: c.event}
+	return c
 }
+
+func (c *codexEvents) Write(p []byte) (int, error) { return c.lines.Write(p) }
 
 // finish handles a last line without a trailing newline.
 func (c *codexEvents) finish() {
-	if !c.skipping && len(c.line) > 0 {
-		c.event(c.line)
+	c.lines.finish()
+	if c.offlineTimer != nil {
+		c.offlineTimer.Stop()
 	}
-	c.line = nil
+}
+
+// offline reports whether codex's last word was that it waits for the
+// network.
+func (c *codexEvents) offline() bool { return c.offlineSince }
+
+func (c *codexEvents) waitingForNetwork() {
+	c.offlineSince = true
+	if c.offlineTimer == nil && c.grace > 0 && c.giveUp != nil {
+		c.offlineTimer = time.AfterFunc(c.grace, c.giveUp)
+	}
+}
+
+func (c *codexEvents) online() {
+	c.offlineSince = false
+	if c.offlineTimer != nil {
+		c.offlineTimer.Stop()
+		c.offlineTimer = nil
+	}
 }
 
 // codexEvent is the part of one event line that Stratum reads. Item type
@@ -218,12 +295,19 @@ func (c *codexEvents) event(line []byte) {
 	if len(line) == 0 || line[0] != '{' {
 		return // not an event (a banner or log line): ignore
 	}
+	if c.opts.Progress != nil {
+		c.opts.progress(codexProgress(line))
+	}
 	if !mayMatter(line) {
-		return // e.g. reasoning and command items: skip the JSON decoding
+		c.online() // an event that is not an error: codex is working
+		return     // e.g. reasoning and command items: skip the JSON decoding
 	}
 	var ev codexEvent
 	if json.Unmarshal(line, &ev) != nil {
 		return
+	}
+	if ev.Type != "error" && !(ev.Item != nil && ev.Item.Type == "error") {
+		c.online()
 	}
 	switch ev.Type {
 	case "item.completed":
@@ -254,6 +338,9 @@ func (c *codexEvents) event(line []byte) {
 		if strings.TrimSpace(ev.Message) != "" {
 			c.lastError = ev.Message
 		}
+		if strings.Contains(strings.ToLower(ev.Message), "waiting for network") {
+			c.waitingForNetwork()
+		}
 	}
 }
 
@@ -269,15 +356,15 @@ func mayMatter(line []byte) bool {
 	return false
 }
 
-// usage converts the summed turn usage. Codex's input_tokens include the
-// cached ones (OpenAI semantics), so the split subtracts them.
-func (c *codexEvents) usage() *Usage {
+// usage adds the summed turn usage to u (which holds the measured time).
+// Codex's input_tokens include the cached ones (OpenAI semantics), so the
+// split subtracts them.
+func (c *codexEvents) usage(u *Usage) *Usage {
 	if !c.sawUsage {
-		return nil
+		return u
 	}
 	cached := min(c.cached, c.input)
-	return &Usage{
-		Tokens: c.input + c.output,
-		Split:  &TokenSplit{Input: c.input - cached, Output: c.output, CacheRead: cached},
-	}
+	u.Tokens = c.input + c.output
+	u.Split = &TokenSplit{Input: c.input - cached, Output: c.output, CacheRead: cached}
+	return u
 }

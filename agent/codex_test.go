@@ -4,7 +4,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +41,8 @@ func TestCodexSuccess(t *testing.T) {
 		t.Errorf("output %s", got)
 	}
 	u := res.Usage
-	if u == nil || u.Tokens != 24885 || u.USD != nil || *u.Split != (TokenSplit{Input: 315, Output: 122, CacheRead: 24448}) {
+	if u == nil || u.Tokens != 24885 || u.USD != nil || *u.Split != (TokenSplit{Input: 315, Output: 122, CacheRead: 24448}) ||
+		u.Ms != float64(res.Telemetry.DurationMs) {
 		t.Errorf("usage %+v", u)
 	}
 	if res.Telemetry.Model != "gpt-5-codex" {
@@ -53,6 +57,33 @@ func TestCodexSuccess(t *testing.T) {
 	}
 	if !strings.HasPrefix(last, "/") {
 		t.Errorf("--output-last-message %q is not an absolute path", last)
+	}
+	if _, err := os.Stat(filepath.Dir(last)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the --output-last-message directory survived the attempt: %v", err)
+	}
+}
+
+func TestCodexOptions(t *testing.T) {
+	f := installFake(t, "codex", "fake-codex.sh")
+	t.Setenv("FAKE_EVENTS", f.file(t, "events.jsonl", codexEventsOK))
+	req := sampleRequest()
+	req.Options = Options{Sandbox: SandboxDangerFullAccess, Model: "gpt-5.1-codex", Effort: "xhigh"}
+	res, err := (&Codex{Model: "ignored"}).Run(context.Background(), req)
+	if err != nil || res.Failure != "" {
+		t.Fatal(err, res.Failure)
+	}
+	args := f.args(t)
+	if argAfter(args, "--sandbox") != SandboxDangerFullAccess || argAfter(args, "--model") != "gpt-5.1-codex" ||
+		argAfter(args, "-c") != `model_reasoning_effort="xhigh"` {
+		t.Errorf("args %q", args)
+	}
+	if res.Telemetry.Model != "gpt-5.1-codex" || res.Telemetry.Effort != "xhigh" {
+		t.Errorf("telemetry %+v", res.Telemetry)
+	}
+	// Claude-only options are refused, not ignored.
+	req.Options = Options{DisallowedTools: []string{"Bash"}}
+	if _, err := (&Codex{}).Run(context.Background(), req); err == nil || !strings.Contains(err.Error(), "apply to claude only") {
+		t.Errorf("err = %v", err)
 	}
 }
 
@@ -104,8 +135,8 @@ func TestCodexFailures(t *testing.T) {
 			name:    "exit with stderr only",
 			events:  "",
 			exit:    "2",
-			stderr:  "Not logged in. Run codex login.",
-			failure: "codex exited with status 2: Not logged in. Run codex login.",
+			stderr:  "thread 'main' panicked at core/src/lib.rs",
+			failure: "codex exited with status 2: thread 'main' panicked at core/src/lib.rs",
 		},
 		{
 			name:    "no final message",
@@ -148,7 +179,7 @@ func TestCodexTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Failure != "codex timed out after 300ms; its process group was stopped" {
+	if res.Failure != "codex timed out after 300ms (the attempt's time limit); its process group was stopped" {
 		t.Errorf("failure %q", res.Failure)
 	}
 	assertDead(t, f.path("pid"))
@@ -166,7 +197,7 @@ func TestCodexEventsStream(t *testing.T) {
 	// Any chunking of the stream gives the same result.
 	rng := rand.New(rand.NewSource(1))
 	for round := 0; round < 20; round++ {
-		var ev codexEvents
+		ev := newCodexEvents(Options{}, 0, nil)
 		for rest := stream; rest != ""; {
 			n := 1 + rng.Intn(min(len(rest), 1<<16))
 			ev.Write([]byte(rest[:n]))
@@ -176,11 +207,11 @@ func TestCodexEventsStream(t *testing.T) {
 		if !ev.sawMessage || ev.lastMessage != "old shape" {
 			t.Fatalf("message %q", ev.lastMessage)
 		}
-		u := ev.usage()
+		u := ev.usage(&Usage{})
 		if u.Tokens != 17 || *u.Split != (TokenSplit{Input: 7, Output: 6, CacheRead: 4}) {
 			t.Fatalf("usage %+v", u.Split)
 		}
-		if cap(ev.line) > 0 {
+		if cap(ev.lines.line) > 0 {
 			t.Fatal("line buffer kept after finish")
 		}
 	}
@@ -194,7 +225,7 @@ func FuzzCodexEvents(f *testing.F) {
 		if chunk <= 0 {
 			chunk = 1
 		}
-		var whole, split codexEvents
+		whole, split := newCodexEvents(Options{}, 0, nil), newCodexEvents(Options{}, 0, nil)
 		whole.Write([]byte(stream))
 		whole.finish()
 		for rest := stream; rest != ""; {

@@ -52,11 +52,22 @@ func NewCommand(line string) (*Command, error) {
 
 // CommandInput is the JSON object a command agent reads on stdin.
 type CommandInput struct {
-	RunID    string    `json:"runId"`
-	StepID   string    `json:"stepId"`
-	Task     string    `json:"task"`
-	Agent    string    `json:"agent"`
-	Attempt  int       `json:"attempt"`
+	RunID   string `json:"runId"`
+	StepID  string `json:"stepId"`
+	Task    string `json:"task"`
+	Agent   string `json:"agent"`
+	Attempt int    `json:"attempt"`
+	// Sandbox is the attempt's sandbox mode (always set): how much the
+	// agent may change, for a command that runs a model CLI itself.
+	Sandbox string `json:"sandbox"`
+	// Model and Effort are the configured ones, when set.
+	Model  string `json:"model,omitempty"`
+	Effort string `json:"effort,omitempty"`
+	// TimeoutMs is the attempt's time limit in milliseconds, when it has
+	// one, so that the agent can budget its time.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// The fields above come before the contract and the previous failure,
+	// which stay last, as they were before the options were added.
 	Contract *Contract `json:"contract"`
 	// PreviousFailure is null on a first attempt.
 	PreviousFailure *Failure `json:"previousFailure"`
@@ -64,9 +75,11 @@ type CommandInput struct {
 
 // Input is the CommandInput for req.
 func Input(req Request) CommandInput {
+	o := req.options()
 	return CommandInput{
 		RunID: req.RunID, StepID: req.StepID, Task: req.Task, Agent: req.Agent,
 		Attempt: req.Attempt, Contract: req.Contract, PreviousFailure: req.PreviousFailure,
+		Sandbox: o.sandbox(), Model: o.Model, Effort: o.Effort, TimeoutMs: o.Timeout.Milliseconds(),
 	}
 }
 
@@ -88,6 +101,10 @@ func (c *Command) Run(ctx context.Context, req Request) (Result, error) {
 	if len(c.Argv) == 0 {
 		return Result{}, errors.New("agent: command connector has no command")
 	}
+	o := req.options()
+	if err := o.Validate("command"); err != nil {
+		return Result{}, err
+	}
 	path, err := findProgram(c.Argv[0], c.LookPath, fmt.Sprintf("agent command %q not found", c.Argv[0]))
 	if err != nil {
 		return Result{}, err
@@ -97,21 +114,39 @@ func (c *Command) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	limit := orDefault(c.OutputLimit, DefaultOutputLimit)
-	res, err := proc.Run(ctx, proc.Spec{
+	name := filepath.Base(c.Argv[0])
+	var progress *lineSplitter
+	if o.Progress != nil {
+		// Each stderr line is a progress line (docs/agents.md: an agent
+		// writes its logs and progress to stderr).
+		progress = &lineSplitter{max: maxProgressLine, keepLong: true, fn: func(line []byte) {
+			o.progress(oneLine(name + ": " + string(line)))
+		}}
+	}
+	spec := proc.Spec{
 		Argv:        append([]string{path}, c.Argv[1:]...),
 		Dir:         req.Workdir,
 		Env:         c.Env,
 		Stdin:       stdin,
-		Timeout:     req.Timeout,
+		Timeout:     o.Timeout,
 		StdoutLimit: limit,
 		StderrTail:  stderrTail,
-	})
-	tel := &Telemetry{DurationMs: res.Duration.Milliseconds(), Model: filepath.Base(c.Argv[0])}
-	if err != nil {
-		return Result{Telemetry: tel}, fmt.Errorf("agent command %s: %w", c.Argv[0], err)
+		OnStart:     onStart(o),
 	}
-	out := Result{Telemetry: tel}
-	if reason := processFailure("agent", res, req.Timeout); reason != "" {
+	if progress != nil {
+		spec.Stderr = progress
+	}
+	res, err := proc.Run(ctx, spec)
+	if progress != nil {
+		progress.finish()
+	}
+	run := newCLIRun(res, name, o)
+	run.telemetry.Effort = "" // a command reports no effort of its own
+	out := run.result()
+	if err != nil {
+		return out, fmt.Errorf("agent command %s: %w", c.Argv[0], err)
+	}
+	if reason := processFailure("agent", res, o.Timeout); reason != "" {
 		out.Failure = reason
 		return out, nil
 	}
@@ -140,7 +175,7 @@ func decodeOutput(stdout []byte) (any, string) {
 func processFailure(who string, res proc.Result, timeout time.Duration) string {
 	switch {
 	case res.TimedOut:
-		return fmt.Sprintf("%s timed out after %v; its process group was stopped", who, timeout)
+		return fmt.Sprintf("%s timed out after %v (the attempt's time limit); its process group was stopped", who, timeout)
 	case res.Signal != "":
 		return fmt.Sprintf("%s was killed by signal %q%s", who, res.Signal, stderrSuffix(res.StderrTail))
 	case res.ExitCode != 0:
@@ -167,17 +202,17 @@ func findProgram(name string, lookPath func(string) (string, error), notFound st
 		}
 		fi, err := os.Stat(abs)
 		if err != nil {
-			return "", &NotFoundError{Program: name, Hint: notFound + ": " + err.Error()}
+			return "", notInstalled(name, notFound+": "+err.Error())
 		}
 		// Checked here, not left to exec: a pre-flight check (stratum run
 		// --agent) must refuse what can never start before a run exists.
 		// The subject is the caller's "... not found" phrase without it.
 		subject := strings.TrimSuffix(notFound, " not found")
 		if fi.IsDir() {
-			return "", &NotFoundError{Program: name, Hint: subject + " is a directory, not a program"}
+			return "", notInstalled(name, subject+" is a directory, not a program")
 		}
 		if fi.Mode()&0o111 == 0 {
-			return "", &NotFoundError{Program: name, Hint: fmt.Sprintf("%s is not executable (chmod +x %s, or name its interpreter: 'sh %s')", subject, name, name)}
+			return "", notInstalled(name, fmt.Sprintf("%s is not executable (chmod +x %s, or name its interpreter: 'sh %s')", subject, name, name))
 		}
 		return abs, nil
 	}
@@ -186,9 +221,15 @@ func findProgram(name string, lookPath func(string) (string, error), notFound st
 	}
 	p, err := lookPath(name)
 	if err != nil {
-		return "", &NotFoundError{Program: name, Hint: notFound}
+		return "", notInstalled(name, notFound)
 	}
 	return p, nil
+}
+
+// notInstalled is the error of a program that cannot be started at all.
+func notInstalled(name, hint string) error {
+	return &UnavailableError{Agent: filepath.Base(name), Kind: UnavailableNotInstalled, Reason: hint,
+		Err: &NotFoundError{Program: name, Hint: hint}}
 }
 
 func orDefault(v, def int) int {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,15 +41,19 @@ echo "log line on stderr" >&2
 	if res.Telemetry == nil || res.Telemetry.Model != "agent" || res.Telemetry.DurationMs < 0 {
 		t.Errorf("telemetry %+v", res.Telemetry)
 	}
-	if res.Usage != nil {
-		t.Errorf("usage %+v, want none", res.Usage)
+	// Only the measured time: a command reports no tokens.
+	if u := res.Usage; u == nil || u.Ms != float64(res.Telemetry.DurationMs) || u.Tokens != 0 || u.USD != nil {
+		t.Errorf("usage %+v, want the measured time only", res.Usage)
+	}
+	if res.Stderr != "log line on stderr" {
+		t.Errorf("stderr kept for the audit %q", res.Stderr)
 	}
 
 	stdin, err := os.ReadFile(got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"runId":"run-1","stepId":"draft","task":"Write a short summary of README.md.","agent":"claude","attempt":2,` +
+	want := `{"runId":"run-1","stepId":"draft","task":"Write a short summary of README.md.","agent":"claude","attempt":2,"sandbox":"read-only",` +
 		`"contract":{"name":"Draft","fields":[{"name":"summary","type":"string","optional":false},{"name":"confidence","type":"number","optional":false},` +
 		`{"name":"tags","type":"string[]","optional":false},{"name":"level","type":"low|high","optional":false},` +
 		`{"name":"findings","type":"Finding[]","optional":false},{"name":"note","type":"string?","optional":true}],` +
@@ -57,15 +63,44 @@ echo "log line on stderr" >&2
 		t.Errorf("stdin\n got %s\nwant %s", stdin, want)
 	}
 
-	// A first attempt without a contract sends explicit nulls.
-	first := Request{RunID: "r", StepID: "s", Task: "t", Agent: "claude", Attempt: 1}
+	// A first attempt without a contract sends explicit nulls; the
+	// configured options that make sense to any agent are passed on.
+	first := Request{RunID: "r", StepID: "s", Task: "t", Agent: "claude", Attempt: 1,
+		Options: Options{Sandbox: SandboxReadOnly, Model: "opus", Effort: "high", Timeout: 90 * time.Second}, Sandbox: SandboxWorkspaceWrite}
 	if _, err := (&Command{Argv: []string{agent}}).Run(context.Background(), first); err != nil {
 		t.Fatal(err)
 	}
 	stdin, _ = os.ReadFile(got)
-	want = `{"runId":"r","stepId":"s","task":"t","agent":"claude","attempt":1,"contract":null,"previousFailure":null}` + "\n"
+	want = `{"runId":"r","stepId":"s","task":"t","agent":"claude","attempt":1,` +
+		`"sandbox":"workspace-write","model":"opus","effort":"high","timeoutMs":90000,"contract":null,"previousFailure":null}` + "\n"
 	if string(stdin) != want {
 		t.Errorf("stdin\n got %s\nwant %s", stdin, want)
+	}
+}
+
+func TestCommandProgressAndStart(t *testing.T) {
+	dir := t.TempDir()
+	agent := writeScript(t, dir, "agent", `#!/bin/sh
+cat >/dev/null
+echo "reading README.md" >&2
+printf 'a very long line %s\n' "$(head -c 1000 /dev/zero | tr '\0' x)" >&2
+printf 'last words' >&2
+echo $$
+`)
+	var lines []string
+	var rec ProcessRecord
+	req := sampleRequest()
+	req.Options = Options{Progress: func(l string) { lines = append(lines, l) }, Started: func(r ProcessRecord) { rec = r }}
+	res, err := (&Command{Argv: []string{agent}}).Run(context.Background(), req)
+	if err != nil || res.Failure != "" {
+		t.Fatal(err, res.Failure)
+	}
+	if len(lines) != 3 || lines[0] != "agent: reading README.md" || !strings.HasPrefix(lines[1], "agent: a very long line xxx") ||
+		len(lines[1]) > maxProgressLine+3 || lines[2] != "agent: last words" {
+		t.Errorf("progress %q", lines)
+	}
+	if encode(t, res.Output) != strconv.Itoa(rec.Pid) || (runtime.GOOS == "linux" && rec.StartTime == 0) {
+		t.Errorf("record %+v, agent said pid %s", rec, encode(t, res.Output))
 	}
 }
 
@@ -86,7 +121,7 @@ func TestCommandFailures(t *testing.T) {
 		{name: "killed by a signal", body: "echo dying >&2; kill -9 $$", want: `agent was killed by signal "killed": dying`},
 		{name: "huge output", body: "head -c 50000000 /dev/zero | tr '\\0' x", limit: 1 << 20, want: "agent printed 50000000 bytes on stdout, over the 1048576-byte output limit"},
 		{name: "huge stderr is cut to its tail", body: "head -c 1000000 /dev/zero | tr '\\0' e >&2; echo THE END >&2; exit 2", want: "agent exited with status 2: ...eee", wantIn: "eeeTHE END"},
-		{name: "timeout", body: "sleep 30", timeout: 200 * time.Millisecond, want: "agent timed out after 200ms; its process group was stopped"},
+		{name: "timeout", body: "sleep 30", timeout: 200 * time.Millisecond, want: "agent timed out after 200ms (the attempt's time limit); its process group was stopped"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,7 +162,7 @@ while :; do sleep 1; done
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Failure != "agent timed out after 300ms; its process group was stopped" {
+	if res.Failure != "agent timed out after 300ms (the attempt's time limit); its process group was stopped" {
 		t.Errorf("failure %q", res.Failure)
 	}
 	// The default grace before SIGKILL is 2 s; well under the sleeps.

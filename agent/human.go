@@ -75,9 +75,14 @@ func (h *Human) Run(ctx context.Context, req Request) (Result, error) {
 	defer func() { <-h.turn }()
 	h.once.Do(func() { go h.read() })
 
+	if err := req.options().Validate("human"); err != nil {
+		return Result{}, err
+	}
 	start := time.Now()
 	res, err := h.converse(ctx, req)
-	res.Telemetry = &Telemetry{DurationMs: time.Since(start).Milliseconds(), Model: "human"}
+	ms := time.Since(start).Milliseconds()
+	res.Telemetry = &Telemetry{DurationMs: ms, Model: "human"}
+	res.Usage = &Usage{Ms: float64(ms)}
 	return res, err
 }
 
@@ -90,9 +95,10 @@ func (h *Human) converse(ctx context.Context, req Request) (Result, error) {
 	}
 	h.ask(req)
 
+	limit := req.options().Timeout
 	var timeout <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
+	if limit > 0 {
+		t := time.NewTimer(limit)
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -102,8 +108,8 @@ func (h *Human) converse(ctx context.Context, req Request) (Result, error) {
 		select {
 		case ln = <-h.lines:
 		case <-timeout:
-			fmt.Fprintf(h.out, "\nNo answer within %v; this attempt fails.\n", req.Timeout)
-			out.Failure = fmt.Sprintf("no answer from the person within %v", req.Timeout)
+			fmt.Fprintf(h.out, "\nNo answer within %v; this attempt fails.\n", limit)
+			out.Failure = fmt.Sprintf("no answer from the person within %v", limit)
 			return out, nil
 		case <-ctx.Done():
 			return out, fmt.Errorf("agent human: %w", context.Cause(ctx))

@@ -76,3 +76,17 @@ func (r *Resolver) builtin(name string) (Connector, bool, error) {
 	}
 	return nil, false, nil
 }
+
+// TaskRunner returns the runner of free-form tasks for name, "claude" or
+// "codex", with the resolver's environment and lookup (the CLI itself is
+// looked up when the task runs). Other agents cannot run a free-form task:
+// ErrUnknownAgent.
+func (r *Resolver) TaskRunner(name string) (TaskRunner, error) {
+	switch name {
+	case "claude":
+		return &Claude{Env: r.Env, LookPath: r.LookPath}, nil
+	case "codex":
+		return &Codex{Env: r.Env, LookPath: r.LookPath}, nil
+	}
+	return nil, fmt.Errorf("%w: %q cannot run a task outside a flow (known: claude, codex)", ErrUnknownAgent, name)
+}

@@ -99,3 +99,21 @@ func TestResolveErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestResolverTaskRunner(t *testing.T) {
+	r := &Resolver{Env: []string{"A=1"}}
+	for _, name := range []string{"claude", "codex"} {
+		tr, err := r.TaskRunner(name)
+		if err != nil || tr == nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if c, _ := r.TaskRunner("claude"); c.(*Claude).Env[0] != "A=1" {
+		t.Error("the environment was not passed on")
+	}
+	for _, name := range []string{"human", "./agent.sh", ""} {
+		if _, err := r.TaskRunner(name); !errors.Is(err, ErrUnknownAgent) {
+			t.Errorf("%q: err = %v", name, err)
+		}
+	}
+}

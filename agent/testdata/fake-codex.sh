@@ -3,8 +3,9 @@
 # tests. It records its arguments (NUL-separated) and stdin, checks the
 # `codex exec` flags Stratum relies on, writes FAKE_LAST_MESSAGE (a file,
 # if set) to the --output-last-message path, prints the JSONL events of
-# the file FAKE_EVENTS and exits FAKE_EXIT (0). FAKE_MODE=hang waits
-# instead, with a background sleep whose pid goes to FAKE_PIDFILE.
+# the file FAKE_EVENTS (if set) and exits FAKE_EXIT (0). FAKE_MODE=hang
+# prints FAKE_EVENTS, then waits with a background sleep whose pid goes to
+# FAKE_PIDFILE.
 : > "$FAKE_ARGS"
 for a in "$@"; do printf '%s\0' "$a" >> "$FAKE_ARGS"; done
 cat > "$FAKE_STDIN"
@@ -23,6 +24,13 @@ while [ $# -gt 1 ]; do
 	-C) [ -d "$2" ] || { echo "fake codex: -C $2 is not a directory" >&2; exit 64; }; shift ;;
 	--output-last-message) last=$2; shift ;;
 	--model) shift ;;
+	-c)
+		case $2 in
+		model_reasoning_effort=*) ;;
+		*) echo "fake codex: unexpected -c '$2'" >&2; exit 64 ;;
+		esac
+		shift
+		;;
 	*) echo "fake codex: unexpected argument '$1'" >&2; exit 64 ;;
 	esac
 	shift
@@ -32,16 +40,17 @@ if [ -z "$json" ] || [ -z "$skip" ] || [ -z "$last" ]; then
 	exit 64
 fi
 case $sandbox in
-read-only | workspace-write) ;;
+read-only | workspace-write | danger-full-access) ;;
 *) echo "fake codex: bad --sandbox '$sandbox'" >&2; exit 64 ;;
 esac
 
 if [ "${FAKE_MODE:-respond}" = hang ]; then
+	[ -n "$FAKE_EVENTS" ] && cat "$FAKE_EVENTS"
 	sleep 300 &
 	echo $! > "$FAKE_PIDFILE"
 	wait
 fi
 [ -n "$FAKE_LAST_MESSAGE" ] && cat "$FAKE_LAST_MESSAGE" > "$last"
 [ -n "$FAKE_STDERR" ] && printf '%s\n' "$FAKE_STDERR" >&2
-cat "$FAKE_EVENTS"
+[ -n "$FAKE_EVENTS" ] && cat "$FAKE_EVENTS"
 exit "${FAKE_EXIT:-0}"

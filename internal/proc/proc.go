@@ -52,6 +52,20 @@ type Spec struct {
 	// (StdoutLimit is then ignored). It must never return an error and must
 	// bound its own memory: a writer that fails would stall the child.
 	Stdout io.Writer
+	// Stderr, when set, receives a copy of everything the child writes to
+	// stderr, as it is written (Result.StderrTail is kept as well). The same
+	// rules as for Stdout apply.
+	Stderr io.Writer
+	// OnStart, when set, is called once the child has started, before Run
+	// waits for it, with the child's identity (its pid is its process-group
+	// id): a caller can persist it so that another process can stop the
+	// group with [KillGroup]. It runs on Run's goroutine and must not block.
+	OnStart func(Identity)
+	// TempPaths are files or directories the caller made for this child
+	// (an output file, a scratch directory). Run does not remove them; the
+	// caller does after Run returns. If this process dies while the child
+	// runs, even by SIGKILL, the watchdog removes them (see [Run]).
+	TempPaths []string
 }
 
 // Result is what is known about a finished child.
@@ -87,6 +101,11 @@ func (r Result) Success() bool { return r.ExitCode == 0 && r.Signal == "" && !r.
 // ctx ended first; in that last case the group has been stopped and reaped,
 // the Result describes what happened so far, and the error wraps the
 // context's cause (so errors.Is(err, context.Canceled) works).
+//
+// On Linux the child also dies with this process, however it ends: it gets
+// SIGKILL as its parent-death signal, and a watchdog process kills its
+// whole group and removes Spec.TempPaths when this process is gone (see the
+// package documentation for what that covers).
 func Run(ctx context.Context, s Spec) (Result, error) {
 	if len(s.Argv) == 0 {
 		return Result{}, ErrNoCommand
@@ -112,6 +131,9 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	errTail := &tailBuffer{limit: orDefault(s.StderrTail, DefaultStderrTail)}
 	cmd.Stderr = errTail
+	if s.Stderr != nil {
+		cmd.Stderr = &teeWriter{tail: errTail, w: s.Stderr}
+	}
 	// Once the child has exited, do not wait forever for pipes still held
 	// by a process that escaped the group (setsid, double fork).
 	cmd.WaitDelay = grace
@@ -121,9 +143,17 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("run %s: %w", s.Argv[0], context.Cause(ctx))
 	}
+	// Registered before the start, so that no moment exists in which the
+	// child runs and a death of this process would leave the paths behind.
+	guard := watch(s.TempPaths)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := startChild(cmd); err != nil {
+		guard.release()
 		return Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
+	}
+	guard.group(cmd.Process.Pid)
+	if s.OnStart != nil {
+		s.OnStart(identify(cmd.Process.Pid))
 	}
 
 	exited := make(chan leaderExit, 1)
@@ -150,6 +180,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	// Whatever the leader left behind in its group goes with it.
 	signalGroup(cmd, sigKill)
+	guard.release()
 	waitErr := ex.err
 	if !ex.reaped {
 		waitErr = cmd.Wait()
@@ -242,6 +273,18 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 		b.buf = append(b.buf[:0], b.buf[over:]...)
 	}
 	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+// teeWriter keeps the stderr tail and forwards a copy to a caller's writer.
+type teeWriter struct {
+	tail *tailBuffer
+	w    io.Writer
+}
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	t.tail.Write(p)
+	_, _ = t.w.Write(p) // as for countingWriter: never stall the child
 	return len(p), nil
 }
 

@@ -14,12 +14,14 @@ var (
 )
 
 // isolate puts the child in a new process group whose id is its pid, so the
-// child and everything it spawns can be signalled together.
+// child and everything it spawns can be signalled together, and (on Linux)
+// gives it a parent-death signal.
 func isolate(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	dieWithParent(cmd.SysProcAttr)
 }
 
 // signalGroup sends sig to the child's process group. Errors are ignored:
