@@ -88,6 +88,9 @@ func (ev *evaluator) call(n *node) (any, *Error) {
 	case fnLen:
 		switch v := args[0].(type) {
 		case string:
+			if err := ev.charge(len(v) / bytesPerUnit); err != nil {
+				return nil, err
+			}
 			return count(utf16Len(v)), nil
 		case []any:
 			return count(len(v)), nil
@@ -100,6 +103,9 @@ func (ev *evaluator) call(n *node) (any, *Error) {
 		if !ok {
 			return nil, typeErrorf(fmt.Sprintf("%s needs an array, received %s", f.name, typeName(args[0])))
 		}
+		if err := ev.charge(len(a)); err != nil {
+			return nil, err
+		}
 		want := f.id == fnAny
 		for _, e := range a {
 			if Truthy(e) == want {
@@ -108,6 +114,17 @@ func (ev *evaluator) call(n *node) (any, *Error) {
 		}
 		return !want, nil
 	case fnMax, fnMin:
+		if a, ok := args[0].([]any); ok {
+			work := len(a)
+			for _, e := range a {
+				if s, ok := e.(string); ok {
+					work += len(s) / bytesPerUnit
+				}
+			}
+			if err := ev.charge(work); err != nil {
+				return nil, err
+			}
+		}
 		return extreme(f, args[0])
 	case fnStr:
 		s := Stringify(args[0])
@@ -116,9 +133,17 @@ func (ev *evaluator) call(n *node) (any, *Error) {
 			if err := ev.built(len(s)); err != nil {
 				return nil, err
 			}
+			if err := ev.charge(len(s) / bytesPerUnit); err != nil {
+				return nil, err
+			}
 		}
 		return s, nil
 	case fnInt:
+		if s, ok := args[0].(string); ok {
+			if err := ev.charge(len(s) / bytesPerUnit); err != nil {
+				return nil, err
+			}
+		}
 		return toInt(args[0])
 	case fnBool:
 		return Truthy(args[0]), nil
@@ -132,22 +157,28 @@ func (ev *evaluator) call(n *node) (any, *Error) {
 		if !ok {
 			return nil, typeErrorf(fmt.Sprintf("%s path must be a string, received %s", f.name, typeName(args[0])))
 		}
-		if f.id == fnFileExists {
-			if err := ev.cancelled(); err != nil {
-				return nil, err
+		text := ""
+		if f.id == fnFileContains {
+			if text, ok = args[1].(string); !ok {
+				return nil, typeErrorf("file_contains text must be a string, received " + typeName(args[1]))
 			}
-			ok, err := FileExists(ev.root, path)
-			return ok, asError(err)
-		}
-		text, ok := args[1].(string)
-		if !ok {
-			return nil, typeErrorf("file_contains text must be a string, received " + typeName(args[1]))
 		}
 		if err := ev.cancelled(); err != nil {
 			return nil, err
 		}
-		ok, err := FileContains(ev.root, path, text)
-		return ok, asError(err)
+		if err := ev.charge(fileUnits + len(path)/bytesPerUnit); err != nil {
+			return nil, err
+		}
+		var fc FileCheck
+		if f.id == fnFileExists {
+			fc = checkFileExists(ev.root, path)
+		} else {
+			fc = checkFileContains(ev.root, path, text, ev.charge)
+		}
+		if ev.trace != nil {
+			ev.trace.record(fc)
+		}
+		return fc.Result, asError(fc.Err)
 	}
 	return nil, newError(CodeUnknownFunction, fmt.Sprintf("unknown function %q", n.name))
 }
@@ -168,7 +199,7 @@ func count(n int) any {
 	return float64(n)
 }
 
-// asError converts an error from the file functions, always an *Error.
+// asError converts an error of a file check, always an *Error.
 func asError(err error) *Error {
 	if err == nil {
 		return nil
@@ -314,9 +345,14 @@ func (ev *evaluator) matches(n *node, textArg, patternArg any) (any, *Error) {
 	if !ok {
 		return nil, typeErrorf("matches pattern must be a string, received " + typeName(patternArg))
 	}
-	pc := n.re
+	if err := ev.charge((len(text) + len(pattern)) / bytesPerUnit); err != nil {
+		return nil, err
+	}
+	pc, fresh := n.re, false
 	if pc == nil {
-		pc = newPattern(pattern)
+		if pc = dynamicPatterns.lookup(pattern); pc == nil {
+			pc, fresh = newPattern(pattern), true
+		}
 	}
 	if pc.units > MaxPatternLength {
 		return nil, newError(CodeResourceLimit, fmt.Sprintf("regex pattern is longer than %d characters", MaxPatternLength))
@@ -326,12 +362,22 @@ func (ev *evaluator) matches(n *node, textArg, patternArg any) (any, *Error) {
 		return nil, newError(CodeResourceLimit, fmt.Sprintf("matches text is longer than %d characters", MaxMatchInput))
 	}
 	re, err := pc.compiled()
+	if fresh {
+		dynamicPatterns.add(pc)
+	}
 	if err != nil {
 		return nil, err
 	}
-	ev.matchWork += (textUnits + 1 + compileWork) * re.States
+	// Charged whether or not the pattern was compiled before (by another
+	// evaluation, or found in the cache), so that the verdict never
+	// depends on what ran earlier.
+	work := (textUnits + 1 + compileWork) * re.States
+	ev.matchWork += work
 	if ev.matchWork > MaxMatchWork {
 		return nil, newError(CodeResourceLimit, fmt.Sprintf("the matches() calls of this evaluation exceed the regex work budget (%d: text length plus %d, times pattern size, summed)", MaxMatchWork, compileWork))
+	}
+	if err := ev.charge(work); err != nil {
+		return nil, err
 	}
 	if err := ev.cancelled(); err != nil {
 		return nil, err

@@ -58,7 +58,7 @@ func runEvalCases(t *testing.T, cases []evalCase) {
 		if derr != nil {
 			t.Fatalf("%q: bad want %s: %v", c.expr, c.want, derr)
 		}
-		if !equal(v, want) {
+		if !sameJSON(v, want) {
 			t.Errorf("%.80q: got %s, want %s", c.expr, mustJSON(v), c.want)
 		}
 	}
@@ -89,6 +89,9 @@ func TestLexical(t *testing.T) {
 		{expr: `'\uD83D'`, code: CodeParse}, // lone surrogates are refused (spec/ir.md 11.9 allows it)
 		{expr: `'\uDE00\uD83D'`, code: CodeParse},
 		{expr: `'\uD83D\uDE00' == '😀'`, want: "true"},
+		{expr: `"\u00E9" == 'e\u0301'`, want: "false"}, // an escape is one code unit, never normalised
+		{expr: `'\\n' == '\n'`, want: "false"},         // an escaped backslash, then n: not a newline
+		{expr: `'a\/b' == "a/b"`, want: "true"},
 		{expr: `'\b\f\n\r\t\/\\\"\''`, want: `"\b\f\n\r\t/\\\"'"`},
 		{expr: "'tab\there'", code: CodeParse},
 		{expr: "'cr\rhere'", code: CodeParse},
@@ -141,6 +144,8 @@ func TestSyntax(t *testing.T) {
 		{expr: "[1]", code: CodeParse},
 		{expr: "result.langs[0.0]", bindings: std, want: `"go"`},
 		{expr: "result.langs [ 2 ]", bindings: std, want: `"zig"`},
+		{expr: "result.langs[1] == 'zig'", bindings: std, want: "false"},
+		{expr: "result . doc . title == 'T'", bindings: std, want: "true"},
 		{expr: "result.langs[1.5]", bindings: std, code: CodeParse},
 		{expr: "result.langs[1e300]", bindings: std, code: CodeType},
 		{expr: "result.langs[00]", bindings: std, code: CodeParse},
@@ -319,6 +324,9 @@ func TestBuiltins(t *testing.T) {
 		{expr: "str()", code: CodeType},
 		{expr: "str(1, 2)", code: CodeType},
 		{expr: "str(1) + str(2)", want: `"12"`},
+		{expr: "str(1) + str(2) == '21'", want: "false"},
+		{expr: "max(result.scores) == 15", bindings: std, want: "false"},
+		{expr: "int('007') == 7", want: "true"},
 		{expr: "int('-17')", want: "-17"},
 		{expr: "int('007')", want: "7"},
 		{expr: "int(' 5')", code: CodeType},
@@ -364,6 +372,7 @@ func TestMatches(t *testing.T) {
 	long := func(n int) string { return strings.Repeat("a", n) }
 	runEvalCases(t, []evalCase{
 		{expr: "matches('abc', 'b')", want: "true"},
+		{expr: "matches('abc', 'b') == matches('abc', 'x')", want: "false"},
 		{expr: "matches('ABC', '^A')", want: "true"},
 		{expr: "matches('a', 'a*a*')", code: CodeValidation},
 		{expr: `matches('aa', '(a)\\1')`, code: CodeValidation},
@@ -434,6 +443,7 @@ func TestBindingsAndLimits(t *testing.T) {
 		{expr: "len(result)", bindings: `{"result": ` + strings.Repeat("[", 129) + strings.Repeat("]", 129) + `}`, want: "1"},
 		{expr: "input", bindings: `{"result": ` + deep(200) + `, "input": 1}`, want: "1"},
 		{expr: "result == result", bindings: `{"result": ` + deep(128) + `}`, want: "true"},
+		{expr: "result == input", bindings: `{"result": ` + deep(128) + `, "input": ` + strings.Replace(deep(128), "1", "2", 1) + `}`, want: "false"},
 		{expr: parens(128, "1"), want: "1"},
 		{expr: parens(129, "1"), code: CodeResourceLimit},
 		{expr: strings.Repeat("(", 129) + "$", code: CodeParse}, // the lexer looks one token ahead
@@ -673,6 +683,12 @@ func TestSpecRules(t *testing.T) {
 		{expr: "result.a == result.b", bindings: `{"result": {"a": [0], "b": [-0]}}`, want: "true"},
 		{expr: "result.a == result.b", bindings: `{"result": {"a": [1, 2], "b": [2, 1]}}`, want: "false"},
 		{expr: "result.a != result.b", bindings: `{"result": {"a": {"x": 1}, "b": [1]}}`, want: "true"},
+		// 11.5: a missing member is a type_error, not null, and the guard
+		// idiom of docs/expressions.md avoids it.
+		{expr: "result.nope", bindings: `{"result": {"label": "x"}}`, code: CodeType},
+		{expr: "result.nope == null", bindings: `{"result": {"label": "x"}}`, code: CodeType},
+		{expr: "'nope' in result && len(result.nope) > 0", bindings: `{"result": {"label": "x"}}`, want: "false"},
+		{expr: "result.doc.meta.nope", bindings: std, code: CodeType},
 		// 11.5: unknown names are evaluation errors, raised only if reached.
 		{expr: "false && upper(missing)", want: "false"},
 		{expr: "true || foo()", want: "true"},
