@@ -140,17 +140,27 @@ func (t Trace) Explain() string {
 // nothing more than EvalPredicate for expressions that call no file
 // function.
 func (p *Program) EvalPredicateTrace(ctx context.Context, b Bindings, opts *EvalOptions) (Trace, error) {
-	var t Trace
-	v, err := p.run(ctx, b, opts, &t)
+	var t *Trace
+	if p.usesFiles {
+		t = new(Trace) // only then: the evaluator's fields escape
+	}
+	v, err := p.run(ctx, b, opts, t)
+	var ok bool
+	if err == nil {
+		var perr *Error
+		if ok, perr = predicate(v); perr != nil {
+			err = perr
+		}
+	}
+	var out Trace
+	if t != nil {
+		out = *t
+	}
+	out.Holds = ok
 	if err != nil {
-		return t, err
+		return out, err
 	}
-	ok, perr := predicate(v)
-	if perr != nil {
-		return t, perr
-	}
-	t.Holds = ok
-	return t, nil
+	return out, nil
 }
 
 func (t *Trace) record(fc FileCheck) {
