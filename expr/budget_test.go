@@ -24,7 +24,7 @@ func TestWorkCost(t *testing.T) {
 		result any
 		work   int
 	}{
-		{"1 + 2", nil, 3},                              // three nodes
+		{"1 + 2", nil, 3}, // three nodes
 		{"matches('ab', 'a')", nil, 3 + (2+1+128)*1},   // nodes, then (text + 1 + 128) x 1 state
 		{"result == result", nulls, 3 + 101 + 101},     // nodes, binding check, equality
 		{"len(result)", long, 2 + 1 + 1600/16},         // nodes, binding check, bytes scanned
