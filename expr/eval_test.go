@@ -86,7 +86,7 @@ func TestLexical(t *testing.T) {
 		{expr: `"\u00E9"`, want: `"é"`},
 		{expr: `'\x41'`, code: CodeParse},
 		{expr: `'\u{41}'`, code: CodeParse},
-		{expr: `'\uD83D'`, code: CodeParse}, // lone surrogates are refused (spec/ir.md 11.9 allows it)
+		{expr: `'\uD83D'`, code: CodeParse}, // lone surrogates are refused (docs/expressions.md, "Where this implementation differs")
 		{expr: `'\uDE00\uD83D'`, code: CodeParse},
 		{expr: `'\uD83D\uDE00' == '😀'`, want: "true"},
 		{expr: `"\u00E9" == 'e\u0301'`, want: "false"}, // an escape is one code unit, never normalised
@@ -674,53 +674,53 @@ func TestMatchWorkBudget(t *testing.T) {
 	}
 }
 
-// Rules of spec/ir.md 11.3-11.8 that the tables above do not pin down.
+// Rules of docs/expressions.md that the tables above do not pin down.
 func TestSpecRules(t *testing.T) {
 	runEvalCases(t, []evalCase{
-		// 11.6: object equality ignores key order; nested arrays are
+		// Operators, ==: object equality ignores key order; nested arrays are
 		// compared element by element; -0 equals 0 inside containers.
 		{expr: "result.a == result.b", bindings: `{"result": {"a": {"x": 1, "y": [2, {"z": null}]}, "b": {"y": [2, {"z": null}], "x": 1}}}`, want: "true"},
 		{expr: "result.a == result.b", bindings: `{"result": {"a": [0], "b": [-0]}}`, want: "true"},
 		{expr: "result.a == result.b", bindings: `{"result": {"a": [1, 2], "b": [2, 1]}}`, want: "false"},
 		{expr: "result.a != result.b", bindings: `{"result": {"a": {"x": 1}, "b": [1]}}`, want: "true"},
-		// 11.5: a missing member is a type_error, not null, and the guard
+		// Operators, evaluation order: a missing member is a type_error, not null, and the guard
 		// idiom of docs/expressions.md avoids it.
 		{expr: "result.nope", bindings: `{"result": {"label": "x"}}`, code: CodeType},
 		{expr: "result.nope == null", bindings: `{"result": {"label": "x"}}`, code: CodeType},
 		{expr: "'nope' in result && len(result.nope) > 0", bindings: `{"result": {"label": "x"}}`, want: "false"},
 		{expr: "result.doc.meta.nope", bindings: std, code: CodeType},
-		// 11.5: unknown names are evaluation errors, raised only if reached.
+		// Operators, evaluation order: unknown names are evaluation errors, raised only if reached.
 		{expr: "false && upper(missing)", want: "false"},
 		{expr: "true || foo()", want: "true"},
 		{expr: "foo(missing)", code: CodeUnknownIdentifier},
 		{expr: "foo(1, 2, 3)", code: CodeUnknownFunction},
-		// 11.5: operands left to right: the left error wins.
+		// Operators, evaluation order: operands left to right: the left error wins.
 		{expr: "missing + foo()", code: CodeUnknownIdentifier},
 		{expr: "foo() + missing", code: CodeUnknownFunction},
 		{expr: "(1 / 0) < missing", code: CodeType},
-		// 11.3: postfix binds tighter than unary; unary tighter than binary.
+		// Operators, precedence: postfix binds tighter than unary; unary tighter than binary.
 		{expr: "-result.a[1]", bindings: `{"result": {"a": [1, 2]}}`, want: "-2"},
 		{expr: "!result.ok == false", bindings: `{"result": {"ok": true}}`, want: "true"},
 		{expr: "- 2 * 3", want: "-6"},
 		{expr: "len(result.a)[0]", bindings: `{"result": {"a": [1]}}`, code: CodeType},
-		// 11.7: membership in an object is about own keys only, top level.
+		// Operators, in: membership in an object is about own keys only, top level.
 		{expr: "'x' in result", bindings: `{"result": {"o": {"x": 1}}}`, want: "false"},
 		{expr: "'valueOf' in result", bindings: `{"result": {}}`, want: "false"},
 		{expr: "'' in result", bindings: `{"result": {"": 1}}`, want: "true"},
 		{expr: "result in result", bindings: `{"result": {}}`, code: CodeType},
 		{expr: "result in 'abc'", bindings: `{"result": ["a"]}`, code: CodeType},
-		// 11.8: arity is checked before argument types, for every builtin.
+		// Builtin functions: arity is checked before argument types, for every builtin.
 		{expr: "int()", code: CodeType},
 		{expr: "bool(1, 2)", code: CodeType},
 		{expr: "all(1, 2)", code: CodeType},
 		{expr: "max([], [])", code: CodeParse}, // no array literals
 		{expr: "min(result, result)", bindings: `{"result": [1]}`, code: CodeType},
 		{expr: "file_contains('a', 'b', 'c')", code: CodeType},
-		// 11.8: max/min of one element; strings by code units.
+		// Builtin functions: max/min of one element; strings by code units.
 		{expr: "max(result)", bindings: `{"result": ["b", "B", "a"]}`, want: `"b"`},
 		{expr: "min(result)", bindings: `{"result": ["b", "B", "a"]}`, want: `"B"`},
 		{expr: "min(result)", bindings: `{"result": [[]]}`, code: CodeType},
-		// 11.9: str of an empty string, a string with quotes (unchanged).
+		// Builtin functions, str: str of an empty string, a string with quotes (unchanged).
 		{expr: "str('')", want: `""`},
 		{expr: "len(str('a\"b'))", want: "3"},
 		{expr: "str(result)", bindings: `{"result": {"k": [true, null, 1.5, "x"]}}`, want: `"{\"k\":[true,null,1.5,\"x\"]}"`},

@@ -48,7 +48,8 @@ func (b Binding) Bound() bool { return b.state != unbound }
 // Value returns the bound value, and false when there is none.
 func (b Binding) Value() (any, bool) { return b.v, b.state == boundValue }
 
-// Bindings are the names an evaluation can read (spec/ir.md 11.4). Which
+// Bindings are the names an evaluation can read (docs/expressions.md,
+// "Names"). Which
 // are bound depends on the context: result and input for step ensures,
 // plus item and prev in fanout stages.
 type Bindings struct {
