@@ -32,7 +32,7 @@ func TestWorkCost(t *testing.T) {
 		{"'x' in result", long, 3 + 1 + 1600/16},       // nodes, binding check, bytes scanned
 		{"file_exists('f.txt')", nil, 2 + 4096},        // nodes, one lookup
 		{"file_contains('f.txt', 'o')", nil, 3 + 4096}, // the 11 bytes read are less than a unit
-		{"matches(result, '.{100}x')", text, 3 + 1 + (4096+3)/16 + (4096+1+128)*101},
+		{"matches(result, '.{100}x')", text, 3 + 1 + (4096+1+128)*101},
 	}
 	for _, tt := range tests {
 		p, err := Compile(tt.expr)
@@ -59,7 +59,7 @@ func isExhausted(err error) bool {
 // each at its own limit: with room for ten, the eleventh fails, and so
 // does every evaluation after it, at its first step.
 func TestBudgetSharedAcrossEvaluations(t *testing.T) {
-	const cost = 3 + 1 + (4096+3)/16 + (4096+1+128)*101 // as in TestWorkCost
+	const cost = 3 + 1 + (4096+1+128)*101 // as in TestWorkCost
 	p, err := Compile("matches(result, '.{100}x')")
 	if err != nil {
 		t.Fatal(err)

@@ -347,19 +347,22 @@ func (ev *evaluator) matches(n *node, textArg, patternArg any) (any, *Error) {
 	if !ok {
 		return nil, typeErrorf("matches pattern must be a string, received " + typeName(patternArg))
 	}
-	if err := ev.charge((len(text) + len(pattern)) / bytesPerUnit); err != nil {
-		return nil, err
-	}
+	// A UTF-16 unit takes at most three bytes of UTF-8, so a string of
+	// more than three bytes per allowed unit is refused without scanning
+	// it (or hashing it for the cache).
 	pc, fresh := n.re, false
-	if pc == nil {
+	if pc == nil && len(pattern) <= 3*MaxPatternLength {
 		if pc = dynamicPatterns.lookup(pattern); pc == nil {
 			pc, fresh = newPattern(pattern), true
 		}
 	}
-	if pc.units > MaxPatternLength {
+	if pc == nil || pc.units > MaxPatternLength {
 		return nil, newError(CodeResourceLimit, fmt.Sprintf("regex pattern is longer than %d characters", MaxPatternLength))
 	}
-	textUnits := utf16Len(text)
+	textUnits := MaxMatchInput + 1
+	if len(text) <= 3*MaxMatchInput {
+		textUnits = utf16Len(text)
+	}
 	if textUnits > MaxMatchInput {
 		return nil, newError(CodeResourceLimit, fmt.Sprintf("matches text is longer than %d characters", MaxMatchInput))
 	}
