@@ -75,14 +75,21 @@ func (b *Budget) Used() int64 { return b.used.Load() }
 func (b *Budget) Exhausted() bool { return b.used.Load() >= b.limit }
 
 // startBudget sets an evaluation's allowance: all of a private budget, or
-// what is left of the shared one, counted out flushUnits at a time.
-func (ev *evaluator) startBudget(b *Budget) {
+// what is left of the shared one, counted out flushUnits at a time. A
+// shared budget already spent fails the evaluation before its first node.
+func (ev *evaluator) startBudget(b *Budget) (any, *Error) {
 	ev.budget = b
 	if b == nil {
 		ev.slack = DefaultBudget
-		return
+		return nil, nil
 	}
-	ev.slack = int(min(flushUnits, b.limit-b.used.Load()))
+	left := b.limit - b.used.Load()
+	if left <= 0 {
+		ev.nodes = 1 // the first node, charged by finishBudget
+		return nil, sharedExhausted(b)
+	}
+	ev.slack = int(min(flushUnits, left))
+	return nil, nil
 }
 
 // charge counts n units of work; it fails once the budget is spent.
@@ -111,19 +118,26 @@ func (ev *evaluator) flush() *Error {
 	left := b.limit - used
 	if left < 0 {
 		ev.slack = 0
-		return &Error{Code: CodeResourceLimit, Offset: -1, Err: ErrBudgetExhausted,
-			Message: fmt.Sprintf("the evaluations sharing this work budget exceeded its %d units (regex matching, comparisons, string building and file reading are counted)", b.limit)}
+		return sharedExhausted(b)
 	}
 	ev.slack = int(min(flushUnits, left))
 	return nil
 }
 
-// finishBudget adds what is left of the evaluation's count to the shared
-// Budget when the evaluation ends.
-func (ev *evaluator) finishBudget() {
+func sharedExhausted(b *Budget) *Error {
+	return &Error{Code: CodeResourceLimit, Offset: -1, Err: ErrBudgetExhausted,
+		Message: fmt.Sprintf("the evaluations sharing this work budget exceeded its %d units (regex matching, comparisons, string building and file reading are counted)", b.limit)}
+}
+
+// finishBudget charges the nodes not yet charged (checkpoint charges them
+// in batches) and adds what is left of the evaluation's count to the
+// shared Budget. It fails when those nodes do not fit.
+func (ev *evaluator) finishBudget() *Error {
+	err := ev.charge(ev.nodes % checkEvery)
 	if ev.budget != nil && ev.work > 0 {
 		ev.total += ev.work
 		ev.budget.used.Add(int64(ev.work))
 		ev.work = 0
 	}
+	return err
 }

@@ -171,9 +171,13 @@ func (p *Program) runStats(ctx context.Context, b Bindings, opts *EvalOptions, t
 		ev.root = opts.WorkspaceRoot
 		budget = opts.Budget
 	}
-	ev.startBudget(budget)
-	v, err := ev.eval(p.root)
-	ev.finishBudget()
+	v, err := ev.startBudget(budget)
+	if err == nil {
+		v, err = ev.eval(p.root)
+	}
+	if ferr := ev.finishBudget(); err == nil && ferr != nil {
+		v, err = nil, ferr
+	}
 	return v, evalStats{nodes: ev.nodes, work: ev.total + ev.work}, err
 }
 
