@@ -44,10 +44,12 @@ selected() {
 }
 
 status=0
+ran=0
 log=$(mktemp)
 for m in "${mutations[@]}"; do
 	IFS='|' read -r name file script pkgs <<<"$m"
 	selected "$name" || continue
+	ran=$((ran + 1))
 	backup=$(mktemp)
 	cp "$file" "$backup"
 	target=$file
@@ -73,4 +75,8 @@ for m in "${mutations[@]}"; do
 	restore
 done
 rm -f "$log"
+if [[ $ran -eq 0 ]]; then
+	echo "ERROR    no mutation named ${want[*]}"
+	status=1
+fi
 exit $status
