@@ -423,6 +423,12 @@ func TestMatches(t *testing.T) {
 		{expr: "matches('" + strings.Repeat("😀", 2049) + "', 'x')", code: CodeResourceLimit},
 		{expr: "matches('" + strings.Repeat("😀", 2048) + "', '^.{2048}$')", want: "true"},
 		{expr: "matches('a', '" + strings.Repeat("😀", 129) + "')", code: CodeResourceLimit},
+		// Too long by its byte length alone (refused without being scanned),
+		// and just within it.
+		{expr: "matches(result, 'x')", bindings: `{"result": "` + long(20000) + `"}`, code: CodeResourceLimit},
+		{expr: "matches('a', result)", bindings: `{"result": "` + long(1000) + `"}`, code: CodeResourceLimit},
+		{expr: "matches(result, '^.{4096}$')", bindings: `{"result": "` + strings.Repeat("€", 4096) + `"}`, want: "true"},
+		{expr: "matches('x', result)", bindings: `{"result": "` + strings.Repeat("€", 256) + `"}`, want: "false"},
 	})
 }
 
