@@ -77,19 +77,24 @@ func (b *Budget) Exhausted() bool { return b.used.Load() >= b.limit }
 // startBudget sets an evaluation's allowance: all of a private budget, or
 // what is left of the shared one, counted out flushUnits at a time. A
 // shared budget already spent fails the evaluation before its first node.
-func (ev *evaluator) startBudget(b *Budget) (any, *Error) {
+func (ev *evaluator) startBudget(b *Budget) *Error {
 	ev.budget = b
 	if b == nil {
 		ev.slack = DefaultBudget
-		return nil, nil
+		return nil
 	}
+	return ev.startShared()
+}
+
+func (ev *evaluator) startShared() *Error {
+	b := ev.budget
 	left := b.limit - b.used.Load()
 	if left <= 0 {
 		ev.nodes = 1 // the first node, charged by finishBudget
-		return nil, sharedExhausted(b)
+		return sharedExhausted(b)
 	}
 	ev.slack = int(min(flushUnits, left))
-	return nil, nil
+	return nil
 }
 
 // charge counts n units of work; it fails once the budget is spent.
@@ -134,10 +139,17 @@ func sharedExhausted(b *Budget) *Error {
 // shared Budget. It fails when those nodes do not fit.
 func (ev *evaluator) finishBudget() *Error {
 	err := ev.charge(ev.nodes % checkEvery)
-	if ev.budget != nil && ev.work > 0 {
+	if ev.budget != nil {
+		ev.settle()
+	}
+	return err
+}
+
+// settle adds the work counted and not yet added to the shared Budget.
+func (ev *evaluator) settle() {
+	if ev.work > 0 {
 		ev.total += ev.work
 		ev.budget.used.Add(int64(ev.work))
 		ev.work = 0
 	}
-	return err
 }

@@ -392,6 +392,7 @@ func Truthy(v any) bool {
 // exceeded is the value walked again to tell a cycle (a type_error) from
 // plain depth. It adds the values it visits to *visited.
 func checkBinding(name string, v any, visited *int) *Error {
+	*visited++ // the value itself; containers add their elements
 	err := checkValue(name, v, 0, visited)
 	if err == errTooDeep {
 		if hasCycle(v, map[any]bool{}) {
@@ -405,7 +406,6 @@ func checkBinding(name string, v any, visited *int) *Error {
 var errTooDeep = &Error{Code: CodeResourceLimit}
 
 func checkValue(name string, v any, depth int, visited *int) *Error {
-	*visited++
 	if depth > MaxBindingDepth {
 		return errTooDeep
 	}
@@ -418,6 +418,7 @@ func checkValue(name string, v any, depth int, visited *int) *Error {
 		}
 		return nil
 	case []any:
+		*visited += len(v)
 		for _, e := range v {
 			if err := checkValue(name, e, depth+1, visited); err != nil {
 				return err
@@ -428,6 +429,7 @@ func checkValue(name string, v any, depth int, visited *int) *Error {
 		if v == nil {
 			return nil
 		}
+		*visited += len(v.vals)
 		for _, e := range v.vals {
 			if err := checkValue(name, e, depth+1, visited); err != nil {
 				return err

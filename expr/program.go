@@ -171,7 +171,8 @@ func (p *Program) runStats(ctx context.Context, b Bindings, opts *EvalOptions, t
 		ev.root = opts.WorkspaceRoot
 		budget = opts.Budget
 	}
-	v, err := ev.startBudget(budget)
+	var v any
+	err := ev.startBudget(budget)
 	if err == nil {
 		v, err = ev.eval(p.root)
 	}
