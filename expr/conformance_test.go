@@ -86,7 +86,7 @@ func runCase(c conformanceCase) string {
 		if err != nil {
 			return fmt.Sprintf("got error %v, want %s", err, mustJSON(c.expect))
 		}
-		if !equal(v, c.expect) {
+		if !sameJSON(v, c.expect) {
 			return fmt.Sprintf("got %s, want %s", mustJSON(v), mustJSON(c.expect))
 		}
 		return ""

@@ -23,15 +23,37 @@ type evaluator struct {
 	done    <-chan struct{}
 	b       Bindings
 	root    string  // workspace root, "" for none
+	trace   *Trace  // receives the file checks, when not nil
 	checked [4]bool // bindings already found to be JSON within limits
-	steps   int
-	concat  int // bytes of strings built by '+' and str() so far
+	nodes   int     // syntax nodes evaluated
+	concat  int     // bytes of strings built by '+' and str() so far
 	// matchWork is the regex matching done so far (see MaxMatchWork).
 	matchWork int
+
+	// The work budget (budget.go): work is counted here and added to the
+	// shared budget (nil for a private one) whenever it passes slack.
+	budget *Budget
+	work   int // units counted and not yet added to budget
+	slack  int // units work may reach before the next flush
+	total  int // units already added to budget
 }
 
-// checkEvery is how many nodes are evaluated between cancellation checks.
+// checkEvery is how many nodes are evaluated between two checks of the
+// context, and charged to the budget at once (a node is a unit of work; an
+// evaluation has at most MaxNodes of them, so counting them in batches
+// keeps the everyday ensure as fast as it was without a budget).
 const checkEvery = 256
+
+// checkpoint charges the last checkEvery nodes and checks the context.
+func (ev *evaluator) checkpoint() *Error {
+	if err := ev.charge(checkEvery); err != nil {
+		return err
+	}
+	if ev.done != nil {
+		return ev.cancelled()
+	}
+	return nil
+}
 
 func (ev *evaluator) cancelled() *Error {
 	select {
@@ -44,12 +66,10 @@ func (ev *evaluator) cancelled() *Error {
 }
 
 func (ev *evaluator) eval(n *node) (any, *Error) {
-	if ev.done != nil {
-		ev.steps++
-		if ev.steps%checkEvery == 0 {
-			if err := ev.cancelled(); err != nil {
-				return nil, err
-			}
+	ev.nodes++
+	if ev.nodes%checkEvery == 0 {
+		if err := ev.checkpoint(); err != nil {
+			return nil, err
 		}
 	}
 	switch n.op {
@@ -124,7 +144,11 @@ func (ev *evaluator) identifier(n *node) (any, *Error) {
 		return nil, typeErrorf(fmt.Sprintf("%s has no value here (it is not a JSON value)", n.name))
 	}
 	if !ev.checked[n.slot] {
-		if err := checkBinding(n.name, b.v); err != nil {
+		var visited int
+		if err := checkBinding(n.name, b.v, &visited); err != nil {
+			return nil, err
+		}
+		if err := ev.charge(visited); err != nil {
 			return nil, err
 		}
 		ev.checked[n.slot] = true
@@ -166,14 +190,21 @@ func (ev *evaluator) binary(n *node) (any, *Error) {
 		return nil, err
 	}
 	switch n.op {
-	case opEq:
-		return equal(x, y), nil
-	case opNe:
-		return !equal(x, y), nil
+	case opEq, opNe:
+		eq, err := ev.equal(x, y)
+		if err != nil {
+			return nil, err
+		}
+		return eq == (n.op == opEq), nil
 	case opLt, opLe, opGt, opGe:
 		c, err := order(x, y, opText[n.op])
 		if err != nil {
 			return nil, err
+		}
+		if a, ok := x.(string); ok {
+			if err := ev.charge(min(len(a), len(y.(string))) / bytesPerUnit); err != nil {
+				return nil, err
+			}
 		}
 		switch n.op {
 		case opLt:
@@ -185,7 +216,7 @@ func (ev *evaluator) binary(n *node) (any, *Error) {
 		}
 		return c >= 0, nil
 	case opIn:
-		return contains(x, y)
+		return ev.contains(x, y)
 	case opAdd:
 		if a, ok := x.(float64); ok {
 			if b, ok := y.(float64); ok {
@@ -195,6 +226,9 @@ func (ev *evaluator) binary(n *node) (any, *Error) {
 		if a, ok := x.(string); ok {
 			if b, ok := y.(string); ok {
 				if err := ev.built(len(a) + len(b)); err != nil {
+					return nil, err
+				}
+				if err := ev.charge((len(a) + len(b)) / bytesPerUnit); err != nil {
 					return nil, err
 				}
 				return a + b, nil
@@ -248,52 +282,6 @@ func finite(f float64, op string) (any, *Error) {
 	return f, nil
 }
 
-// equal is deep JSON equality: same type and value, arrays pairwise, objects
-// with the same keys in any order.
-func equal(x, y any) bool {
-	switch a := x.(type) {
-	case nil:
-		return y == nil
-	case bool:
-		b, ok := y.(bool)
-		return ok && a == b
-	case float64:
-		b, ok := y.(float64)
-		return ok && a == b
-	case string:
-		b, ok := y.(string)
-		return ok && a == b
-	case []any:
-		b, ok := y.([]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !equal(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
-	case *Object:
-		b, ok := y.(*Object)
-		if !ok || a.Len() != b.Len() {
-			return false
-		}
-		for _, k := range a.Keys() {
-			bv, ok := b.Get(k)
-			if !ok {
-				return false
-			}
-			av, _ := a.Get(k)
-			if !equal(av, bv) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
 // order compares two numbers or two strings (by UTF-16 code units).
 func order(x, y any, op string) (int, *Error) {
 	switch a := x.(type) {
@@ -315,20 +303,33 @@ func order(x, y any, op string) (int, *Error) {
 	return 0, typeErrorf(fmt.Sprintf("operator %s needs two numbers or two strings, received %s and %s", op, typeName(x), typeName(y)))
 }
 
+// equal is Equal, charged to the budget.
+func (ev *evaluator) equal(x, y any) (bool, *Error) {
+	var work int
+	eq := deepEqual(x, y, &work)
+	return eq, ev.charge(work)
+}
+
 // contains implements needle in haystack.
-func contains(needle, haystack any) (any, *Error) {
+func (ev *evaluator) contains(needle, haystack any) (any, *Error) {
 	switch h := haystack.(type) {
 	case []any:
+		var work int
+		found := false
 		for _, e := range h {
-			if equal(needle, e) {
-				return true, nil
+			if deepEqual(needle, e, &work) {
+				found = true
+				break
 			}
 		}
-		return false, nil
+		return found, ev.charge(work)
 	case string:
 		s, ok := needle.(string)
 		if !ok {
 			return nil, typeErrorf("left operand of in must be a string when the right is a string, received " + typeName(needle))
+		}
+		if err := ev.charge(len(h) / bytesPerUnit); err != nil {
+			return nil, err
 		}
 		return strings.Contains(h, s), nil
 	case *Object:
@@ -389,9 +390,10 @@ func Truthy(v any) bool {
 // checkBinding verifies that a bound value is JSON of the model within
 // MaxBindingDepth. Depth is tracked alone on the way down; only when it is
 // exceeded is the value walked again to tell a cycle (a type_error) from
-// plain depth.
-func checkBinding(name string, v any) *Error {
-	err := checkValue(name, v, 0)
+// plain depth. It adds the values it visits to *visited.
+func checkBinding(name string, v any, visited *int) *Error {
+	*visited++ // the value itself; containers add their elements
+	err := checkValue(name, v, 0, visited)
 	if err == errTooDeep {
 		if hasCycle(v, map[any]bool{}) {
 			return typeErrorf(fmt.Sprintf("binding %s contains a cycle", name))
@@ -403,7 +405,7 @@ func checkBinding(name string, v any) *Error {
 
 var errTooDeep = &Error{Code: CodeResourceLimit}
 
-func checkValue(name string, v any, depth int) *Error {
+func checkValue(name string, v any, depth int, visited *int) *Error {
 	if depth > MaxBindingDepth {
 		return errTooDeep
 	}
@@ -416,8 +418,9 @@ func checkValue(name string, v any, depth int) *Error {
 		}
 		return nil
 	case []any:
+		*visited += len(v)
 		for _, e := range v {
-			if err := checkValue(name, e, depth+1); err != nil {
+			if err := checkValue(name, e, depth+1, visited); err != nil {
 				return err
 			}
 		}
@@ -426,8 +429,9 @@ func checkValue(name string, v any, depth int) *Error {
 		if v == nil {
 			return nil
 		}
+		*visited += len(v.vals)
 		for _, e := range v.vals {
-			if err := checkValue(name, e, depth+1); err != nil {
+			if err := checkValue(name, e, depth+1, visited); err != nil {
 				return err
 			}
 		}

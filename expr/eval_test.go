@@ -58,7 +58,7 @@ func runEvalCases(t *testing.T, cases []evalCase) {
 		if derr != nil {
 			t.Fatalf("%q: bad want %s: %v", c.expr, c.want, derr)
 		}
-		if !equal(v, want) {
+		if !sameJSON(v, want) {
 			t.Errorf("%.80q: got %s, want %s", c.expr, mustJSON(v), c.want)
 		}
 	}
@@ -86,9 +86,12 @@ func TestLexical(t *testing.T) {
 		{expr: `"\u00E9"`, want: `"é"`},
 		{expr: `'\x41'`, code: CodeParse},
 		{expr: `'\u{41}'`, code: CodeParse},
-		{expr: `'\uD83D'`, code: CodeParse}, // lone surrogates are refused (spec/ir.md 11.9 allows it)
+		{expr: `'\uD83D'`, code: CodeParse}, // lone surrogates are refused (docs/expressions.md, "Where this implementation differs")
 		{expr: `'\uDE00\uD83D'`, code: CodeParse},
 		{expr: `'\uD83D\uDE00' == '😀'`, want: "true"},
+		{expr: `"\u00E9" == 'e\u0301'`, want: "false"}, // an escape is one code unit, never normalised
+		{expr: `'\\n' == '\n'`, want: "false"},         // an escaped backslash, then n: not a newline
+		{expr: `'a\/b' == "a/b"`, want: "true"},
 		{expr: `'\b\f\n\r\t\/\\\"\''`, want: `"\b\f\n\r\t/\\\"'"`},
 		{expr: "'tab\there'", code: CodeParse},
 		{expr: "'cr\rhere'", code: CodeParse},
@@ -141,6 +144,8 @@ func TestSyntax(t *testing.T) {
 		{expr: "[1]", code: CodeParse},
 		{expr: "result.langs[0.0]", bindings: std, want: `"go"`},
 		{expr: "result.langs [ 2 ]", bindings: std, want: `"zig"`},
+		{expr: "result.langs[1] == 'zig'", bindings: std, want: "false"},
+		{expr: "result . doc . title == 'T'", bindings: std, want: "true"},
 		{expr: "result.langs[1.5]", bindings: std, code: CodeParse},
 		{expr: "result.langs[1e300]", bindings: std, code: CodeType},
 		{expr: "result.langs[00]", bindings: std, code: CodeParse},
@@ -319,6 +324,9 @@ func TestBuiltins(t *testing.T) {
 		{expr: "str()", code: CodeType},
 		{expr: "str(1, 2)", code: CodeType},
 		{expr: "str(1) + str(2)", want: `"12"`},
+		{expr: "str(1) + str(2) == '21'", want: "false"},
+		{expr: "max(result.scores) == 15", bindings: std, want: "false"},
+		{expr: "int('007') == 7", want: "true"},
 		{expr: "int('-17')", want: "-17"},
 		{expr: "int('007')", want: "7"},
 		{expr: "int(' 5')", code: CodeType},
@@ -364,6 +372,7 @@ func TestMatches(t *testing.T) {
 	long := func(n int) string { return strings.Repeat("a", n) }
 	runEvalCases(t, []evalCase{
 		{expr: "matches('abc', 'b')", want: "true"},
+		{expr: "matches('abc', 'b') == matches('abc', 'x')", want: "false"},
 		{expr: "matches('ABC', '^A')", want: "true"},
 		{expr: "matches('a', 'a*a*')", code: CodeValidation},
 		{expr: `matches('aa', '(a)\\1')`, code: CodeValidation},
@@ -414,6 +423,12 @@ func TestMatches(t *testing.T) {
 		{expr: "matches('" + strings.Repeat("😀", 2049) + "', 'x')", code: CodeResourceLimit},
 		{expr: "matches('" + strings.Repeat("😀", 2048) + "', '^.{2048}$')", want: "true"},
 		{expr: "matches('a', '" + strings.Repeat("😀", 129) + "')", code: CodeResourceLimit},
+		// Too long by its byte length alone (refused without being scanned),
+		// and just within it.
+		{expr: "matches(result, 'x')", bindings: `{"result": "` + long(20000) + `"}`, code: CodeResourceLimit},
+		{expr: "matches('a', result)", bindings: `{"result": "` + long(1000) + `"}`, code: CodeResourceLimit},
+		{expr: "matches(result, '^.{4096}$')", bindings: `{"result": "` + strings.Repeat("€", 4096) + `"}`, want: "true"},
+		{expr: "matches('x', result)", bindings: `{"result": "` + strings.Repeat("€", 256) + `"}`, want: "false"},
 	})
 }
 
@@ -434,6 +449,7 @@ func TestBindingsAndLimits(t *testing.T) {
 		{expr: "len(result)", bindings: `{"result": ` + strings.Repeat("[", 129) + strings.Repeat("]", 129) + `}`, want: "1"},
 		{expr: "input", bindings: `{"result": ` + deep(200) + `, "input": 1}`, want: "1"},
 		{expr: "result == result", bindings: `{"result": ` + deep(128) + `}`, want: "true"},
+		{expr: "result == input", bindings: `{"result": ` + deep(128) + `, "input": ` + strings.Replace(deep(128), "1", "2", 1) + `}`, want: "false"},
 		{expr: parens(128, "1"), want: "1"},
 		{expr: parens(129, "1"), code: CodeResourceLimit},
 		{expr: strings.Repeat("(", 129) + "$", code: CodeParse}, // the lexer looks one token ahead
@@ -664,47 +680,53 @@ func TestMatchWorkBudget(t *testing.T) {
 	}
 }
 
-// Rules of spec/ir.md 11.3-11.8 that the tables above do not pin down.
+// Rules of docs/expressions.md that the tables above do not pin down.
 func TestSpecRules(t *testing.T) {
 	runEvalCases(t, []evalCase{
-		// 11.6: object equality ignores key order; nested arrays are
+		// Operators, ==: object equality ignores key order; nested arrays are
 		// compared element by element; -0 equals 0 inside containers.
 		{expr: "result.a == result.b", bindings: `{"result": {"a": {"x": 1, "y": [2, {"z": null}]}, "b": {"y": [2, {"z": null}], "x": 1}}}`, want: "true"},
 		{expr: "result.a == result.b", bindings: `{"result": {"a": [0], "b": [-0]}}`, want: "true"},
 		{expr: "result.a == result.b", bindings: `{"result": {"a": [1, 2], "b": [2, 1]}}`, want: "false"},
 		{expr: "result.a != result.b", bindings: `{"result": {"a": {"x": 1}, "b": [1]}}`, want: "true"},
-		// 11.5: unknown names are evaluation errors, raised only if reached.
+		// Operators, evaluation order: a missing member is a type_error, not null, and the guard
+		// idiom of docs/expressions.md avoids it.
+		{expr: "result.nope", bindings: `{"result": {"label": "x"}}`, code: CodeType},
+		{expr: "result.nope == null", bindings: `{"result": {"label": "x"}}`, code: CodeType},
+		{expr: "'nope' in result && len(result.nope) > 0", bindings: `{"result": {"label": "x"}}`, want: "false"},
+		{expr: "result.doc.meta.nope", bindings: std, code: CodeType},
+		// Operators, evaluation order: unknown names are evaluation errors, raised only if reached.
 		{expr: "false && upper(missing)", want: "false"},
 		{expr: "true || foo()", want: "true"},
 		{expr: "foo(missing)", code: CodeUnknownIdentifier},
 		{expr: "foo(1, 2, 3)", code: CodeUnknownFunction},
-		// 11.5: operands left to right: the left error wins.
+		// Operators, evaluation order: operands left to right: the left error wins.
 		{expr: "missing + foo()", code: CodeUnknownIdentifier},
 		{expr: "foo() + missing", code: CodeUnknownFunction},
 		{expr: "(1 / 0) < missing", code: CodeType},
-		// 11.3: postfix binds tighter than unary; unary tighter than binary.
+		// Operators, precedence: postfix binds tighter than unary; unary tighter than binary.
 		{expr: "-result.a[1]", bindings: `{"result": {"a": [1, 2]}}`, want: "-2"},
 		{expr: "!result.ok == false", bindings: `{"result": {"ok": true}}`, want: "true"},
 		{expr: "- 2 * 3", want: "-6"},
 		{expr: "len(result.a)[0]", bindings: `{"result": {"a": [1]}}`, code: CodeType},
-		// 11.7: membership in an object is about own keys only, top level.
+		// Operators, in: membership in an object is about own keys only, top level.
 		{expr: "'x' in result", bindings: `{"result": {"o": {"x": 1}}}`, want: "false"},
 		{expr: "'valueOf' in result", bindings: `{"result": {}}`, want: "false"},
 		{expr: "'' in result", bindings: `{"result": {"": 1}}`, want: "true"},
 		{expr: "result in result", bindings: `{"result": {}}`, code: CodeType},
 		{expr: "result in 'abc'", bindings: `{"result": ["a"]}`, code: CodeType},
-		// 11.8: arity is checked before argument types, for every builtin.
+		// Builtin functions: arity is checked before argument types, for every builtin.
 		{expr: "int()", code: CodeType},
 		{expr: "bool(1, 2)", code: CodeType},
 		{expr: "all(1, 2)", code: CodeType},
 		{expr: "max([], [])", code: CodeParse}, // no array literals
 		{expr: "min(result, result)", bindings: `{"result": [1]}`, code: CodeType},
 		{expr: "file_contains('a', 'b', 'c')", code: CodeType},
-		// 11.8: max/min of one element; strings by code units.
+		// Builtin functions: max/min of one element; strings by code units.
 		{expr: "max(result)", bindings: `{"result": ["b", "B", "a"]}`, want: `"b"`},
 		{expr: "min(result)", bindings: `{"result": ["b", "B", "a"]}`, want: `"B"`},
 		{expr: "min(result)", bindings: `{"result": [[]]}`, code: CodeType},
-		// 11.9: str of an empty string, a string with quotes (unchanged).
+		// Builtin functions, str: str of an empty string, a string with quotes (unchanged).
 		{expr: "str('')", want: `""`},
 		{expr: "len(str('a\"b'))", want: "3"},
 		{expr: "str(result)", bindings: `{"result": {"k": [true, null, 1.5, "x"]}}`, want: `"{\"k\":[true,null,1.5,\"x\"]}"`},

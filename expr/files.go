@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -45,8 +46,8 @@ func within(root, target string) bool {
 }
 
 // ResolveInWorkspace resolves rel, a path an expression or an ensure names,
-// inside the workspace root, the jail of every file check (spec/ir.md
-// 11.11):
+// inside the workspace root, the jail of every file check
+// (docs/expressions.md, "Files"):
 //
 //   - rel must be non-empty, without NUL, and not absolute under POSIX or
 //     Windows rules ("/x", "\x", "C:\x", "C:/x", "\\server\share");
@@ -58,104 +59,245 @@ func within(root, target string) bool {
 // It returns the real path when the target exists, else the lexical one.
 // An empty root is refused (it would otherwise mean the current directory).
 // Every refusal is a *Error with code validation_error.
+//
+// The path it returns is a snapshot: a directory swapped for a symlink
+// right after it returns would redirect an open of that path. FileExists,
+// FileContains and the file functions of expressions therefore never open
+// it; they open the resolved path through an [os.Root] of the workspace,
+// which refuses at open time any component that leads out of it.
 func ResolveInWorkspace(root, rel string) (string, error) {
+	res, err := resolveIn(root, rel)
+	if err != nil {
+		return "", err
+	}
+	return res.display, nil
+}
+
+// resolution is where a path of the workspace was found.
+type resolution struct {
+	absRoot  string // the workspace root as given, made absolute
+	realRoot string // the root with symlinks followed
+	inRoot   string // the path to open, relative to realRoot (no "..")
+	display  string // the absolute path, for results and messages
+}
+
+func resolveIn(root, rel string) (resolution, *Error) {
+	var res resolution
 	if root == "" {
-		return "", jailError("file function requires a workspace root")
-	}
-	if rel == "" {
-		return "", jailError("file path must not be empty")
-	}
-	if strings.ContainsRune(rel, 0) {
-		return "", jailError("file path must not contain NUL")
-	}
-	if isAbsoluteAnywhere(rel) {
-		return "", jailError("absolute file path %s is not allowed; use a path relative to the workspace", quoteJSON(rel))
+		return res, jailError("file function requires a workspace root")
 	}
 	absRoot, err := filepath.Abs(root)
 	if err != nil {
-		return "", &Error{Code: CodeValidation, Message: fmt.Sprintf("workspace root %s: %v", root, err), Offset: -1, Err: err}
+		return res, &Error{Code: CodeValidation, Message: fmt.Sprintf("workspace root %s: %v", root, err), Offset: -1, Err: err}
+	}
+	res.absRoot = absRoot
+	if rel == "" {
+		return res, jailError("file path must not be empty")
+	}
+	if strings.ContainsRune(rel, 0) {
+		return res, jailError("file path must not contain NUL")
+	}
+	if isAbsoluteAnywhere(rel) {
+		return res, jailError("absolute file path %s is not allowed; use a path relative to the workspace", quoteJSON(rel))
 	}
 	candidate := filepath.Join(absRoot, rel)
 	if !within(absRoot, candidate) {
-		return "", jailError("file path %s escapes the workspace root", quoteJSON(rel))
+		return res, jailError("file path %s escapes the workspace root", quoteJSON(rel))
 	}
-	if _, err := os.Stat(candidate); err != nil {
-		return candidate, nil // missing (or unreadable): nothing to follow
-	}
+	res.display = candidate
 	realRoot, err := filepath.EvalSymlinks(absRoot)
 	if err != nil {
-		return "", &Error{Code: CodeValidation, Message: fmt.Sprintf("file path could not be resolved: %v", err), Offset: -1, Err: err}
+		return res, &Error{Code: CodeValidation, Message: fmt.Sprintf("workspace root %s could not be resolved: %v", absRoot, err), Offset: -1, Err: err}
 	}
-	realCandidate, err := filepath.EvalSymlinks(candidate)
+	res.realRoot = realRoot
+	lexical, err := filepath.Rel(absRoot, candidate)
 	if err != nil {
-		return "", &Error{Code: CodeValidation, Message: fmt.Sprintf("file path could not be resolved: %v", err), Offset: -1, Err: err}
+		return res, &Error{Code: CodeValidation, Message: fmt.Sprintf("file path could not be resolved: %v", err), Offset: -1, Err: err}
 	}
-	if !within(realRoot, realCandidate) {
-		return "", jailError("file path %s resolves outside the workspace root", quoteJSON(rel))
+	res.inRoot = lexical
+	realTarget, err := filepath.EvalSymlinks(candidate)
+	if err != nil {
+		// Missing, a dangling or looping link, or unreadable: nothing to
+		// follow. The open through the root decides what it is.
+		return res, nil
 	}
-	return realCandidate, nil
+	if !within(realRoot, realTarget) {
+		return res, jailError("file path %s resolves outside the workspace root", quoteJSON(rel))
+	}
+	inRoot, err := filepath.Rel(realRoot, realTarget)
+	if err != nil {
+		return res, &Error{Code: CodeValidation, Message: fmt.Sprintf("file path could not be resolved: %v", err), Offset: -1, Err: err}
+	}
+	res.inRoot, res.display = inRoot, realTarget
+	return res, nil
+}
+
+// openJail opens the real workspace root as an [os.Root]: every open
+// through it resolves each component at open time and refuses ".." or a
+// symlink that leads out of the root, so a directory swapped after
+// resolveIn cannot redirect the read.
+func openJail(res resolution) (*os.Root, *Error) {
+	r, err := os.OpenRoot(res.realRoot)
+	if err != nil {
+		return nil, &Error{Code: CodeValidation, Message: fmt.Sprintf("workspace root %s could not be opened: %v", res.absRoot, err), Offset: -1, Err: err}
+	}
+	return r, nil
+}
+
+// refusedByRoot reports whether an error of an [os.Root] operation is the
+// root's own refusal (a path that leads out of it) rather than an error of
+// the operating system, which always carries a [syscall.Errno].
+func refusedByRoot(err error) bool {
+	var errno syscall.Errno
+	return !errors.As(err, &errno)
+}
+
+func escapeError(rel string, err error) *Error {
+	return &Error{Code: CodeValidation, Message: fmt.Sprintf("file path %s resolves outside the workspace root", quoteJSON(rel)), Offset: -1, Err: err}
 }
 
 // FileExists is file_exists(rel) in the workspace root: true exactly when
 // the path, symlinks followed inside the jail, is a regular file.
 // Directories, missing paths and dangling symlinks are false.
 func FileExists(root, rel string) (bool, error) {
-	path, err := ResolveInWorkspace(root, rel)
-	if err != nil {
-		return false, err
+	fc := checkFileExists(root, rel)
+	if fc.Err != nil {
+		return false, fc.Err
 	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return false, nil
-	}
-	return info.Mode().IsRegular(), nil
+	return fc.Result, nil
 }
 
 // FileContains is file_contains(rel, text) in the workspace root: whether
 // the file's content, decoded as UTF-8 (invalid sequences read as U+FFFD),
-// contains text. A missing path, a directory or another non-regular file is
-// false. A final symlink is not followed when the file is opened (so a
-// dangling symlink, or one swapped in after the jail check, is a
-// validation_error), and a file over MaxFileBytes is a validation_error.
+// contains text. A missing path, a directory or another non-regular file
+// (a FIFO is opened without blocking) is false. A dangling symlink, a
+// symlink loop and a file over MaxFileBytes are a validation_error.
 func FileContains(root, rel, text string) (bool, error) {
-	path, err := ResolveInWorkspace(root, rel)
-	if err != nil {
-		return false, err
+	fc := checkFileContains(root, rel, text, nil)
+	if fc.Err != nil {
+		return false, fc.Err
 	}
-	f, err := openNoFollow(path)
+	return fc.Result, nil
+}
+
+func checkFileExists(root, rel string) FileCheck {
+	fc := FileCheck{Func: "file_exists", Path: rel}
+	res, err := resolveIn(root, rel)
+	fc.Root, fc.Resolved = res.absRoot, res.display
 	if err != nil {
+		return fc.refused(err)
+	}
+	r, err := openJail(res)
+	if err != nil {
+		return fc.refused(err)
+	}
+	defer r.Close()
+	info, serr := r.Stat(res.inRoot)
+	switch {
+	case serr == nil:
+		fc.Found, fc.Size = kindOf(info.Mode()), info.Size()
+		fc.Result = fc.Found == FileRegular
+	case refusedByRoot(serr):
+		return fc.refused(escapeError(rel, serr))
+	default:
+		fc.Found = notFoundKind(r, res.inRoot, serr)
+	}
+	return fc
+}
+
+// checkFileContains is file_contains; charge, when not nil, is charged for
+// the bytes about to be read and can refuse them.
+func checkFileContains(root, rel, text string, charge func(int) *Error) FileCheck {
+	fc := FileCheck{Func: "file_contains", Path: rel, Text: text}
+	res, err := resolveIn(root, rel)
+	fc.Root, fc.Resolved = res.absRoot, res.display
+	if err != nil {
+		return fc.refused(err)
+	}
+	r, err := openJail(res)
+	if err != nil {
+		return fc.refused(err)
+	}
+	defer r.Close()
+	f, oerr := r.OpenFile(res.inRoot, openFlags, 0)
+	if oerr != nil {
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return false, nil
-		case isSymlinkLoop(err):
-			return false, &Error{Code: CodeValidation, Message: fmt.Sprintf("file path %s is a symlink that cannot be followed safely (dangling, or changed after the jail check)", quoteJSON(rel)), Offset: -1, Err: err}
+		case refusedByRoot(oerr):
+			return fc.refused(escapeError(rel, oerr))
+		case errors.Is(oerr, fs.ErrNotExist):
+			fc.Found = notFoundKind(r, res.inRoot, oerr)
+			if fc.Found == FileDanglingLink {
+				return fc.refused(&Error{Code: CodeValidation, Message: fmt.Sprintf("file path %s is a dangling symlink", quoteJSON(rel)), Offset: -1, Err: oerr})
+			}
+			return fc
+		case isSymlinkLoop(oerr):
+			fc.Found = FileSymlinkLoop
+			return fc.refused(&Error{Code: CodeValidation, Message: fmt.Sprintf("file path %s is a symlink that cannot be followed (a loop)", quoteJSON(rel)), Offset: -1, Err: oerr})
 		}
-		return false, &Error{Code: CodeValidation, Message: fmt.Sprintf("file %s could not be opened: %v", quoteJSON(rel), err), Offset: -1, Err: err}
+		return fc.refused(&Error{Code: CodeValidation, Message: fmt.Sprintf("file %s could not be opened: %v", quoteJSON(rel), oerr), Offset: -1, Err: oerr})
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return false, &Error{Code: CodeValidation, Message: fmt.Sprintf("file %s could not be read: %v", quoteJSON(rel), err), Offset: -1, Err: err}
+	info, serr := f.Stat()
+	if serr != nil {
+		return fc.refused(&Error{Code: CodeValidation, Message: fmt.Sprintf("file %s could not be read: %v", quoteJSON(rel), serr), Offset: -1, Err: serr})
 	}
-	if !info.Mode().IsRegular() {
-		return false, nil
+	fc.Found, fc.Size = kindOf(info.Mode()), info.Size()
+	if fc.Found != FileRegular {
+		return fc
 	}
 	tooBig := jailError("file %s is larger than the %d-byte file_contains limit", quoteJSON(rel), MaxFileBytes)
 	if info.Size() > MaxFileBytes {
-		return false, tooBig
+		return fc.refused(tooBig)
+	}
+	if charge != nil {
+		if err := charge(int(info.Size()) / bytesPerUnit); err != nil {
+			return fc.refused(err)
+		}
 	}
 	// Never trust the size snapshot: read at most one byte past the cap.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return false, &Error{Code: CodeValidation, Message: fmt.Sprintf("file %s could not be read: %v", quoteJSON(rel), err), Offset: -1, Err: err}
+	data, rerr := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if rerr != nil {
+		return fc.refused(&Error{Code: CodeValidation, Message: fmt.Sprintf("file %s could not be read: %v", quoteJSON(rel), rerr), Offset: -1, Err: rerr})
 	}
 	if len(data) > MaxFileBytes {
-		return false, tooBig
+		return fc.refused(tooBig)
 	}
+	fc.Size = int64(len(data))
 	if utf8.Valid(data) {
-		return strings.Contains(string(data), text), nil
+		fc.Result = strings.Contains(string(data), text)
+	} else {
+		fc.Result = strings.Contains(decodeUTF8Lossy(data), text)
 	}
-	return strings.Contains(decodeUTF8Lossy(data), text), nil
+	return fc
+}
+
+func kindOf(m fs.FileMode) FileKind {
+	switch {
+	case m.IsRegular():
+		return FileRegular
+	case m.IsDir():
+		return FileDirectory
+	}
+	return FileOther
+}
+
+// notFoundKind tells a missing path from a dangling symlink and a loop
+// after a lookup through the root failed with err.
+func notFoundKind(r *os.Root, inRoot string, err error) FileKind {
+	if isSymlinkLoop(err) {
+		return FileSymlinkLoop
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if info, lerr := r.Lstat(inRoot); lerr == nil && info.Mode()&fs.ModeSymlink != 0 {
+			return FileDanglingLink
+		}
+		return FileMissing
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) && errno == syscall.ENOTDIR {
+		return FileMissing // a component is a file: nothing can be below it
+	}
+	return FileUnreadable
 }
 
 // decodeUTF8Lossy decodes bytes as the WHATWG UTF-8 decoder (and so

@@ -3,23 +3,13 @@
 package expr
 
 import (
-	"io/fs"
+	"errors"
 	"os"
+	"syscall"
 )
 
-// openNoFollow refuses a final symlink by checking it before opening:
-// platforms without O_NOFOLLOW leave a small window between the two.
-func openNoFollow(path string) (*os.File, error) {
-	info, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if info.Mode()&fs.ModeSymlink != 0 {
-		return nil, errSymlink
-	}
-	return os.Open(path)
-}
+// openFlags open a file for file_contains. Platforms without O_NONBLOCK
+// have no FIFOs in the file system that an open could block on.
+const openFlags = os.O_RDONLY
 
-var errSymlink = &fs.PathError{Op: "open", Err: fs.ErrInvalid}
-
-func isSymlinkLoop(err error) bool { return err == errSymlink }
+func isSymlinkLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }

@@ -15,7 +15,10 @@ import (
 //	ws/big.bin (MaxFileBytes+1), ws/exact.bin (MaxFileBytes),
 //	symlinks: link_in -> f.txt, link_out -> ../outside/secret.txt,
 //	dirlink_in -> sub, dirlink_out -> ../outside, dangling -> missing.txt,
-//	dangling_out -> ../outside/missing.txt, abs_in -> <abs>/ws/f.txt
+//	dangling_out -> ../outside/missing.txt, abs_in -> <abs>/ws/f.txt,
+//	abs_out -> <abs>/outside/secret.txt, absdir_in -> <abs>/ws/sub,
+//	abs_dangling -> <abs>/ws/missing.txt, chain -> link_in,
+//	loop_a -> loop_b -> loop_a, sub/up -> .. (the root itself)
 func workspace(t *testing.T) (root, outside string) {
 	t.Helper()
 	base := t.TempDir()
@@ -57,6 +60,13 @@ func workspace(t *testing.T) (root, outside string) {
 		"dangling":     "missing.txt",
 		"dangling_out": filepath.Join("..", "outside", "missing.txt"),
 		"abs_in":       filepath.Join(root, "f.txt"),
+		"abs_out":      filepath.Join(outside, "secret.txt"),
+		"absdir_in":    filepath.Join(root, "sub"),
+		"abs_dangling": filepath.Join(root, "missing.txt"),
+		"chain":        "link_in",
+		"loop_a":       "loop_b",
+		"loop_b":       "loop_a",
+		"sub/up":       "..",
 	}
 	for name, target := range links {
 		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
@@ -123,10 +133,23 @@ func TestFileJail(t *testing.T) {
 		{"link_out", bad, bad},
 		{"dirlink_out", bad, bad},
 		{"dirlink_out/secret.txt", bad, bad},
-		{"dirlink_out/missing.txt", "false", "false"},
+		// Through a link that leads out, even to nothing: refused, so that
+		// the answer says nothing about what exists outside.
+		{"dirlink_out/missing.txt", bad, bad},
+		{"dangling_out", bad, bad},
 		// Dangling links: not a file; file_contains refuses to open them.
 		{"dangling", "false", bad},
-		{"dangling_out", "false", bad},
+		// An absolute link inside is followed when its target exists (the
+		// jail resolves it to a path inside before opening); to nothing, it
+		// is refused like a link out.
+		{"abs_dangling", bad, bad},
+		{"abs_out", bad, bad},
+		{"absdir_in/g.txt", "true", "false"},
+		{"chain", "true", "true"},
+		{"sub/up/f.txt", "true", "true"},
+		{"sub/up/sub/up/sub/g.txt", "true", "false"},
+		// A loop is not a file; file_contains refuses it.
+		{"loop_a", "false", bad},
 		// The size cap.
 		{"big.bin", "true", bad},
 		{"exact.bin", "true", "false"},

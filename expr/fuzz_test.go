@@ -1,11 +1,9 @@
 package expr
 
 import (
-	"context"
 	"errors"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 func addSeeds(f *testing.F) {
@@ -59,8 +57,16 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzEval: evaluation never panics, returns a value of the JSON model or
-// an *Error with one of the six codes, and stays within a time bound.
+// fuzzBudget is the work budget of one FuzzEval evaluation: small, so
+// that the work of every input is bounded by counting rather than by a
+// clock.
+const fuzzBudget = 1 << 22
+
+// FuzzEval: evaluation never panics; it returns a value of the JSON model
+// or an *Error with one of the six codes; it evaluates each syntax node at
+// most once (the language has no loops, so the work is bounded by the size
+// of the program); and it stops once its work budget is spent: a success
+// has charged at most the budget, and exhaustion is reported only past it.
 func FuzzEval(f *testing.F) {
 	addSeeds(f)
 	b := mustBindings(f, std)
@@ -69,22 +75,40 @@ func FuzzEval(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		start := time.Now()
-		v, err := p.EvalContext(ctx, b, nil)
-		if d := time.Since(start); d > 2*time.Second {
-			t.Fatalf("%q took %v", src, d)
+		budget := NewBudget(fuzzBudget)
+		v, st, eerr := p.runStats(t0ctx, b, &EvalOptions{Budget: budget}, nil)
+		if n := countNodes(p.root); st.nodes > n {
+			t.Fatalf("%q: %d nodes evaluated, the program has %d", src, st.nodes, n)
 		}
-		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) || !knownCodes[e.Code] {
-				t.Fatalf("%q: unexpected error %v", src, err)
+		if int64(st.work) != budget.Used() {
+			t.Fatalf("%q: the evaluation counted %d units, the budget %d", src, st.work, budget.Used())
+		}
+		if eerr == nil {
+			if budget.Used() > fuzzBudget {
+				t.Fatalf("%q: succeeded after %d units, over its budget of %d", src, budget.Used(), fuzzBudget)
+			}
+			if _, err := EncodeJSON(v); err != nil {
+				t.Fatalf("%q: result is not JSON: %v", src, err)
 			}
 			return
 		}
-		if _, err := EncodeJSON(v); err != nil {
-			t.Fatalf("%q: result is not JSON: %v", src, err)
+		if !knownCodes[eerr.Code] {
+			t.Fatalf("%q: unexpected error %v", src, eerr)
+		}
+		if errors.Is(eerr, ErrBudgetExhausted) && budget.Used() <= fuzzBudget {
+			t.Fatalf("%q: budget reported exhausted at %d of %d units", src, budget.Used(), fuzzBudget)
 		}
 	})
+}
+
+// countNodes counts the syntax nodes of a tree.
+func countNodes(n *node) int {
+	if n == nil {
+		return 0
+	}
+	c := 1 + countNodes(n.x) + countNodes(n.y)
+	for _, a := range n.args {
+		c += countNodes(a)
+	}
+	return c
 }

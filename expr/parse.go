@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Parse limits (spec/ir.md 11.12). Both are enforced while parsing, so a
+// Parse limits (docs/expressions.md, "Limits"). Both are enforced while parsing, so a
 // hostile source is refused before it can build a deep tree or a large one.
 const (
 	// MaxDepth bounds nesting: each parenthesised group, each unary

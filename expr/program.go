@@ -48,7 +48,8 @@ func (b Binding) Bound() bool { return b.state != unbound }
 // Value returns the bound value, and false when there is none.
 func (b Binding) Value() (any, bool) { return b.v, b.state == boundValue }
 
-// Bindings are the names an evaluation can read (spec/ir.md 11.4). Which
+// Bindings are the names an evaluation can read (docs/expressions.md,
+// "Names"). Which
 // are bound depends on the context: result and input for step ensures,
 // plus item and prev in fanout stages.
 type Bindings struct {
@@ -98,6 +99,10 @@ type EvalOptions struct {
 	// jailed to. Empty means none: every file function call fails with a
 	// validation_error, as in step `when` and `set` contexts.
 	WorkspaceRoot string
+	// Budget, when not nil, is the work budget this evaluation shares with
+	// others (the ensures of one step, say); nil gives the evaluation a
+	// budget of DefaultBudget of its own. See [Budget].
+	Budget *Budget
 }
 
 // Program is a compiled expression. It is immutable and safe for
@@ -140,25 +145,60 @@ func (p *Program) Eval(b Bindings, opts *EvalOptions) (any, error) {
 // EvalContext is Eval with a context: a cancelled or expired ctx stops the
 // evaluation with a resource_limit *Error that wraps ctx.Err().
 func (p *Program) EvalContext(ctx context.Context, b Bindings, opts *EvalOptions) (any, error) {
-	ev := evaluator{ctx: ctx, done: ctx.Done(), b: b}
-	if opts != nil {
-		ev.root = opts.WorkspaceRoot
-	}
-	v, err := ev.eval(p.root)
+	v, err := p.run(ctx, b, opts, nil)
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
+// run evaluates the program; trace, when not nil, receives the file checks.
+func (p *Program) run(ctx context.Context, b Bindings, opts *EvalOptions, trace *Trace) (any, *Error) {
+	v, _, err := p.runStats(ctx, b, opts, trace)
+	return v, err
+}
+
+// evalStats is what an evaluation counted, for tests.
+type evalStats struct {
+	nodes int // syntax nodes evaluated
+	work  int // units of work charged
+}
+
+func (p *Program) runStats(ctx context.Context, b Bindings, opts *EvalOptions, trace *Trace) (any, evalStats, *Error) {
+	ev := evaluator{ctx: ctx, done: ctx.Done(), b: b, trace: trace}
+	var budget *Budget
+	if opts != nil {
+		ev.root = opts.WorkspaceRoot
+		budget = opts.Budget
+	}
+	var v any
+	err := ev.startBudget(budget)
+	if err == nil {
+		v, err = ev.eval(p.root)
+	}
+	if ferr := ev.finishBudget(); err == nil && ferr != nil {
+		v, err = nil, ferr
+	}
+	return v, evalStats{nodes: ev.nodes, work: ev.total + ev.work}, err
+}
+
 // EvalPredicate evaluates the program as a predicate (ensure expressions,
 // iterate.until): the result must be a boolean, else it fails with the
-// type_error "predicate must evaluate to boolean, received <type>".
+// type_error "predicate must evaluate to boolean, received <type>". See
+// [Program.EvalPredicateTrace] for what a failed file predicate looked up.
 func (p *Program) EvalPredicate(ctx context.Context, b Bindings, opts *EvalOptions) (bool, error) {
-	v, err := p.EvalContext(ctx, b, opts)
+	v, err := p.run(ctx, b, opts, nil)
 	if err != nil {
 		return false, err
 	}
+	t, perr := predicate(v)
+	if perr != nil {
+		return false, perr
+	}
+	return t, nil
+}
+
+func predicate(v any) (bool, *Error) {
 	t, ok := v.(bool)
 	if !ok {
 		return false, typeErrorf("predicate must evaluate to boolean, received " + typeName(v))

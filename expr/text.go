@@ -221,8 +221,8 @@ func Stringify(v any) string {
 }
 
 // RenderString is the text a ${...} reference interpolated into a larger
-// string becomes (spec/ir.md 7.8): a string as-is, null as the empty string,
-// any other value as Stringify writes it.
+// string becomes (docs/spec-language.md, "References"): a string as-is,
+// null as the empty string, any other value as Stringify writes it.
 func RenderString(v any) string {
 	if v == nil {
 		return ""

@@ -234,7 +234,8 @@ var ErrJSONTooDeep = errors.New("json nested too deeply")
 // cannot exhaust the stack of later recursive walks. It matches
 // encoding/json's own limit: a binding may legitimately be deeper than the
 // 128 levels an expression can read (the depth check happens only when the
-// binding is used, spec/ir.md 11.4), so decoding must not refuse it first.
+// binding is used; docs/expressions.md, "Limits"), so decoding must not refuse
+// it first.
 const MaxJSONDepth = 10000
 
 // DecodeJSON decodes one JSON document into the value model: numbers become

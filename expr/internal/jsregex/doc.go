@@ -1,7 +1,7 @@
 // Package jsregex implements the regular-expression dialect of the v1
 // expression language's matches(): JavaScript regular expressions with the
 // u (Unicode) flag, behind the reference's conservative shape filter
-// (spec/ir.md 11.10).
+// (docs/expressions.md, "matches").
 //
 // Shape applies the filter. Compile checks a pattern against the
 // ECMAScript u-mode grammar, which is stricter than RE2's (a lone '}' or
