@@ -50,7 +50,7 @@ func worker() int {
 	name := os.Getenv("GUARD_TEST_WORKER")
 	goroutines, _ := strconv.Atoi(os.Getenv("GUARD_TEST_GOROUTINES"))
 	attempts, _ := strconv.Atoi(os.Getenv("GUARD_TEST_ATTEMPTS"))
-	g, err := New(Options{Root: root, LockTimeout: 2 * time.Minute})
+	g, err := New(Options{Root: root, LockTimeout: 2 * time.Minute, AllowedRoots: []string{os.Getenv("GUARD_TEST_ALLOWED")}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -132,7 +132,7 @@ func TestConcurrentProcesses(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(),
 				"GUARD_TEST_WORKER=w"+strconv.Itoa(p),
-				"GUARD_TEST_ROOT="+f.root, "GUARD_TEST_ID="+id,
+				"GUARD_TEST_ROOT="+f.root, "GUARD_TEST_ID="+id, "GUARD_TEST_ALLOWED="+f.tmp,
 				"GUARD_TEST_GOROUTINES="+strconv.Itoa(goroutines), "GUARD_TEST_ATTEMPTS="+strconv.Itoa(attempts))
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr

@@ -35,7 +35,7 @@ func fsizeWorker() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
-	g, err := New(Options{Root: os.Getenv("GUARD_TEST_ROOT"), LockTimeout: time.Minute})
+	g, err := New(Options{Root: os.Getenv("GUARD_TEST_ROOT"), LockTimeout: time.Minute, AllowedRoots: []string{os.Getenv("GUARD_TEST_ALLOWED")}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -72,7 +72,6 @@ func fsizeWorker() int {
 // afterwards.
 func TestFullDiskAnswerIsTruthful(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
 	pad := strings.Repeat("x", 6000)
 	scenarios := []struct {
 		name     string
@@ -86,7 +85,7 @@ func TestFullDiskAnswerIsTruthful(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			sizes := map[string]int64{}
 			last := ""
-			for limit := int64(0); limit <= 9000; limit += 250 {
+			for limit := int64(0); limit <= 9000; limit += 500 {
 				id := fmt.Sprintf("%s-%d", sc.name, limit)
 				f.register(RegisterRequest{ResourceID: id, Graph: obj(t, `{"a":["b","c"],"b":["c"],"c":[]}`), EdgePredicates: sc.preds, Initial: "a", WorkspaceRoot: &f.ws})
 				for range sc.refusals {
@@ -99,10 +98,11 @@ func TestFullDiskAnswerIsTruthful(t *testing.T) {
 						sizes[name] = fi.Size()
 					}
 				}
+				before, _ := os.ReadFile(filepath.Join(f.dir(id), ledgerFile))
 				key := "k"
 				cmd := exec.Command(os.Args[0], "-test.run=^$")
 				cmd.Env = append(os.Environ(), "GUARD_TEST_FSIZE="+strconv.FormatInt(limit, 10), "GUARD_TEST_ROOT="+f.root,
-					"GUARD_TEST_ID="+id, "GUARD_TEST_KEY="+key)
+					"GUARD_TEST_ALLOWED="+f.tmp, "GUARD_TEST_ID="+id, "GUARD_TEST_KEY="+key)
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr
 				out, err := cmd.Output()
@@ -129,6 +129,9 @@ func TestFullDiskAnswerIsTruthful(t *testing.T) {
 					if applied != nil || h.CurrentState != "a" {
 						t.Fatalf("limit %d: told %s (%s) but the transition was applied", limit, a.Code, a.Message)
 					}
+					if after, _ := os.ReadFile(filepath.Join(f.dir(id), ledgerFile)); !bytes.Equal(after, before) {
+						t.Fatalf("limit %d: a failed append left %q behind", limit, after[len(before):])
+					}
 					res, err := f.transition(id, "a", "b", withKey(key))
 					if err != nil || res.Status != "applied" {
 						t.Fatalf("limit %d: retry after %s: %+v %v", limit, a.Code, res, err)
@@ -136,10 +139,14 @@ func TestFullDiskAnswerIsTruthful(t *testing.T) {
 				default:
 					t.Fatalf("limit %d: unexpected answer %+v", limit, a)
 				}
-				if _, err := f.g.Verify(ctx, id); err != nil {
+				if _, err := f.verify(id); err != nil {
 					t.Fatalf("limit %d: after %+v: verify: %v", limit, a, err)
 				}
-				if what := a.Status + string(a.Code) + a.Warning; what != last {
+				what := a.Status + string(a.Code) + a.Warning
+				if a.Code != "" {
+					what += fmt.Sprint(strings.Contains(a.Message, "append"))
+				}
+				if what != last {
 					t.Logf("limit %5d: %+v", limit, a)
 					last = what
 				}
@@ -148,3 +155,5 @@ func TestFullDiskAnswerIsTruthful(t *testing.T) {
 		})
 	}
 }
+
+func warningOf(r *TransitionResult) string { return r.Warning }

@@ -24,7 +24,7 @@ func TestFindingRedirectedWorkspaceRoot(t *testing.T) {
 	if err == nil {
 		t.Errorf("redirected workspace_root: transition %s, want guard_tampered", res.Status)
 	}
-	if _, err := f.g.Verify(context.Background(), "r"); err == nil {
+	if _, err := f.verify("r"); err == nil {
 		t.Errorf("redirected workspace_root: verify ok")
 	}
 }
@@ -35,7 +35,7 @@ func TestFindingDeletedLedger(t *testing.T) {
 	f.write("plan.md", "draft")
 	f.mustTransition("r", "draft", "review")
 	os.Remove(filepath.Join(f.dir("r"), ledgerFile))
-	if v, err := f.g.Verify(context.Background(), "r"); err == nil {
+	if v, err := f.verify("r"); err == nil {
 		t.Errorf("deleted ledger: verify ok, %d entries, state %s", v.Entries, v.CurrentState)
 	}
 }
@@ -55,7 +55,7 @@ func TestFindingEditedCompleteLastLine(t *testing.T) {
 	if CodeOf(err) != CodeLedgerCorrupt && CodeOf(err) != CodeTampered {
 		t.Errorf("edited complete last line: next transition %v, want ledger_corrupt", err)
 	}
-	if _, err := f.g.Verify(context.Background(), "r"); err == nil {
+	if _, err := f.verify("r"); err == nil {
 		t.Errorf("edited complete last line: verify ok after the next mutation")
 	}
 }

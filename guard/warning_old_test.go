@@ -1,3 +1,0 @@
-package guard
-
-func warningOf(*TransitionResult) string { return "" }
