@@ -31,9 +31,9 @@ func notRecorded(id string, err error) error {
 //  1. registry.json names e as pending (and, for a policy change, the
 //     policy it installs). A failure here: nothing was applied.
 //  2. The ledger line is appended: the commit point. A failure here:
-//     nothing was applied (a partial line is cut away again; were it left,
-//     the next load would tolerate it as the torn line of the pending
-//     write and set it aside).
+//     nothing was applied (a partial line is cut away again and the
+//     pending mark taken back; were either left, the next load would
+//     tolerate them as what an interrupted write leaves).
 //  3. registry.json records e as the ledger's head, with change installed.
 //     A failure here leaves e applied; the answer says so with a warning,
 //     and the next load rolls the head forward (reconcile).
@@ -70,6 +70,12 @@ func (g *Guard) commit(h *held, dir string, r *registry, e *ledger.Entry, change
 	}
 	landed, werr := g.appendEntryLine(path, r.Log, line, e)
 	if !landed {
+		// Take the pending mark back if the ledger is as it was (best
+		// effort: on a full disk it stays, and the next load clears it).
+		r.pending, r.pendingPolicy = "", nil
+		if fi, err := os.Stat(path); (err == nil && fi.Size() == r.Log.Size) || (errors.Is(err, os.ErrNotExist) && r.Log.Size == 0) {
+			_ = g.save(h, dir, r)
+		}
 		return "", notRecorded(r.ResourceID, werr)
 	}
 	var warnings []string

@@ -154,13 +154,13 @@ func (r *registry) reconcile(rec ledgerRecord) error {
 		r.notes = append(r.notes, fmt.Sprintf("the last write stopped after its ledger entry %d (%s) was written; the next mutation records it as the head", got, short(last.EntryDigest)))
 		return nil
 	case got < n:
-		return errorf(CodeTampered, "resource %q: the ledger has %d entries, but %s recorded %d (head %s): the ledger was truncated or deleted", r.ResourceID, got, registryFile, n, short(rec.head))
+		return errorf(CodeTampered, "resource %q: the ledger has %s, but %s recorded %d (head %s): the ledger was truncated or deleted", r.ResourceID, plural(got, "entry", "entries"), registryFile, n, short(rec.head))
 	case got == n:
 		return errorf(CodeTampered, "resource %q: ledger entry %d is %s, but %s recorded %s: the ledger was rewritten", r.ResourceID, n, short(log.Head), registryFile, short(rec.head))
 	case digestAt(n) != rec.head:
 		return errorf(CodeTampered, "resource %q: ledger entry %d is %s, but %s recorded %s: the ledger was rewritten", r.ResourceID, n, short(digestAt(n)), registryFile, short(rec.head))
 	}
-	return errorf(CodeTampered, "resource %q: the ledger has %d entries, but %s recorded %d: entries %d to %d were not written by this guard", r.ResourceID, got, registryFile, n, n+1, got)
+	return errorf(CodeTampered, "resource %q: the ledger has %s, but %s recorded %d: %s was rolled back, or entries %d to %d were appended by something other than this guard", r.ResourceID, plural(got, "entry", "entries"), registryFile, n, registryFile, n+1, got)
 }
 
 // headScheme names the anchor formula.
@@ -219,5 +219,12 @@ func (r *registry) findHead(want string) (*HeadCheck, error) {
 			return &HeadCheck{Head: want, Entries: k, Kind: "entry_digest"}, nil
 		}
 	}
-	return nil, errorf(CodeTampered, "resource %q: the head %s is not in its history (%d ledger entries): the ledger or registry was rewritten, truncated or rolled back since that head was printed", r.ResourceID, short(want), len(r.Log.Entries))
+	return nil, errorf(CodeTampered, "resource %q: the head %s is not in its history (%s): the ledger or registry was rewritten, truncated or rolled back since that head was printed", r.ResourceID, short(want), plural(len(r.Log.Entries), "ledger entry", "ledger entries"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
