@@ -68,7 +68,9 @@ func (f *tamperFixture) writeFile(p string, b []byte) {
 	}
 }
 
-func (f *tamperFixture) lines() []string { return strings.SplitAfter(string(f.readFile(f.ledger)), "\n")[:f.count()] }
+func (f *tamperFixture) lines() []string {
+	return strings.SplitAfter(string(f.readFile(f.ledger)), "\n")[:f.count()]
+}
 
 func (f *tamperFixture) count() int { return strings.Count(string(f.readFile(f.ledger)), "\n") }
 
