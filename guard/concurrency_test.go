@@ -22,6 +22,9 @@ import (
 // test binary re-executed with GUARD_TEST_WORKER set hammers one resource
 // and reports what it got, one JSON line per attempt.
 func TestMain(m *testing.M) {
+	if os.Getenv("GUARD_TEST_INTRUDER") != "" {
+		os.Exit(intruder())
+	}
 	if os.Getenv("GUARD_TEST_FSIZE") != "" {
 		os.Exit(fsizeWorker())
 	}
