@@ -237,3 +237,58 @@ func TestConcurrentProcesses(t *testing.T) {
 		t.Fatalf("the run exercised too little: %v", counts)
 	}
 }
+
+// TestReadersDuringWrites: history, verify and authorize take no lock,
+// and a writer changes registry.json and the ledger in separate writes;
+// a reader that lands between them must never report tampering (it looks
+// again under the lock before it does).
+func TestReadersDuringWrites(t *testing.T) {
+	f := newFixture(t)
+	id := "busy"
+	f.register(RegisterRequest{ResourceID: id, Graph: obj(t, `{"a":["b"],"b":["a"]}`), EdgePredicates: obj(t, `{}`), Initial: "a"})
+	ctx := context.Background()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []error
+	reads := 0
+	for r := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var err error
+				switch r {
+				case 0:
+					_, err = f.g.History(ctx, HistoryRequest{ResourceID: id})
+				case 1:
+					_, err = f.g.Verify(ctx, VerifyRequest{ResourceID: id})
+				case 2:
+					_, err = f.g.Authorize(ctx, AuthorizeRequest{Kind: "override", ResourceID: id, FromState: "a", ToState: "b", Rationale: "r"})
+				}
+				mu.Lock()
+				reads++
+				if err != nil {
+					failures = append(failures, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	state := "a"
+	for range 60 {
+		to := map[string]string{"a": "b", "b": "a"}[state]
+		state = f.mustTransition(id, state, to).CurrentState
+	}
+	close(done)
+	wg.Wait()
+	t.Logf("%d reads during 60 transitions", reads)
+	if len(failures) > 0 {
+		t.Fatalf("%d of %d reads failed during writes, first: %v", len(failures), reads, failures[0])
+	}
+}

@@ -339,3 +339,22 @@ func TestTamperMatrix(t *testing.T) {
 		t.Fatalf("untouched: %+v %v", vr, err)
 	}
 }
+
+// TestOverrideRefusesTamperedRegistry: unlike the reference, an override
+// runs the tamper check, because its write would seal an edited record
+// (a redirected workspace_root would become the sealed truth). Migrate,
+// the repair tool, still works.
+func TestOverrideRefusesTamperedRegistry(t *testing.T) {
+	f := newTamperFixture(t, false)
+	alice := newKey(t, "alice", "ed25519")
+	f.g.setTrust([]byte(alice.allowed("alice")))
+	ctx := context.Background()
+	f.editRegistry(false, func(m map[string]any) { m["workspace_root"] = f.tmp })
+	areq := AuthorizeRequest{Kind: "override", ResourceID: f.id, FromState: "review", ToState: "done", Rationale: "ship"}
+	sig := alice.sign(t, NamespaceOverride, f.authorizePayload(areq))
+	_, err := f.g.Override(ctx, OverrideRequest{ResourceID: f.id, FromState: "review", ToState: "done", Rationale: "ship", Authorization: sig})
+	wantCode(t, err, CodeTampered, "seal")
+	if _, err := f.verify(f.id); CodeOf(err) != CodeTampered {
+		t.Fatalf("verify after the refused override: %v", err)
+	}
+}
