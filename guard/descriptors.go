@@ -284,7 +284,7 @@ type ApplyUpgradeResult struct {
 	LedgerRef    string `json:"ledger_ref,omitempty"`
 	DescriptorID string `json:"descriptor_id"`
 	// Warning: see TransitionResult.Warning.
-	Warning string `json:"warning,omitempty"`
+	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }
 
 // ApplyUpgrade moves a resource to exactly the reviewed target policy of a

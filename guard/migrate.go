@@ -32,7 +32,7 @@ type MigrateResult struct {
 	Rationale    string `json:"rationale"`
 	AuthorizedBy string `json:"authorized_by,omitempty"`
 	// Warning: see TransitionResult.Warning.
-	Warning string `json:"warning,omitempty"`
+	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }
 
 // Migrate replaces the policy with any valid one. The signature names the

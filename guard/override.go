@@ -28,7 +28,7 @@ type OverrideResult struct {
 	PrevDigest    string `json:"prev_digest"`
 	PayloadDigest string `json:"payload_digest"`
 	// Warning: see TransitionResult.Warning.
-	Warning string `json:"warning,omitempty"`
+	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }
 
 // Override records a deviation: a move along a declared edge that skips

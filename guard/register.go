@@ -17,7 +17,7 @@ type RegisterRequest struct {
 	Initial        string         `json:"initial" jsonschema:"genesis state (a graph key or terminal state)"`
 	Terminal       any            `json:"terminal,omitempty" jsonschema:"array of terminal states (default [])"`
 	Stakes         any            `json:"stakes,omitempty" jsonschema:"\"from->to\" -> stake (cheap, default, paranoid); paranoid edges need a deterministic predicate"`
-	WorkspaceRoot  *string        `json:"workspace_root,omitempty" jsonschema:"absolute directory for file, git and command evidence"`
+	WorkspaceRoot  *string        `json:"workspace_root,omitempty" jsonschema:"absolute directory for file, git and command evidence, inside the roots the server allows"`
 }
 
 // RegisterResult is {guard_id, checksum, status: registered|exists}.

@@ -42,7 +42,7 @@ type TransitionResult struct {
 	// and that the next operation completes the record (docs/guard.md,
 	// "Writes and failures"). An error answer always means nothing was
 	// recorded.
-	Warning string `json:"warning,omitempty"`
+	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }
 
 // transition payload, fixed once per request.
