@@ -97,6 +97,7 @@ func (g *Guard) Register(ctx context.Context, req RegisterRequest) (*RegisterRes
 	case !errors.Is(err, errAbsent):
 		return nil, err
 	}
+	m := readMarker(dir)
 	r := &registry{
 		ResourceID:         req.ResourceID,
 		Policy:             p,
@@ -107,8 +108,8 @@ func (g *Guard) Register(ctx context.Context, req RegisterRequest) (*RegisterRes
 		CurrentState:       req.Initial,
 		RegisteredChecksum: sum,
 		Log:                &ledger.Log{},
-		markerSealed:       readMarker(dir).RegistrySeal != 0,
-		markerSince:        readMarker(dir).Since,
+		markerSealed:       m.RegistrySeal != 0,
+		markerSince:        m.Since,
 	}
 	if err := g.save(h, dir, r); err != nil {
 		return nil, err
