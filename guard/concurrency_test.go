@@ -281,13 +281,13 @@ func TestReadersDuringWrites(t *testing.T) {
 		}()
 	}
 	state := "a"
-	for range 60 {
+	for range 40 {
 		to := map[string]string{"a": "b", "b": "a"}[state]
 		state = f.mustTransition(id, state, to).CurrentState
 	}
 	close(done)
 	wg.Wait()
-	t.Logf("%d reads during 60 transitions", reads)
+	t.Logf("%d reads during 40 transitions", reads)
 	if len(failures) > 0 {
 		t.Fatalf("%d of %d reads failed during writes, first: %v", len(failures), reads, failures[0])
 	}

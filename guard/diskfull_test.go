@@ -84,7 +84,7 @@ func TestFullDiskAnswerIsTruthful(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			sizes := map[string]int64{}
-			last := ""
+			last, appliedInARow := "", 0
 			for limit := int64(0); limit <= 9000; limit += 500 {
 				id := fmt.Sprintf("%s-%d", sc.name, limit)
 				f.register(RegisterRequest{ResourceID: id, Graph: obj(t, `{"a":["b","c"],"b":["c"],"c":[]}`), EdgePredicates: sc.preds, Initial: "a", WorkspaceRoot: &f.ws})
@@ -120,6 +120,11 @@ func TestFullDiskAnswerIsTruthful(t *testing.T) {
 						applied = e
 					}
 				}
+				if a.Status == "applied" {
+					appliedInARow++
+				} else {
+					appliedInARow = 0
+				}
 				switch {
 				case a.Status == "applied":
 					if applied == nil || applied.EntryDigest != a.LedgerRef || h.CurrentState != "b" {
@@ -149,6 +154,9 @@ func TestFullDiskAnswerIsTruthful(t *testing.T) {
 				if what != last {
 					t.Logf("limit %5d: %+v", limit, a)
 					last = what
+				}
+				if appliedInARow == 2 {
+					break // every write fits from here on
 				}
 			}
 			t.Logf("sizes before the transition: %v", sizes)
