@@ -17,11 +17,17 @@ import (
 // maxGuardInput bounds the JSON read from stdin.
 const maxGuardInput = 16 << 20
 
-type guardCmd struct{}
+type guardCmd struct {
+	// head: verify --head HEAD, a head kept from an earlier verify.
+	head string
+	// allowRoots: --allow-root DIR, the roots a workspace_root may lie in
+	// (default: the working directory).
+	allowRoots multiFlag
+}
 
 func (*guardCmd) Name() string { return "guard" }
 func (*guardCmd) Synopsis() string {
-	return "ACTION  (JSON arguments on stdin; verify takes RESOURCE_ID)"
+	return "ACTION [--allow-root DIR]...  (JSON arguments on stdin; verify [--head HEAD] takes RESOURCE_ID)"
 }
 func (*guardCmd) Short() string {
 	return "evidence-gated state machines for external trackers (register, transition, ...)"
@@ -58,8 +64,15 @@ Actions and their arguments (? = optional):
                Prints the exact payload to sign and how to sign it.
   descriptors  (no arguments) report the signed upgrade descriptor file
   history      resource_id
-  verify       RESOURCE_ID as an argument: re-check the registry checksum and
-               every ledger line strictly (a torn last line fails here)
+  verify       RESOURCE_ID as an argument: re-check the registry's seal and
+               checksum, every ledger line strictly, and the ledger against
+               the head the registry recorded. Prints "head": keep it
+               somewhere this machine's users cannot write; later,
+               verify --head HEAD RESOURCE_ID also proves the history still
+               contains it (what no local check can catch).
+
+A workspace_root must lie inside an allowed root: the working directory, or
+each --allow-root DIR given.
 
 Signed upgrade descriptors are applied with the MCP tool
 stratum_guard_apply_upgrade only.
@@ -73,7 +86,10 @@ Environment:
   STRATUM_JUDGE_TIMEOUT_S           judge timeout (default 120)`
 }
 
-func (*guardCmd) SetFlags(*flag.FlagSet) {}
+func (c *guardCmd) SetFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.head, "head", "", "verify only: a `HEAD` printed by an earlier verify (or an entry digest) that the history must still contain")
+	fs.Var(&c.allowRoots, "allow-root", "a directory `DIR` that workspace_root may lie inside (repeatable; default: the working directory)")
+}
 
 // guardAction decodes its request from stdin and calls the guard.
 type guardAction func(ctx context.Context, g *guard.Guard, in []byte) (any, error)
@@ -139,13 +155,15 @@ func (c *guardCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 	} else if len(args) != 1 {
 		return usagef("guard %s takes its arguments as JSON on stdin, not as %q", action, args[1])
+	} else if c.head != "" {
+		return usagef("--head is an option of guard verify only")
 	}
-	g, err := newGuard(env)
+	g, err := newGuard(env, c.allowRoots)
 	if err != nil {
 		return printGuard(env, nil, err)
 	}
 	if action == "verify" {
-		res, err := g.Verify(ctx, args[1])
+		res, err := g.Verify(ctx, guard.VerifyRequest{ResourceID: args[1], Head: c.head})
 		return printGuard(env, res, err)
 	}
 	if isTerminal(env.Stdin) {
@@ -164,7 +182,7 @@ func (c *guardCmd) Run(ctx context.Context, env *Env, args []string) error {
 	return printGuard(env, res, err)
 }
 
-func newGuard(env *Env) (*guard.Guard, error) {
+func newGuard(env *Env, allowRoots []string) (*guard.Guard, error) {
 	root, err := guard.RootFromEnv(env.getenv)
 	if err != nil {
 		return nil, err
@@ -173,7 +191,7 @@ func newGuard(env *Env) (*guard.Guard, error) {
 	if err != nil {
 		return nil, &guard.Error{Code: guard.CodeInvalidArgument, Message: "judge configuration: " + err.Error(), Err: err}
 	}
-	return guard.New(guard.Options{Root: root, Getenv: env.getenv, Judge: j})
+	return guard.New(guard.Options{Root: root, Getenv: env.getenv, Judge: j, AllowedRoots: allowRoots})
 }
 
 // printGuard writes one compact JSON line: the result, or the error

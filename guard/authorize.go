@@ -2,7 +2,6 @@ package guard
 
 import (
 	"context"
-	"errors"
 )
 
 // AuthorizeRequest asks for the exact payload to sign for an override or a
@@ -41,11 +40,11 @@ func (g *Guard) Authorize(ctx context.Context, req AuthorizeRequest) (*Authorize
 		return nil, errorf(CodeOverrideUnavailable, "a signed action needs a non-empty rationale")
 	}
 	head := ""
-	r, err := g.loadRegistry(req.ResourceID, g.dir(req.ResourceID))
+	r, err := g.loadForRead(ctx, req.ResourceID)
 	switch {
 	case err == nil:
 		head = r.Log.Head
-	case !errors.Is(err, errAbsent):
+	case CodeOf(err) != CodeNotFound:
 		return nil, err
 	}
 	var payload []byte

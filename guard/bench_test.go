@@ -28,3 +28,26 @@ func BenchmarkTransition(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkTransitionRefused measures one refused attempt (a trusted
+// predicate that does not hold): committed to the ledger, the state does
+// not move. Run: go test ./guard/ -run '^$' -bench TransitionRefused
+func BenchmarkTransitionRefused(b *testing.B) {
+	tmp := b.TempDir()
+	g, err := New(Options{Root: tmp + "/guards", AllowedRoots: []string{tmp}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	ws := tmp
+	if _, err := g.Register(ctx, RegisterRequest{ResourceID: "bench", Graph: map[string]any{"a": []any{"b"}, "b": []any{}},
+		EdgePredicates: map[string]any{"a->b": []any{map[string]any{"statement": "server_file_exists('never')"}}}, Initial: "a", WorkspaceRoot: &ws}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		res, err := g.Transition(ctx, TransitionRequest{ResourceID: "bench", FromState: "a", ToState: "b", Artifacts: map[string]any{}})
+		if err != nil || res.Status != "refused" {
+			b.Fatalf("%v %v", res, err)
+		}
+	}
+}

@@ -22,6 +22,12 @@ import (
 // test binary re-executed with GUARD_TEST_WORKER set hammers one resource
 // and reports what it got, one JSON line per attempt.
 func TestMain(m *testing.M) {
+	if os.Getenv("GUARD_TEST_INTRUDER") != "" {
+		os.Exit(intruder())
+	}
+	if os.Getenv("GUARD_TEST_FSIZE") != "" {
+		os.Exit(fsizeWorker())
+	}
 	if os.Getenv("GUARD_TEST_WORKER") != "" {
 		os.Exit(worker())
 	}
@@ -47,7 +53,7 @@ func worker() int {
 	name := os.Getenv("GUARD_TEST_WORKER")
 	goroutines, _ := strconv.Atoi(os.Getenv("GUARD_TEST_GOROUTINES"))
 	attempts, _ := strconv.Atoi(os.Getenv("GUARD_TEST_ATTEMPTS"))
-	g, err := New(Options{Root: root, LockTimeout: 2 * time.Minute})
+	g, err := New(Options{Root: root, LockTimeout: 2 * time.Minute, AllowedRoots: []string{os.Getenv("GUARD_TEST_ALLOWED")}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -129,7 +135,7 @@ func TestConcurrentProcesses(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(),
 				"GUARD_TEST_WORKER=w"+strconv.Itoa(p),
-				"GUARD_TEST_ROOT="+f.root, "GUARD_TEST_ID="+id,
+				"GUARD_TEST_ROOT="+f.root, "GUARD_TEST_ID="+id, "GUARD_TEST_ALLOWED="+f.tmp,
 				"GUARD_TEST_GOROUTINES="+strconv.Itoa(goroutines), "GUARD_TEST_ATTEMPTS="+strconv.Itoa(attempts))
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -229,5 +235,60 @@ func TestConcurrentProcesses(t *testing.T) {
 	t.Logf("outcomes: %v; %d ledger entries", counts, len(log.Entries))
 	if counts["applied"] < 3 || counts["replayed"] == 0 {
 		t.Fatalf("the run exercised too little: %v", counts)
+	}
+}
+
+// TestReadersDuringWrites: history, verify and authorize take no lock,
+// and a writer changes registry.json and the ledger in separate writes;
+// a reader that lands between them must never report tampering (it looks
+// again under the lock before it does).
+func TestReadersDuringWrites(t *testing.T) {
+	f := newFixture(t)
+	id := "busy"
+	f.register(RegisterRequest{ResourceID: id, Graph: obj(t, `{"a":["b"],"b":["a"]}`), EdgePredicates: obj(t, `{}`), Initial: "a"})
+	ctx := context.Background()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []error
+	reads := 0
+	for r := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var err error
+				switch r {
+				case 0:
+					_, err = f.g.History(ctx, HistoryRequest{ResourceID: id})
+				case 1:
+					_, err = f.g.Verify(ctx, VerifyRequest{ResourceID: id})
+				case 2:
+					_, err = f.g.Authorize(ctx, AuthorizeRequest{Kind: "override", ResourceID: id, FromState: "a", ToState: "b", Rationale: "r"})
+				}
+				mu.Lock()
+				reads++
+				if err != nil {
+					failures = append(failures, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	state := "a"
+	for range 40 {
+		to := map[string]string{"a": "b", "b": "a"}[state]
+		state = f.mustTransition(id, state, to).CurrentState
+	}
+	close(done)
+	wg.Wait()
+	t.Logf("%d reads during 40 transitions", reads)
+	if len(failures) > 0 {
+		t.Fatalf("%d of %d reads failed during writes, first: %v", len(failures), reads, failures[0])
 	}
 }

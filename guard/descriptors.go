@@ -283,6 +283,8 @@ type ApplyUpgradeResult struct {
 	GraphVersion int64  `json:"graph_version"`
 	LedgerRef    string `json:"ledger_ref,omitempty"`
 	DescriptorID string `json:"descriptor_id"`
+	// Warning: see TransitionResult.Warning.
+	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }
 
 // ApplyUpgrade moves a resource to exactly the reviewed target policy of a
@@ -322,10 +324,11 @@ func (g *Guard) ApplyUpgrade(ctx context.Context, req ApplyUpgradeRequest) (*App
 		return nil, err
 	}
 	rationale := fmt.Sprintf("descriptor %s signed by %s (%s, file sha256 %s): %s", d.ID, df.signer.Principal, df.signer.Fingerprint, df.sha256, d.Rationale)
-	if err := g.commitPolicy(h, dir, r, p, target, "human", rationale); err != nil {
+	warning, err := g.commitPolicy(h, dir, r, p, target, "human", rationale)
+	if err != nil {
 		return nil, err
 	}
-	return &ApplyUpgradeResult{Status: "applied", Checksum: target, GraphVersion: r.GraphVersion, LedgerRef: r.Log.Head, DescriptorID: d.ID}, nil
+	return &ApplyUpgradeResult{Status: "applied", Checksum: target, GraphVersion: r.GraphVersion, LedgerRef: r.Log.Head, DescriptorID: d.ID, Warning: warning}, nil
 }
 
 // DescriptorsResult reports the configured descriptor file for operators

@@ -20,9 +20,21 @@
 // whose JSON tags are the wire names, returning a result struct or an
 // *Error whose Code is the wire error_type (Envelope gives the wire form).
 //
-// Storage is one directory per resource under the store root; mutations
-// hold an in-process queue and a flock on the resource, write with fsync,
-// and several processes may share a store.
+// Storage is one directory per resource under the store root, private to
+// its owner (0700/0600); mutations hold an in-process queue and a flock on
+// the resource, write with fsync, and several processes may share a store.
+// registry.json is sealed (seal.go: the reference's policy checksum plus a
+// seal over the whole record) and records the ledger's head, so that an
+// edited registry and a ledger cut short, deleted or appended to are
+// detected; a mutation announces its entry, appends it, then records it as
+// the head (commit.go), so an error answer always means nothing was
+// recorded. Verify prints a head to keep elsewhere and checks one kept
+// earlier (docs/guard.md, "What each check catches").
+//
+// File, git and command evidence is confined to a workspace root that must
+// lie inside the roots the person who started Stratum allowed
+// (Options.AllowedRoots, jail.go), checked at registration and at every
+// transition.
 //
 // guard imports judge and internal/atomicfile of the module, nothing of
 // engine, ir, mcp or cli.

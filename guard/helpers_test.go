@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ type fixture struct {
 	t    *testing.T
 	g    *Guard
 	env  testEnv
+	tmp  string // the allowed root: store and workspace live below it
 	root string // store root
 	ws   string // a workspace root
 }
@@ -31,7 +33,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	tmp := t.TempDir()
-	f := &fixture{t: t, env: testEnv{}, root: filepath.Join(tmp, "guards"), ws: filepath.Join(tmp, "ws")}
+	f := &fixture{t: t, env: testEnv{}, tmp: tmp, root: filepath.Join(tmp, "guards"), ws: filepath.Join(tmp, "ws")}
 	if err := os.MkdirAll(f.ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func newFixture(t *testing.T) *fixture {
 // would), with the given judge.
 func (f *fixture) newGuard(j judge.Judge) *Guard {
 	f.t.Helper()
-	g, err := New(Options{Root: f.root, Getenv: f.env.get, Judge: j, LockTimeout: 20 * time.Second})
+	g, err := New(Options{Root: f.root, Getenv: f.env.get, Judge: j, LockTimeout: 20 * time.Second, AllowedRoots: []string{f.tmp}})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -155,6 +157,14 @@ func (f *fixture) ledgerBytes(id string) []byte {
 	return b
 }
 
+func (f *fixture) verify(id string, head ...string) (*VerifyResult, error) {
+	req := VerifyRequest{ResourceID: id}
+	if len(head) > 0 {
+		req.Head = head[0]
+	}
+	return f.g.Verify(context.Background(), req)
+}
+
 func (f *fixture) history(id string) *HistoryResult {
 	f.t.Helper()
 	h, err := f.g.History(context.Background(), HistoryRequest{ResourceID: id})
@@ -171,4 +181,35 @@ func (g *Guard) setTrust(allowed []byte) { g.trust = allowed }
 func sha256hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// crashDuringLedgerWrite runs op with the guard's fault seam set so that
+// the next ledger append writes the first half of its line and then the
+// goroutine dies (runtime.Goexit: deferred unlocks run, as a killed
+// process releases its flock, and nothing after the write happens).
+func (f *fixture) crashDuringLedgerWrite(op func()) {
+	f.t.Helper()
+	f.g.fault = func(w writeOp, path string) error {
+		if w != opLedger {
+			return nil
+		}
+		f.g.fault = nil
+		fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			f.t.Error(err)
+			runtime.Goexit()
+		}
+		fh.WriteString(`{"entry_digest":"` + strings.Repeat("0", 30))
+		fh.Close()
+		runtime.Goexit()
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		op()
+		f.t.Error("the operation survived its crash")
+	}()
+	<-done
+	f.g.fault = nil
 }

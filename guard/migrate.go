@@ -31,6 +31,8 @@ type MigrateResult struct {
 	LedgerRef    string `json:"ledger_ref,omitempty"`
 	Rationale    string `json:"rationale"`
 	AuthorizedBy string `json:"authorized_by,omitempty"`
+	// Warning: see TransitionResult.Warning.
+	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }
 
 // Migrate replaces the policy with any valid one. The signature names the
@@ -67,31 +69,29 @@ func (g *Guard) Migrate(ctx context.Context, req MigrateRequest) (*MigrateResult
 		return nil, err
 	}
 	rationale := "authorized by " + authorizedBy(signer) + ": " + req.Rationale
-	if err := g.commitPolicy(h, dir, r, p, sum, "human", rationale); err != nil {
+	warning, err := g.commitPolicy(h, dir, r, p, sum, "human", rationale)
+	if err != nil {
 		return nil, err
 	}
 	return &MigrateResult{
 		Status: "migrated", Checksum: sum, GraphVersion: r.GraphVersion, LedgerRef: r.Log.Head,
-		Rationale: req.Rationale, AuthorizedBy: authorizedBy(signer),
+		Rationale: req.Rationale, AuthorizedBy: authorizedBy(signer), Warning: warning,
 	}, nil
 }
 
 // commitPolicy is the shared tail of migrate, upgrade and apply_upgrade:
-// the current state must stay a node, the graph version goes up by one, a
-// graph_version entry is appended (the commit point) and the registry is
-// rewritten.
-func (g *Guard) commitPolicy(h *held, dir string, r *registry, p *policy, sum, resolvedBy, rationale string) error {
+// the current state must stay a node, and a graph_version entry recording
+// the new policy's checksum (as its payload_digest, so that the ledger
+// pins every policy in force: seal.go) is committed together with the new
+// policy and graph version.
+func (g *Guard) commitPolicy(h *held, dir string, r *registry, p *policy, sum, resolvedBy, rationale string) (warning string, err error) {
 	if !p.isNode(r.CurrentState) {
-		return errorf(CodeInvalidStateName, "the current state %q would not be a node of the new policy", r.CurrentState)
+		return "", errorf(CodeInvalidStateName, "the current state %q would not be a node of the new policy", r.CurrentState)
 	}
+	checksum := sum
 	e := &ledger.Entry{
 		FromState: r.CurrentState, ToState: r.CurrentState, Outcome: ledger.OutcomeGraphVersion, Kind: ledger.KindGraphVersion,
-		ResolvedBy: resolvedBy, PayloadDigestVersion: ledger.CurrentPayloadDigestVersion, Rationale: &rationale,
+		ResolvedBy: resolvedBy, PayloadDigest: &checksum, PayloadDigestVersion: ledger.CurrentPayloadDigestVersion, Rationale: &rationale,
 	}
-	if err := g.appendEntry(h, dir, r, e); err != nil {
-		return err
-	}
-	r.Policy, r.Checksum = p, sum
-	r.GraphVersion++
-	return g.save(h, dir, r)
+	return g.commit(h, dir, r, e, &policyChange{policy: p, checksum: sum})
 }

@@ -27,12 +27,15 @@ type OverrideResult struct {
 	EntryDigest   string `json:"entry_digest"`
 	PrevDigest    string `json:"prev_digest"`
 	PayloadDigest string `json:"payload_digest"`
+	// Warning: see TransitionResult.Warning.
+	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }
 
 // Override records a deviation: a move along a declared edge that skips
 // the edge's predicates, authorized by a signature over the resource, the
 // edge, the rationale and the current ledger head (read under the lock, so
-// the signature is spent by this very entry). It never bypasses the graph.
+// the signature is spent by this very entry). It never bypasses the graph,
+// and it refuses a tampered registry (guard_tampered).
 func (g *Guard) Override(ctx context.Context, req OverrideRequest) (*OverrideResult, error) {
 	if err := validateResourceID(req.ResourceID); err != nil {
 		return nil, err
@@ -52,6 +55,11 @@ func (g *Guard) Override(ctx context.Context, req OverrideRequest) (*OverrideRes
 		return nil, err
 	}
 	defer h.unlock()
+	// Unlike the reference, an override refuses a tampered registry: its
+	// write would seal the edited record (repair with a signed migrate).
+	if err := r.tamperCheck(); err != nil {
+		return nil, err
+	}
 	payload, err := overridePayload(req.ResourceID, req.FromState, req.ToState, req.Rationale, r.Log.Head)
 	if err != nil {
 		return nil, errorf(CodeInvalidArgument, "override payload: %v", err)
@@ -77,15 +85,12 @@ func (g *Guard) Override(ctx context.Context, req OverrideRequest) (*OverrideRes
 		FromState: req.FromState, ToState: req.ToState, Outcome: ledger.OutcomeDeviation, Kind: ledger.KindDeviation,
 		ResolvedBy: resolvedBy, PayloadDigest: &pd, PayloadDigestVersion: ledger.CurrentPayloadDigestVersion, Rationale: &rationale,
 	}
-	if err := g.appendEntry(h, dir, r, e); err != nil {
-		return nil, err
-	}
-	r.CurrentState = req.ToState
-	if err := g.save(h, dir, r); err != nil {
+	warning, err := g.commit(h, dir, r, e, nil)
+	if err != nil {
 		return nil, err
 	}
 	return &OverrideResult{
 		Status: "deviation", LedgerRef: e.EntryDigest, CurrentState: r.CurrentState, Rationale: req.Rationale,
-		AuthorizedBy: authorizedBy(signer), EntryDigest: e.EntryDigest, PrevDigest: e.PrevDigest, PayloadDigest: pd,
+		AuthorizedBy: authorizedBy(signer), EntryDigest: e.EntryDigest, PrevDigest: e.PrevDigest, PayloadDigest: pd, Warning: warning,
 	}, nil
 }

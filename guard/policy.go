@@ -48,7 +48,10 @@ type policy struct {
 func EdgeKey(from, to string) string { return from + "->" + to }
 
 // checksum is sha256 over canonical {graph, edge_predicates, terminal
-// (sorted), stakes}; initial and workspace_root are deliberately outside.
+// (sorted), stakes}: the reference's policy checksum, which signatures,
+// descriptors and payload digests name. initial and workspace_root are
+// outside it (as in the reference) and protected by the registry seal
+// instead (seal.go).
 func (p *policy) checksum() (string, error) {
 	terminal := slices.Clone(p.Terminal)
 	slices.Sort(terminal) // byte order = code point order
@@ -160,6 +163,11 @@ type validation struct {
 	initial       string
 	workspaceRoot *string
 	allowCommands bool
+	// jail, when set, checks a workspace root in full (absolute, an
+	// existing directory, inside the allowed roots: Guard.checkWorkspaceRoot);
+	// registration sets it, policy changes keep the reference's checks of
+	// the stored root.
+	jail func(root string) error
 	// stored: validating a policy read back from registry.json, where only
 	// the structure matters (steps 1-8); environment and workspace checks
 	// belong to the moment a policy is accepted.
@@ -328,10 +336,13 @@ func validatePolicy(in PolicyInput, v validation) (*policy, error) {
 		return nil, errorf(CodeInvalidWorkspaceRoot, "file, git and command evidence needs a workspace_root")
 	}
 	if root != "" {
-		if !filepath.IsAbs(root) {
+		if v.jail != nil {
+			if err := v.jail(root); err != nil {
+				return nil, err
+			}
+		} else if !filepath.IsAbs(root) {
 			return nil, errorf(CodeInvalidWorkspaceRoot, "workspace_root %q is not an absolute path", root)
-		}
-		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		} else if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 			return nil, errorf(CodeInvalidWorkspaceRoot, "workspace_root %q is not an existing directory", root)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/stratum-go/stratum/internal/atomicfile"
+	"github.com/stratum-go/stratum/guard/internal/ledger"
 )
 
 // RegisterRequest registers a resource's lifecycle (stratum_guard_register).
@@ -17,7 +17,7 @@ type RegisterRequest struct {
 	Initial        string         `json:"initial" jsonschema:"genesis state (a graph key or terminal state)"`
 	Terminal       any            `json:"terminal,omitempty" jsonschema:"array of terminal states (default [])"`
 	Stakes         any            `json:"stakes,omitempty" jsonschema:"\"from->to\" -> stake (cheap, default, paranoid); paranoid edges need a deterministic predicate"`
-	WorkspaceRoot  *string        `json:"workspace_root,omitempty" jsonschema:"absolute directory for file, git and command evidence"`
+	WorkspaceRoot  *string        `json:"workspace_root,omitempty" jsonschema:"absolute directory for file, git and command evidence, inside the roots the server allows"`
 }
 
 // RegisterResult is {guard_id, checksum, status: registered|exists}.
@@ -27,10 +27,12 @@ type RegisterResult struct {
 	Checksum string `json:"checksum"`
 }
 
-// Register validates and stores a policy. Registering the same policy again
-// is a no-op ("exists"); a different policy for a registered resource is
-// refused (guard_already_registered): a policy can only change through
-// upgrade, apply_upgrade or migrate.
+// Register validates and stores a policy. Registering the same policy,
+// initial state and workspace root again is a no-op ("exists"); anything
+// different for a registered resource is refused
+// (guard_already_registered): a policy can only change through upgrade,
+// apply_upgrade or migrate, and initial and workspace_root never change.
+// A workspace_root must lie inside the allowed roots (Options.AllowedRoots).
 func (g *Guard) Register(ctx context.Context, req RegisterRequest) (*RegisterResult, error) {
 	if err := validateResourceID(req.ResourceID); err != nil {
 		return nil, err
@@ -40,7 +42,8 @@ func (g *Guard) Register(ctx context.Context, req RegisterRequest) (*RegisterRes
 		root = nil
 	}
 	p, err := validatePolicy(PolicyInput{Graph: req.Graph, EdgePredicates: req.EdgePredicates, Terminal: req.Terminal, Stakes: req.Stakes},
-		validation{initial: req.Initial, workspaceRoot: root, allowCommands: g.allowCommands()})
+		validation{initial: req.Initial, workspaceRoot: root, allowCommands: g.allowCommands(),
+			jail: func(root string) error { return g.checkWorkspaceRoot("workspace_root", root) }})
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +52,8 @@ func (g *Guard) Register(ctx context.Context, req RegisterRequest) (*RegisterRes
 		return nil, err
 	}
 	dir := g.dir(req.ResourceID)
-	if err := g.makeDir(dir); err != nil {
-		return nil, err
+	if err := mkdirPrivate(dir); err != nil {
+		return nil, wrapInternal(err, "create resource directory")
 	}
 	h, err := g.lock(ctx, req.ResourceID, dir)
 	if err != nil {
@@ -67,31 +70,46 @@ func (g *Guard) Register(ctx context.Context, req RegisterRequest) (*RegisterRes
 		if hasGuardData(dir) {
 			return nil, checkOwner(dir)
 		}
-		if err := g.writeMarker(h, dir); err != nil {
+		if err := g.writeMarker(h, dir, ""); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, checkOwner(dir)
 	}
 
+	tightenFiles(dir)
 	existing, err := g.loadRegistry(req.ResourceID, dir)
 	switch {
 	case err == nil:
-		if existing.Checksum == sum {
-			return &RegisterResult{Status: "exists", GuardID: req.ResourceID, Checksum: sum}, nil
+		if existing.Checksum != sum {
+			return nil, errorf(CodeAlreadyRegistered, "resource %q is already registered with policy %s; a different policy (%s) cannot replace it: use upgrade, apply_upgrade or migrate", req.ResourceID, short(existing.Checksum), short(sum))
 		}
-		return nil, errorf(CodeAlreadyRegistered, "resource %q is already registered with policy %s; a different policy (%s) cannot replace it: use upgrade, apply_upgrade or migrate", req.ResourceID, short(existing.Checksum), short(sum))
+		// initial and workspace_root are part of what was registered too
+		// (sealed, unlike in the reference): another value is not "the same
+		// registration", and cannot be changed by registering again.
+		if existing.Initial != req.Initial {
+			return nil, errorf(CodeAlreadyRegistered, "resource %q is already registered with initial state %q, not %q", req.ResourceID, existing.Initial, req.Initial)
+		}
+		if was, now := derefOr(existing.WorkspaceRoot, ""), derefOr(root, ""); was != now {
+			return nil, errorf(CodeAlreadyRegistered, "resource %q is already registered with workspace_root %q, not %q", req.ResourceID, was, now)
+		}
+		return &RegisterResult{Status: "exists", GuardID: req.ResourceID, Checksum: sum}, nil
 	case !errors.Is(err, errAbsent):
 		return nil, err
 	}
+	m := readMarker(dir)
 	r := &registry{
-		ResourceID:    req.ResourceID,
-		Policy:        p,
-		Initial:       req.Initial,
-		Checksum:      sum,
-		GraphVersion:  1,
-		WorkspaceRoot: root,
-		CurrentState:  req.Initial,
+		ResourceID:         req.ResourceID,
+		Policy:             p,
+		Initial:            req.Initial,
+		Checksum:           sum,
+		GraphVersion:       1,
+		WorkspaceRoot:      root,
+		CurrentState:       req.Initial,
+		RegisteredChecksum: sum,
+		Log:                &ledger.Log{},
+		markerSealed:       m.RegistrySeal != 0,
+		markerSince:        m.Since,
 	}
 	if err := g.save(h, dir, r); err != nil {
 		return nil, err
@@ -99,26 +117,11 @@ func (g *Guard) Register(ctx context.Context, req RegisterRequest) (*RegisterRes
 	return &RegisterResult{Status: "registered", GuardID: req.ResourceID, Checksum: sum}, nil
 }
 
-// makeDir creates the resource directory (and the store root) if needed,
-// syncing each parent whose entries changed so that an acknowledged
-// registration survives a crash.
-func (g *Guard) makeDir(dir string) error {
-	var created []string
-	for p := dir; ; p = filepath.Dir(p) {
-		if _, err := os.Stat(p); err == nil || filepath.Dir(p) == p {
-			break
-		}
-		created = append(created, p)
+func derefOr(p *string, def string) string {
+	if p == nil {
+		return def
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return wrapInternal(err, "create resource directory")
-	}
-	for _, p := range created {
-		if err := atomicfile.SyncDir(filepath.Dir(p)); err != nil {
-			return wrapInternal(err, "create resource directory")
-		}
-	}
-	return nil
+	return *p
 }
 
 // hasGuardData reports whether dir holds a registry or a ledger. A file

@@ -59,7 +59,7 @@ func TestRegisterStoresPrettyCanonicalRegistry(t *testing.T) {
 		t.Fatalf("registry mode %v", fi.Mode().Perm())
 	}
 	marker, _ := os.ReadFile(filepath.Join(dir, markerFile))
-	if !strings.HasPrefix(string(marker), `{"owner":"go","since":"`) || !strings.HasSuffix(string(marker), "Z\"}\n") {
+	if !strings.HasPrefix(string(marker), `{"owner":"go","registry_seal":1,"since":"`) || !strings.HasSuffix(string(marker), "Z\"}\n") {
 		t.Fatalf("engine.json = %q", marker)
 	}
 	if _, err := os.Stat(filepath.Join(dir, ledgerFile)); !os.IsNotExist(err) {
@@ -80,12 +80,25 @@ func TestRegisterStoresPrettyCanonicalRegistry(t *testing.T) {
 	weaker.EdgePredicates = obj(t, `{"draft->review":[{"statement":"server_file_exists('other.md')"}]}`)
 	_, err = f.g.Register(context.Background(), weaker)
 	wantCode(t, err, CodeAlreadyRegistered)
-	// initial and workspace_root are not part of the checksum, so a
-	// different initial with the same policy reads as the same policy.
+	// initial and workspace_root are not part of the reference's checksum,
+	// but they are part of the registration (sealed): another value is
+	// refused, not "exists" (which would let a caller believe it took).
 	other := f.featureRequest("compose:FEAT-1")
 	other.Initial = "review"
-	if r := f.register(other); r.Status != "exists" {
-		t.Fatalf("initial is not part of the checksum: %+v", r)
+	_, err = f.g.Register(context.Background(), other)
+	wantCode(t, err, CodeAlreadyRegistered, `initial state "draft"`)
+	elsewhere := f.featureRequest("compose:FEAT-1")
+	ws2 := filepath.Join(f.tmp, "ws2")
+	os.Mkdir(ws2, 0o700)
+	elsewhere.WorkspaceRoot = &ws2
+	_, err = f.g.Register(context.Background(), elsewhere)
+	wantCode(t, err, CodeAlreadyRegistered, "workspace_root")
+	// The registry is sealed: registered checksum, ledger head, seal.
+	if m["seal_version"] != 1.0 || m["registered_checksum"] != res.Checksum || m["ledger_entries"] != 0.0 || m["ledger_head"] != "" || m["ledger_pending"] != nil {
+		t.Fatalf("registry not sealed as registered: %s", data)
+	}
+	if seal, _ := sealOf(m); seal != m["seal"] {
+		t.Fatalf("seal %v, recomputed %s", m["seal"], seal)
 	}
 }
 
@@ -257,7 +270,7 @@ func TestUnregisteredLeavesNothing(t *testing.T) {
 			return err
 		},
 		"history": func() error { _, err := f.g.History(ctx, HistoryRequest{ResourceID: id}); return err },
-		"verify":  func() error { _, err := f.g.Verify(ctx, id); return err },
+		"verify":  func() error { _, err := f.verify(id); return err },
 	}
 	leftBehind := func(stage string) {
 		t.Helper()
@@ -344,7 +357,7 @@ func TestRegistryLoadFailures(t *testing.T) {
 	if _, err := f.g.History(ctx, HistoryRequest{ResourceID: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.g.Verify(ctx, "a")
+	_, err = f.verify("a")
 	wantCode(t, err, CodeTampered)
 
 	// A structurally broken registry.

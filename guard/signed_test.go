@@ -215,7 +215,7 @@ func TestOverride(t *testing.T) {
 	wantCode(t, err, CodeIllegalEdge)
 	_, err = f.g.Override(ctx, sign("draft", "review"))
 	wantCode(t, err, CodeStaleFromState)
-	if vr, err := f.g.Verify(ctx, id); err != nil || vr.CurrentState != "review" {
+	if vr, err := f.verify(id); err != nil || vr.CurrentState != "review" {
 		t.Fatalf("verify: %+v %v", vr, err)
 	}
 }

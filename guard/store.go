@@ -10,15 +10,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
 
 	"github.com/stratum-go/stratum/guard/internal/canon"
-	"github.com/stratum-go/stratum/guard/internal/ledger"
-	"github.com/stratum-go/stratum/internal/atomicfile"
 	"github.com/stratum-go/stratum/judge"
 )
 
@@ -64,6 +62,14 @@ type Options struct {
 	// LockTimeout bounds the wait for a resource lock; zero means
 	// DefaultLockTimeout.
 	LockTimeout time.Duration
+	// AllowedRoots are the directories a workspace_root must lie inside
+	// (each given as an absolute or relative path; symlinks are resolved
+	// when a root is checked). They are chosen by the person who starts
+	// Stratum — the composition root passes the roots of its policy, e.g.
+	// every --allow-root DIR — never by a caller of a guard operation.
+	// Empty means the server's working directory (at New). See
+	// docs/guard.md, "The workspace jail".
+	AllowedRoots []string
 }
 
 // Guard owns a store of guarded resources. It is safe for concurrent use,
@@ -79,6 +85,12 @@ type Guard struct {
 	// tests).
 	trust []byte
 	locks lockTable
+	// allowedRoots: see Options.AllowedRoots (absolute, cleaned).
+	allowedRoots []string
+	// fault, set by tests only, is consulted before every durable write
+	// (files.go) and may make it fail: the fault-injection seam of the
+	// guard's own file layer.
+	fault func(op writeOp, path string) error
 }
 
 //go:embed guard-signers.allowed
@@ -112,8 +124,27 @@ func New(opts Options) (*Guard, error) {
 		g.lockTimeout = DefaultLockTimeout
 	}
 	g.locks.m = map[string]*lockEntry{}
+	roots := opts.AllowedRoots
+	if len(roots) == 0 {
+		// Unreadable: no root is allowed, and every workspace_root is
+		// refused with a message that says how to allow one.
+		if wd, err := os.Getwd(); err == nil {
+			roots = []string{wd}
+		}
+	}
+	for _, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, fmt.Errorf("guard: allowed root %q: %w", r, err)
+		}
+		g.allowedRoots = append(g.allowedRoots, filepath.Clean(abs))
+	}
 	return g, nil
 }
+
+// AllowedRoots returns the directories a workspace_root must lie inside
+// (Options.AllowedRoots, absolute).
+func (g *Guard) AllowedRoots() []string { return slices.Clone(g.allowedRoots) }
 
 // Root returns the store directory.
 func (g *Guard) Root() string { return g.root }
@@ -196,7 +227,9 @@ type held struct {
 
 // lock takes the resource's in-process queue and then its lock file (a
 // fresh flock per acquisition), backing off from 10 ms to 250 ms, for at
-// most the lock timeout. dir must exist.
+// most the lock timeout. dir must exist. The lock file is 0600 inside the
+// 0700 resource directory, so no other local user can open it, let alone
+// hold it against the owner.
 func (g *Guard) lock(ctx context.Context, id, dir string) (*held, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.lockTimeout)
 	defer cancel()
@@ -212,7 +245,7 @@ func (g *Guard) lock(ctx context.Context, id, dir string) (*held, error) {
 		g.locks.put(id)
 	}
 	path := filepath.Join(dir, lockFile)
-	fl := flock.New(path, flock.SetPermissions(0o644))
+	fl := flock.New(path, flock.SetPermissions(fileMode))
 	delay := 10 * time.Millisecond
 	for {
 		ok, err := fl.TryLock()
@@ -262,30 +295,42 @@ func (h *held) unlock() {
 
 // --- ownership marker ---------------------------------------------------------
 
-// markerOwner reads engine.json's owner; "" when missing or malformed.
-func markerOwner(dir string) string {
-	data, err := os.ReadFile(filepath.Join(dir, markerFile))
-	if err != nil {
-		return ""
-	}
-	var m struct {
-		Owner string `json:"owner"`
-	}
-	if json.Unmarshal(data, &m) != nil {
-		return ""
-	}
-	return m.Owner
+// marker is engine.json: the engine that owns the resource and whether
+// that engine has sealed its registry (registry.go). Once sealed, a
+// registry.json without a seal is tampering, not a legacy file.
+type marker struct {
+	Owner        string `json:"owner"`
+	Since        string `json:"since"`
+	RegistrySeal int    `json:"registry_seal"`
 }
 
-func (g *Guard) writeMarker(h *held, dir string) error {
-	b, err := canon.Marshal(map[string]any{"owner": EngineOwner, "since": g.now().UTC().Format("2006-01-02T15:04:05.000Z")})
+// readMarker reads engine.json; the zero marker when missing or malformed.
+func readMarker(dir string) marker {
+	var m marker
+	data, err := os.ReadFile(filepath.Join(dir, markerFile))
+	if err != nil || json.Unmarshal(data, &m) != nil {
+		return marker{}
+	}
+	return m
+}
+
+// markerOwner reads engine.json's owner; "" when missing or malformed.
+func markerOwner(dir string) string { return readMarker(dir).Owner }
+
+// writeMarker claims dir for this engine, recording that its registry is
+// sealed (since keeps the time of the first claim).
+func (g *Guard) writeMarker(h *held, dir, since string) error {
+	if since == "" {
+		since = g.now().UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	b, err := canon.Marshal(map[string]any{"owner": EngineOwner, "since": since, "registry_seal": sealVersion})
 	if err != nil {
 		return wrapInternal(err, "ownership marker")
 	}
 	if err := h.fence(); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, markerFile), append(b, '\n'), 0o600); err != nil {
+	if err := g.writeFile(opMarker, filepath.Join(dir, markerFile), append(b, '\n')); err != nil {
 		return wrapInternal(err, "write ownership marker")
 	}
 	return nil
@@ -303,230 +348,3 @@ func checkOwner(dir string) error {
 		return errorf(CodeEngineOwned, "resource is owned by engine %q, not %q", owner, EngineOwner)
 	}
 }
-
-// --- registry ---------------------------------------------------------------
-
-// registry is a loaded registry.json plus the ledger it is consistent with.
-type registry struct {
-	ResourceID    string
-	Policy        *policy
-	Initial       string
-	Checksum      string
-	GraphVersion  int64
-	WorkspaceRoot *string
-	// CurrentState is derived from the ledger on every load; the file's
-	// value is only a cache.
-	CurrentState string
-	// BundleID is kept as found (policy bundles are not implemented here,
-	// but a rewrite must not drop it).
-	BundleID any
-	Log      *ledger.Log
-}
-
-// errAbsent: no readable registry.
-var errAbsent = errors.New("registry absent")
-
-func (g *Guard) notFound(id string) error {
-	return errorf(CodeNotFound, "no guard registered for resource %q", id)
-}
-
-// loadRegistry reads registry.json and the ledger of dir. A missing or
-// unparseable registry.json is errAbsent; a ledger that exists without a
-// registry is tampering (someone removed the policy).
-func (g *Guard) loadRegistry(id, dir string) (*registry, error) {
-	data, err := os.ReadFile(filepath.Join(dir, registryFile))
-	var raw map[string]any
-	if err != nil || json.Unmarshal(data, &raw) != nil || raw == nil {
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, wrapInternal(err, "read registry")
-		}
-		if fi, serr := os.Stat(filepath.Join(dir, ledgerFile)); serr == nil && fi.Size() > 0 {
-			return nil, errorf(CodeTampered, "resource %q has a ledger but no readable %s", id, registryFile)
-		}
-		return nil, errAbsent
-	}
-	r := &registry{}
-	malformed := func(format string, args ...any) error {
-		return errorf(CodeTampered, "%s of resource %q is malformed: %s", registryFile, id, fmt.Sprintf(format, args...))
-	}
-	var ok bool
-	if r.ResourceID, ok = raw["resource_id"].(string); !ok {
-		return nil, malformed("resource_id missing")
-	}
-	if r.ResourceID != id {
-		return nil, errorf(CodeResourceIDMismatch, "directory %s holds resource %q, not %q", DirName(id), r.ResourceID, id)
-	}
-	for _, k := range []string{"graph", "edge_predicates", "initial"} {
-		if _, ok := raw[k]; !ok {
-			return nil, malformed("%s missing", k)
-		}
-	}
-	if r.Initial, ok = raw["initial"].(string); !ok {
-		return nil, malformed("initial is not a string")
-	}
-	in := PolicyInput{}
-	if in.Graph, ok = raw["graph"].(map[string]any); !ok {
-		return nil, malformed("graph is not an object")
-	}
-	if in.EdgePredicates, ok = raw["edge_predicates"].(map[string]any); !ok {
-		return nil, malformed("edge_predicates is not an object")
-	}
-	in.Terminal = raw["terminal"]
-	if s, present := raw["stakes"]; present && s != nil {
-		if _, ok = s.(map[string]any); !ok {
-			return nil, malformed("stakes is not an object")
-		}
-		in.Stakes = s
-	}
-	p, err := validatePolicy(in, validation{initial: r.Initial, stored: true})
-	if err != nil {
-		return nil, malformed("%v", err)
-	}
-	r.Policy = p
-	if c, present := raw["checksum"]; present {
-		if r.Checksum, ok = c.(string); !ok {
-			return nil, malformed("checksum is not a string")
-		}
-	}
-	r.GraphVersion = 1
-	if v, present := raw["graph_version"]; present {
-		f, isNum := v.(float64)
-		if !isNum || f != float64(int64(f)) || f < 1 {
-			return nil, malformed("graph_version is not a positive integer")
-		}
-		r.GraphVersion = int64(f)
-	}
-	if w, present := raw["workspace_root"]; present && w != nil {
-		s, isStr := w.(string)
-		if !isStr {
-			return nil, malformed("workspace_root is not a string or null")
-		}
-		r.WorkspaceRoot = &s
-	}
-	r.BundleID = raw["bundle_id"]
-	log, err := ledger.Read(filepath.Join(dir, ledgerFile))
-	if err != nil {
-		if errors.Is(err, ledger.ErrCorrupt) {
-			return nil, &Error{Code: CodeLedgerCorrupt, Message: fmt.Sprintf("resource %q: %v (interior tampering)", id, err), Err: err}
-		}
-		return nil, wrapInternal(err, "resource %q", id)
-	}
-	r.Log = log
-	r.CurrentState = log.CurrentState(r.Initial)
-	return r, nil
-}
-
-// load is loadRegistry with "absent" reported as guard_not_found.
-func (g *Guard) load(id, dir string) (*registry, error) {
-	r, err := g.loadRegistry(id, dir)
-	if errors.Is(err, errAbsent) {
-		return nil, g.notFound(id)
-	}
-	return r, err
-}
-
-// tamperCheck recomputes the policy checksum.
-func (r *registry) tamperCheck() error {
-	sum, err := r.Policy.checksum()
-	if err != nil || sum != r.Checksum {
-		return errorf(CodeTampered, "resource %q: stored checksum %s does not match its policy (recomputed %s)", r.ResourceID, short(r.Checksum), short(sum))
-	}
-	return nil
-}
-
-func short(d string) string {
-	if len(d) > 12 {
-		return d[:12]
-	}
-	return d
-}
-
-// save writes registry.json (pretty canonical, atomically).
-func (g *Guard) save(h *held, dir string, r *registry) error {
-	m := map[string]any{
-		"resource_id":     r.ResourceID,
-		"graph":           r.Policy.Graph,
-		"edge_predicates": r.Policy.EdgePredicates,
-		"initial":         r.Initial,
-		"terminal":        r.Policy.Terminal,
-		"stakes":          r.Policy.Stakes,
-		"checksum":        r.Checksum,
-		"graph_version":   r.GraphVersion,
-		"workspace_root":  r.WorkspaceRoot,
-		"current_state":   r.CurrentState,
-	}
-	if r.BundleID != nil {
-		m["bundle_id"] = r.BundleID
-	}
-	b, err := canon.MarshalIndent(m)
-	if err != nil {
-		return wrapInternal(err, "encode registry")
-	}
-	if err := h.fence(); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, registryFile), b, 0o600); err != nil {
-		return wrapInternal(err, "write registry")
-	}
-	return nil
-}
-
-// appendEntry is the commit point of every mutation: repair a torn tail,
-// fence, append one fsynced line.
-func (g *Guard) appendEntry(h *held, dir string, r *registry, e *ledger.Entry) error {
-	path := filepath.Join(dir, ledgerFile)
-	if err := h.fence(); err != nil {
-		return err
-	}
-	if err := ledger.Repair(path, r.Log, g.now()); err != nil {
-		return wrapInternal(err, "resource %q", r.ResourceID)
-	}
-	e.TsMs = g.now().UnixMilli()
-	if err := ledger.Append(path, r.Log, e); err != nil {
-		if errors.Is(err, canon.ErrNotCanonical) {
-			return errorf(CodeInvalidArgument, "ledger entry has no canonical JSON form: %v", err)
-		}
-		return wrapInternal(err, "resource %q", r.ResourceID)
-	}
-	return nil
-}
-
-// openExisting is the prologue of every mutation other than register:
-// without creating anything, fail with guard_not_found unless the
-// resource's registry exists, then lock, check ownership and load.
-func (g *Guard) openExisting(ctx context.Context, id string) (*held, *registry, string, error) {
-	if err := validateResourceID(id); err != nil {
-		return nil, nil, "", err
-	}
-	dir := g.dir(id)
-	if _, err := os.Stat(filepath.Join(dir, registryFile)); err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			// Unreadable is not "not registered".
-			return nil, nil, "", wrapInternal(err, "resource %q", id)
-		}
-		if fi, lerr := os.Stat(filepath.Join(dir, ledgerFile)); lerr == nil && fi.Size() > 0 {
-			return nil, nil, "", errorf(CodeTampered, "resource %q has a ledger but no %s", id, registryFile)
-		}
-		return nil, nil, "", g.notFound(id)
-	}
-	h, err := g.lock(ctx, id, dir)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	if owner := markerOwner(dir); owner != "" && owner != EngineOwner {
-		h.unlock()
-		return nil, nil, "", checkOwner(dir)
-	}
-	r, err := g.load(id, dir)
-	if err == nil {
-		err = checkOwner(dir)
-	}
-	if err != nil {
-		h.unlock()
-		return nil, nil, "", err
-	}
-	return h, r, dir, nil
-}
-
-// trimmed reports a rationale's emptiness the way a person reads it.
-func blank(s string) bool { return strings.TrimSpace(s) == "" }

@@ -37,6 +37,12 @@ type TransitionResult struct {
 	EntryDigest   string         `json:"entry_digest"`
 	PrevDigest    string         `json:"prev_digest"`
 	PayloadDigest string         `json:"payload_digest"`
+	// Warning is set only when the attempt was recorded (applied or
+	// refused) but a write after the commit point failed: what happened,
+	// and that the next operation completes the record (docs/guard.md,
+	// "Writes and failures"). An error answer always means nothing was
+	// recorded.
+	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }
 
 // transition payload, fixed once per request.
@@ -170,6 +176,13 @@ func (g *Guard) Transition(ctx context.Context, req TransitionRequest) (*Transit
 		if r.WorkspaceRoot != nil {
 			root = *r.WorkspaceRoot
 		}
+		if root != "" {
+			// The jail holds at every transition, not only at registration:
+			// a registry may name a root the server no longer allows.
+			if err := g.checkWorkspaceRoot("the registered workspace_root", root); err != nil {
+				return nil, nil, err
+			}
+		}
 		return &edgeSnapshot{
 			resourceID: req.ResourceID, edge: edge, stake: r.Policy.stake(edge),
 			predicates: r.Policy.EdgePredicates[edge], workspaceRoot: root, log: r.Log,
@@ -233,18 +246,13 @@ func (g *Guard) Transition(ctx context.Context, req TransitionRequest) (*Transit
 		key := *req.IdempotencyKey
 		e.IdempotencyKey = &key
 	}
-	if err := g.appendEntry(h, dir, r, e); err != nil {
+	warning, err := g.commit(h, dir, r, e, nil)
+	if err != nil {
 		return nil, err
-	}
-	if met {
-		r.CurrentState = req.ToState
-		if err := g.save(h, dir, r); err != nil {
-			return nil, err
-		}
 	}
 	v, _ := e.Verdict.(map[string]any)
 	return &TransitionResult{
 		Status: outcome, Verdict: v, LedgerRef: e.EntryDigest, CurrentState: r.CurrentState,
-		EntryDigest: e.EntryDigest, PrevDigest: e.PrevDigest, PayloadDigest: pd,
+		EntryDigest: e.EntryDigest, PrevDigest: e.PrevDigest, PayloadDigest: pd, Warning: warning,
 	}, nil
 }

@@ -62,10 +62,11 @@ func (g *Guard) Upgrade(ctx context.Context, req UpgradeRequest) (*UpgradeResult
 	if reasons := additiveViolations(r.Policy, p, r.Initial); len(reasons) > 0 {
 		return nil, errorf(CodeIncompatibleUpgrade, "%s", strings.Join(reasons, "; "))
 	}
-	if err := g.commitPolicy(h, dir, r, p, sum, "agent", req.Rationale); err != nil {
+	warning, err := g.commitPolicy(h, dir, r, p, sum, "agent", req.Rationale)
+	if err != nil {
 		return nil, err
 	}
-	return &UpgradeResult{Status: "migrated", Checksum: sum, GraphVersion: r.GraphVersion, LedgerRef: r.Log.Head, Rationale: req.Rationale}, nil
+	return &UpgradeResult{Status: "migrated", Checksum: sum, GraphVersion: r.GraphVersion, LedgerRef: r.Log.Head, Rationale: req.Rationale, Warning: warning}, nil
 }
 
 // edges lists every "from->to" of a graph.

@@ -54,7 +54,9 @@ func newFixtureWith(t *testing.T, o fixtureOpts) *fixture {
 	}
 	eng := engine.New(st, o.engine)
 	t.Cleanup(eng.Close)
-	g, err := guard.New(guard.Options{Root: filepath.Join(t.TempDir(), "guards"), Getenv: func(string) string { return "" }})
+	// Workspaces are t.TempDir()s: allow the temp directory (the default
+	// would be this package's directory).
+	g, err := guard.New(guard.Options{Root: filepath.Join(t.TempDir(), "guards"), Getenv: func(string) string { return "" }, AllowedRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,10 @@
 //
 // File, git and command evidence is confined to the registered workspace
 // root: paths are joined onto the root's real path, symlinks are resolved
-// and anything that ends up outside is refused.
+// and anything that ends up outside is refused; the file is then reached
+// through an *os.Root of the workspace (openat with O_NOFOLLOW at every
+// component), so a directory swapped for a symlink in between cannot lead
+// the access outside.
 //
 // evidence imports only internal/proc of the module.
 package evidence

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,13 +130,10 @@ func Resolve(root, path string) (string, error) {
 	if strings.IndexByte(path, 0) >= 0 {
 		return "", fmt.Errorf("path contains NUL")
 	}
-	base, err := filepath.EvalSymlinks(root)
+	base, err := baseOf(root)
 	if err != nil {
-		if base, err = filepath.Abs(root); err != nil {
-			return "", fmt.Errorf("workspace root %q: %w", root, err)
-		}
+		return "", err
 	}
-	base = filepath.Clean(base)
 	joined := filepath.Clean(path)
 	if !filepath.IsAbs(path) {
 		joined = filepath.Join(base, path)
@@ -151,6 +149,18 @@ func Resolve(root, path string) (string, error) {
 		return "", fmt.Errorf("%w: '%s'", ErrEscapes, path)
 	}
 	return real, nil
+}
+
+// baseOf is the workspace root by its real path (its plain absolute form
+// if that cannot be resolved).
+func baseOf(root string) (string, error) {
+	base, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		if base, err = filepath.Abs(root); err != nil {
+			return "", fmt.Errorf("workspace root %q: %w", root, err)
+		}
+	}
+	return filepath.Clean(base), nil
 }
 
 // resolveExisting resolves the symlinks of the longest prefix of p that
@@ -193,28 +203,70 @@ func within(base, p string) bool {
 	return strings.HasPrefix(p, base+string(filepath.Separator))
 }
 
-func fileExists(root, path string) Result {
+// openInRoot resolves path inside root (Resolve: the path as a person
+// means it, absolute in-root symlinks included) and returns the workspace
+// root opened as an *os.Root together with the resolved path relative to
+// it. Every later access goes through the *os.Root, which walks the path
+// one component at a time with openat and O_NOFOLLOW and follows a symlink
+// only while it stays inside the root: a directory swapped for a symlink
+// to the outside between the resolution and the access is refused, never
+// followed (docs/guard.md, "The workspace jail").
+func openInRoot(root, path string) (*os.Root, string, error) {
 	real, err := Resolve(root, path)
+	if err != nil {
+		return nil, "", err
+	}
+	base, err := baseOf(root)
+	if err != nil {
+		return nil, "", err
+	}
+	rel, err := filepath.Rel(base, real)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return nil, "", fmt.Errorf("%w: '%s'", ErrEscapes, path)
+	}
+	r, err := os.OpenRoot(base)
+	if err != nil {
+		return nil, "", fmt.Errorf("workspace root %q: %w", root, err)
+	}
+	return r, rel, nil
+}
+
+// accessFailure words an error of an access through the *os.Root: a
+// missing file is "missing"; anything else (a component swapped for a
+// symlink that leaves the root, a loop) says what happened.
+func accessFailure(path string, err error) Result {
+	if errors.Is(err, fs.ErrNotExist) {
+		return unmet("%s missing", path)
+	}
+	return unmet("%s not readable inside workspace_root: %v", path, err)
+}
+
+func fileExists(root, path string) Result {
+	r, rel, err := openInRoot(root, path)
 	if err != nil {
 		return unmet("%v", err)
 	}
-	fi, err := os.Stat(real)
-	if err != nil || !fi.Mode().IsRegular() {
+	defer r.Close()
+	fi, err := r.Stat(rel)
+	if err != nil {
+		return accessFailure(path, err)
+	}
+	if !fi.Mode().IsRegular() {
 		return unmet("%s missing", path)
 	}
 	return Result{Met: true, Evidence: path + " exists"}
 }
 
 func fileContains(root, path, text string) Result {
-	real, err := Resolve(root, path)
+	r, rel, err := openInRoot(root, path)
 	if err != nil {
 		return unmet("%v", err)
 	}
-	// openFlags: no symlink swapped in since the resolution, no blocking on
-	// a FIFO (open_unix.go).
-	f, err := os.OpenFile(real, os.O_RDONLY|openFlags, 0)
+	defer r.Close()
+	// openFlags: no blocking on a FIFO (open_unix.go).
+	f, err := r.OpenFile(rel, os.O_RDONLY|openFlags, 0)
 	if err != nil {
-		return unmet("%s missing", path)
+		return accessFailure(path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()

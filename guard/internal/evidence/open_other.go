@@ -2,6 +2,6 @@
 
 package evidence
 
-// openFlags: systems without O_NOFOLLOW/O_NONBLOCK rely on the
-// regular-file check after the open (see open_unix.go).
+// openFlags: systems without O_NONBLOCK rely on the regular-file check
+// after the open (see open_unix.go).
 const openFlags = 0

@@ -4,9 +4,9 @@ package evidence
 
 import "syscall"
 
-// openFlags are added to O_RDONLY when server_file_contains opens the
-// resolved path. O_NOFOLLOW: the last component was just resolved; refuse
-// it if it was swapped for a symlink in between. O_NONBLOCK: opening a
-// FIFO (which an agent can put in the workspace) must not wait forever for
-// a writer; the regular-file check after the open then refuses it.
-const openFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+// openFlags are added to O_RDONLY when server_file_contains opens a file.
+// O_NONBLOCK: opening a FIFO (which an agent can put in the workspace)
+// must not wait forever for a writer; the regular-file check after the
+// open then refuses it. (No O_NOFOLLOW here: the *os.Root walk already
+// opens every component with it and follows only in-root links.)
+const openFlags = syscall.O_NONBLOCK

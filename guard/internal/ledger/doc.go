@@ -8,9 +8,11 @@
 // recover the exact bytes that were hashed, so lines written by other
 // engines (which may spell numbers differently) verify as written.
 //
-// A damaged last line is a torn write: Parse drops it and Repair truncates
-// it away (keeping a copy) before the next append, so it can never become
-// interior damage. A damaged line anywhere else is ErrCorrupt.
+// A damaged last line without its newline is a torn write: Parse drops it
+// and Repair truncates it away (keeping a copy) before the next append, so
+// it can never become interior damage. A damaged line anywhere else, and a
+// damaged last line that ends with its newline (an append writes line and
+// newline in one write, so no crash leaves that), is ErrCorrupt.
 //
 // ledger imports guard/internal/canon and internal/atomicfile of the
 // module, nothing else.

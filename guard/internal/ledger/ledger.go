@@ -32,11 +32,16 @@ const (
 	KindGraphVersion = "graph_version"
 )
 
+// FileMode is the mode of a ledger and of the torn tails kept beside it:
+// readable by its owner only.
+const FileMode = 0o600
+
 // CurrentPayloadDigestVersion is written on every new entry.
 const CurrentPayloadDigestVersion = 2
 
 // ErrCorrupt reports damage that is not a torn tail: an invalid line
-// followed by more entries, i.e. interior tampering.
+// followed by more entries, or a complete (newline-terminated) last line
+// that does not continue the chain, i.e. tampering.
 var ErrCorrupt = errors.New("ledger corrupt")
 
 // Entry is one ledger line. Nullable fields are pointers; Verdict is the
@@ -127,8 +132,9 @@ type Log struct {
 	ValidEnd int64
 	// Size is the length of the file as read.
 	Size int64
-	// Torn is set when an invalid last line was dropped; TornLine is its
-	// 1-based line number and TornReason why it was invalid.
+	// Torn is set when an invalid, incomplete (unterminated) last line was
+	// dropped; TornLine is its 1-based line number and TornReason why it
+	// was invalid.
 	Torn       bool
 	TornLine   int
 	TornReason string
@@ -374,8 +380,9 @@ func (e *Entry) DecodeVerdict() error {
 }
 
 // Parse reads a ledger the way every operation does: valid lines form the
-// chain, an invalid last line is dropped as a torn write (Log.Torn), and an
-// invalid line before the last is ErrCorrupt.
+// chain, an invalid last line without its newline is dropped as a torn
+// write (Log.Torn), and any other invalid line — one before the last, or a
+// complete last line — is ErrCorrupt.
 func Parse(data []byte) (*Log, error) {
 	return parse(data, false)
 }
@@ -392,9 +399,20 @@ func parse(data []byte, strict bool) (*Log, error) {
 	for i, ln := range lines {
 		e, err := verifyLine(ln.text, l.Head)
 		if err != nil {
-			if i == len(lines)-1 && !strict {
+			last := i == len(lines)-1
+			switch {
+			case last && !ln.hasTermin && !strict:
+				// Only an append cut short leaves a line without its
+				// newline: that is a torn write.
 				l.Torn, l.TornLine, l.TornReason = true, ln.number, err.Error()
 				return l, nil
+			case last && ln.hasTermin:
+				// A whole line with its newline was written by someone:
+				// an append is one write of line and newline, so a crash
+				// cannot leave this behind.
+				return nil, fmt.Errorf("%w: line %d, a complete last line, does not continue the chain (not a torn write): %v", ErrCorrupt, ln.number, err)
+			case last:
+				return nil, fmt.Errorf("%w: line %d, an incomplete last line: %v", ErrCorrupt, ln.number, err)
 			}
 			return nil, fmt.Errorf("%w: line %d: %v", ErrCorrupt, ln.number, err)
 		}
@@ -420,7 +438,7 @@ func Read(path string) (*Log, error) {
 }
 
 // Repair makes the file at path safe to append to, given l as just read
-// from it under the resource lock: a torn tail is copied to a
+// from it under the resource lock: a torn (incomplete) tail is copied to a
 // ledger.torn-<ns> file beside the ledger (evidence is kept, not
 // destroyed) and truncated away, as is any blank text after the last valid
 // line (a line appended after it would start with that whitespace, fail
@@ -439,7 +457,7 @@ func Repair(path string, l *Log, now time.Time) error {
 				return fmt.Errorf("repair ledger: read torn tail: %w", err)
 			}
 			keep := filepath.Join(filepath.Dir(path), "ledger.torn-"+strconv.FormatInt(now.UnixNano(), 10))
-			if err := atomicfile.WriteFile(keep, tail, 0o600); err != nil {
+			if err := atomicfile.WriteFile(keep, tail, FileMode); err != nil {
 				return fmt.Errorf("repair ledger: keep torn tail: %w", err)
 			}
 		}
@@ -454,7 +472,7 @@ func Repair(path string, l *Log, now time.Time) error {
 	if l.Unterminated && l.ValidEnd == l.Size {
 		// An empty appended line ends the last one; blank lines are skipped
 		// by readers.
-		if err := atomicfile.AppendLine(path, nil, 0o644); err != nil {
+		if err := atomicfile.AppendLine(path, nil, FileMode); err != nil {
 			return fmt.Errorf("repair ledger: %w", err)
 		}
 		l.Unterminated = false
@@ -471,7 +489,7 @@ func Append(path string, l *Log, e *Entry) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.AppendLine(path, line, 0o644); err != nil {
+	if err := atomicfile.AppendLine(path, line, FileMode); err != nil {
 		return fmt.Errorf("append ledger entry: %w", err)
 	}
 	l.Entries = append(l.Entries, *e)

@@ -190,16 +190,20 @@ func TestTamperEdit(t *testing.T) {
 				mut[off+pos] = 'x'
 			}
 			name := fmt.Sprintf("edit line %d byte %d", i+1, pos)
+			// Every edit of a complete line, the last one included, is
+			// tampering: only an append cut short leaves an invalid line.
+			expectRead(t, name, mut, 0, true)
 			if i == n-1 {
-				l := expectRead(t, name, mut, n-1, false)
+				// The same damage without the newline is what a torn
+				// append leaves: dropped, and strict verification fails.
+				cut := bytes.TrimSuffix(mut, []byte("\n"))
+				l := expectRead(t, name+" (no newline)", cut, n-1, false)
 				if l != nil && !l.Torn {
-					t.Errorf("%s: last line not reported torn", name)
+					t.Errorf("%s: unterminated last line not reported torn", name)
 				}
-				if _, err := ParseStrict(mut); !errors.Is(err, ErrCorrupt) {
+				if _, err := ParseStrict(cut); !errors.Is(err, ErrCorrupt) {
 					t.Errorf("%s: strict verification passed", name)
 				}
-			} else {
-				expectRead(t, name, mut, 0, true)
 			}
 		}
 	}
@@ -229,10 +233,9 @@ func TestTamperDeleteReorder(t *testing.T) {
 			// ledger is tamper-evident, not append-proof (spec §1).
 			expectRead(t, name, join(rest), n-1, false)
 		case i == n-2:
-			// The new last line no longer links: dropped as torn.
-			if l := expectRead(t, name, join(rest), n-2, false); l != nil && !l.Torn {
-				t.Errorf("%s: not torn", name)
-			}
+			// The new last line is complete and no longer links: tampering,
+			// not a torn write.
+			expectRead(t, name, join(rest), 0, true)
 		default:
 			expectRead(t, name, join(rest), 0, true)
 		}
@@ -327,21 +330,23 @@ func TestTruncateEveryPosition(t *testing.T) {
 	}
 }
 
-// TestRepairTails: whatever follows the last valid line — blank text, or a
-// complete but invalid line with its newline (a tampered or half-synced
-// last entry) — is gone before the next append, so the appended entry
-// verifies; only a non-blank tail is kept aside.
+// TestRepairTails: whatever follows the last valid line — blank text, or
+// an incomplete invalid line (a torn append), possibly followed by blank
+// text — is gone before the next append, so the appended entry verifies;
+// only a non-blank tail is kept aside. A complete invalid last line is not
+// a tail to repair: Read refuses it (ErrCorrupt).
 func TestRepairTails(t *testing.T) {
 	data, lines := build(t, 3)
 	forged := strings.Replace(lines[2], `"s2"`, `"s9"`, 1)
+	torn := strings.TrimSuffix(forged, "\n")
 	for _, c := range []struct {
 		name, text string
 		kept       bool
 	}{
 		{"blank tail", string(data) + "  \n \t", false},
 		{"blank lines", string(data) + "\n\r\n", false},
-		{"invalid complete last line", strings.Join(lines[:2], "") + forged, true},
-		{"invalid last line, then blanks", strings.Join(lines[:2], "") + forged + "\n \n", true},
+		{"incomplete last line", strings.Join(lines[:2], "") + torn, true},
+		{"half a line", strings.Join(lines[:2], "") + torn[:len(torn)/2], true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -367,10 +372,30 @@ func TestRepairTails(t *testing.T) {
 				t.Fatalf("after repair and append: %v\n%q", err, after)
 			}
 			kept, err := os.ReadFile(filepath.Join(dir, "ledger.torn-42"))
-			if c.kept != (err == nil) || (c.kept && !strings.HasPrefix(string(kept), forged)) {
+			if c.kept != (err == nil) || (c.kept && !strings.HasPrefix(torn, string(kept))) {
 				t.Fatalf("kept %q, %v; want kept=%v", kept, err, c.kept)
 			}
 		})
+	}
+}
+
+func TestCompleteInvalidLastLineIsCorrupt(t *testing.T) {
+	data, lines := build(t, 3)
+	forged := strings.Replace(lines[2], `"s2"`, `"s9"`, 1)
+	for name, text := range map[string]string{
+		"edited last line":         strings.Join(lines[:2], "") + forged,
+		"edited last line, blanks": strings.Join(lines[:2], "") + forged + "\n \n",
+		"garbage line appended":    string(data) + "garbage\n",
+		"garbage line, CRLF":       string(data) + "garbage\r\n",
+		"duplicate last line":      string(data) + lines[2],
+	} {
+		path := filepath.Join(t.TempDir(), "ledger.jsonl")
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Read(path); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "complete last line") {
+			t.Errorf("%s: Read = %v, want ErrCorrupt naming the complete last line", name, err)
+		}
 	}
 }
 
