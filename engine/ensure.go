@@ -91,7 +91,7 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 		judgeCtx := expr.NewObject(2)
 		judgeCtx.Set("result", val)
 		judgeCtx.Set("input", in)
-		v, err = t.e.opts.Judge.Judge(t.ctx, judge.Request{Criterion: en.Statement, Stakes: en.Stakes, Context: judgeCtx})
+		v, err = t.e.opts.Judge.Judge(t.ctx, judge.Request{Criterion: en.Statement, Stakes: string(en.Stakes), Context: judgeCtx})
 		switch {
 		case err != nil:
 			reason = cleanText("judged predicate failed: " + err.Error())
@@ -107,7 +107,7 @@ func (t *txn) judge(ec ensureCtx, en ir.Ensure, b expr.Bindings) ensureResult {
 		model = "none"
 	}
 	detail := map[string]any{"statement": en.Statement, "holds": reason == "", "reason": v.Reason,
-		"stakes": en.Stakes, "model": model, "usage": map[string]any{"tokens": float64(v.Usage.Tokens), "usd": v.Usage.USD}}
+		"stakes": string(en.Stakes), "model": model, "usage": map[string]any{"tokens": float64(v.Usage.Tokens), "usd": v.Usage.USD}}
 	if reason != "" && v.Reason == "" {
 		detail["reason"] = reason
 	}

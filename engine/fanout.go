@@ -444,12 +444,12 @@ func (t *txn) itemEntry(s *ir.Step, st *StepState, it *ItemState) ReadyEntry {
 		pre = []string{}
 	}
 	return ReadyEntry{
-		ID: s.ID + "/" + itoa(it.Index), Do: it.Task, Agent: agentOf(stage.Agent),
+		ID: s.ID + "/" + itoa(it.Index), Do: it.Task, Agent: agentOf(string(stage.Agent)),
 		Attempt: len(it.Attempts) + 1, Epoch: st.Epoch, DispatchToken: it.DispatchToken,
 		PreviousFailure: it.Failure, Contract: t.c.contract(stage.Out),
 		Item: &ItemDescriptor{Flow: t.st.FlowName, Step: s.ID, Stage: it.Stage, IsFinalStage: it.Stage == len(s.Fanout.Stages)-1,
 			ItemIndex: it.Index, Item: itemCtx(st, it).item, Generation: it.Generation,
-			Policy:         ItemPolicy{Isolation: s.Fanout.Isolation, Merge: s.Fanout.Merge, PreMerge: pre},
+			Policy:         ItemPolicy{Isolation: string(s.Fanout.Isolation), Merge: string(s.Fanout.Merge), PreMerge: pre},
 			RevisionDigest: t.st.RevisionDigest},
 	}
 }

@@ -205,7 +205,7 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 					break
 				}
 			}
-			req = &DispatchRequest{RunID: t.st.ID, StepID: id, ItemIndex: idx, Stage: it.Stage, Agent: agentOf(stage.Agent),
+			req = &DispatchRequest{RunID: t.st.ID, StepID: id, ItemIndex: idx, Stage: it.Stage, Agent: agentOf(string(stage.Agent)),
 				Prompt: text, Item: sx.item, Attempt: attempt, PreviousFailure: prevFail, Contract: t.c.contract(stage.Out),
 				Plan: t.c.plan, Workdir: t.st.WorkspaceRoot, Sandbox: SandboxReadOnly}
 			if wt != nil {

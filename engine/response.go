@@ -256,7 +256,7 @@ func agentOf(a string) string {
 
 func (t *txn) taskEntry(sc *scope, s *ir.Step, st *StepState) ReadyEntry {
 	return ReadyEntry{
-		ID: sc.scoped(s.ID), Do: st.Task, Agent: agentOf(s.Agent),
+		ID: sc.scoped(s.ID), Do: st.Task, Agent: agentOf(string(s.Agent)),
 		Attempt: len(st.Attempts) + 1, Epoch: st.Epoch, DispatchToken: st.DispatchToken,
 		PreviousFailure: previousFailure(st), Contract: t.c.contract(s.Out),
 	}
