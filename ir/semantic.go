@@ -2,6 +2,7 @@ package ir
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -343,7 +344,7 @@ func (v *validator) checkFlow(fl *flowInfo) {
 	fc := &flowCheck{v: v, fl: fl, entry: v.entryOK && fl.name == v.entry}
 	fl.f.IsEntry = fc.entry
 	// 1. output contract.
-	if fl.outputOK {
+	if fl.contractOK {
 		if _, ok := v.lookupContract(fl.outputContrct); !ok {
 			v.d.add(fl.contractNode, CodeContractRef, joinPath(fl.path, "output.contract"), "output contract %q is not declared; declare it under contracts or use one of: %s", fl.outputContrct, v.contractNames())
 		}
@@ -363,7 +364,7 @@ func (v *validator) checkFlow(fl *flowInfo) {
 	fc.depMark = make([]int32, len(fl.steps))
 	fc.cands = make([]edgeCand, 0, len(fl.steps))
 	for _, si := range fl.steps {
-		if si.kindKnown {
+		if si.present != nil {
 			fc.edgesAndRefs(si)
 		}
 	}
@@ -391,6 +392,7 @@ func (fc *flowCheck) stepTable() {
 			}
 		}
 		if !si.kindKnown {
+			fc.unclearOut(si)
 			continue
 		}
 		s := si.s
@@ -447,7 +449,7 @@ func (fc *flowCheck) stepTable() {
 			s.OutContract = ci.c
 		case KindRun:
 			callee := v.flowByName[s.Run]
-			if callee == nil || !callee.outputOK {
+			if callee == nil || !callee.contractOK {
 				si.outPoisoned = true
 				continue
 			}
@@ -463,26 +465,42 @@ func (fc *flowCheck) stepTable() {
 	}
 }
 
-// addEdge proposes an edge from step id `from` to step id `to`
-// (spec/ir.md 8.2). It reports unknown and self targets at once; cycles are
-// decided in commitEdges, in proposal order.
-func (fc *flowCheck) addEdge(from, to string, dep bool, path loc, n *node, what string) {
-	fs, ts := fc.fl.byID[from], fc.fl.byID[to]
-	if fs == nil {
-		fc.unknownTarget(n, path, what, from)
+// unclearOut checks the out contract named by a step whose construct is
+// unclear: an undeclared name is a problem of its own, but the step's
+// output is not known, so nothing reads it.
+func (fc *flowCheck) unclearOut(si *stepInfo) {
+	on := si.present.get("out")
+	if on == nil || on.kind != stringNode {
 		return
 	}
-	if ts == nil {
-		fc.unknownTarget(n, path, what, to)
-		return
+	if _, ok := fc.v.lookupContract(on.str); !ok {
+		fc.v.d.add(on, CodeContractRef, joinPath(si.path, "out"), "out names contract %q, which is not declared; use one of: %s", on.str, fc.v.contractNames())
 	}
-	if fc.cur != nil && fc.fl.byID[fc.cur.s.ID] != fc.cur {
+}
+
+// target looks up the step that after, on_fail, a gate route or a revise
+// names, and reports an unknown one.
+func (fc *flowCheck) target(id string, n *node, path loc, what string) *stepInfo {
+	t := fc.fl.byID[id]
+	if t == nil {
+		fc.unknownTarget(n, path, what, id)
+	}
+	return t
+}
+
+// addEdge proposes an edge between two steps (docs/spec-language.md, "The
+// graph"). It reports a self edge at once; cycles are decided in
+// commitEdges, in proposal order. Edges are between positions, so a step
+// whose own id is broken still has its dependencies and routes (the revise
+// and carry checks then see them).
+func (fc *flowCheck) addEdge(fs, ts *stepInfo, dep bool, path loc, n *node, what string) {
+	if c := fc.cur; c != nil && c.idOK && fc.fl.byID[c.s.ID] != c {
 		// A second step with a taken id: its edges would attach to the
 		// first one; STEP_DUPLICATE_ID says what to fix.
 		return
 	}
 	if fs == ts {
-		fc.v.d.addAt(n, CodeSelfTarget, path, "step %q cannot %s itself", from, selfVerb(what))
+		fc.v.d.addAt(n, CodeSelfTarget, path, "step %s cannot %s itself", fs.label(), selfVerb(what))
 		return
 	}
 	fi, ti := fs.s.Index, ts.s.Index
@@ -504,13 +522,57 @@ func (fc *flowCheck) addEdge(from, to string, dep bool, path loc, n *node, what 
 	fc.cands = append(fc.cands, edgeCand{from: fi, to: ti, dep: dep, path: path, n: n, what: what})
 }
 
-// unknownTarget reports a route or dependency naming no step, unless the
-// flow has a step whose id is itself broken (it may be the one meant).
+// unknownTarget reports a route or dependency naming no step, unless a
+// step whose id is broken is plainly the one meant (its id differs only in
+// case or characters, as "Review" for review): the id's own diagnostic
+// says what to fix.
 func (fc *flowCheck) unknownTarget(n *node, path loc, what, id string) {
-	if fc.fl.unnamedSteps {
+	if fc.fl.meansUnnamed(id) {
 		return
 	}
-	fc.v.d.addAt(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s%s", what, id, fc.fl.name, fc.fl.stepHint())
+	fc.v.d.addAt(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s%s%s", what, id, fc.fl.name, fc.fl.stepHint(), fc.fl.unnamedHint(id))
+}
+
+// meansUnnamed reports whether id is what some step with an invalid id
+// was meant to be called.
+func (fl *flowInfo) meansUnnamed(id string) bool {
+	for _, si := range fl.unnamed {
+		if si.badID != "" && (strings.EqualFold(si.badID, id) || suggestStepID(si.badID) == id) {
+			return true
+		}
+	}
+	return false
+}
+
+// unnamedHint points at a step without any id, which may be the one a
+// message's unknown id was meant to name.
+func (fl *flowInfo) unnamedHint(id string) string {
+	for _, si := range fl.unnamed {
+		if si.badID == "" {
+			return "; " + si.path + " has no id: if it is the step meant, give it id: " + id
+		}
+	}
+	return ""
+}
+
+// idOr returns the step's id, or placeholder when it has no valid one.
+func (si *stepInfo) idOr(placeholder string) string {
+	if si.idOK {
+		return si.s.ID
+	}
+	return placeholder
+}
+
+// label names a step in messages: its id, quoted, or where it is when its
+// id is missing or invalid.
+func (si *stepInfo) label() string {
+	switch {
+	case si.idOK:
+		return strconv.Quote(si.s.ID)
+	case si.badID != "":
+		return si.path + " (whose id " + strconv.Quote(si.badID) + " is invalid)"
+	}
+	return si.path + " (which has no id)"
 }
 
 func selfVerb(what string) string {
@@ -595,42 +657,72 @@ func (fc *flowCheck) commitEdges() {
 }
 
 func (fc *flowCheck) reportCycle(c edgeCand) {
-	fs, ts := fc.fl.steps[c.from].s.ID, fc.fl.steps[c.to].s.ID
+	fs, ts := fc.fl.steps[c.from].label(), fc.fl.steps[c.to].label()
 	fc.v.d.addAt(c.n, CodeCycle, c.path, "this %s edge %s -> %s closes a cycle (%s already leads to %s); steps must form a DAG, so route forward only", c.what, fs, ts, ts, fs)
 }
 
+// edgesAndRefs proposes the step's dependency and routing edges and checks
+// the references of its strings. It runs on every step mapping, also one
+// whose construct is unclear: its targets and references are problems of
+// their own, and its edges keep the revise and carry checks of the steps
+// around it true.
 func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
-	v, s := fc.v, si.s
+	s := si.s
 	fc.cur = si
+	an := si.present.get("after")
 	for k, a := range s.After {
-		an := si.present.get("after")
-		var n *node
-		if an != nil && k < len(an.items()) {
-			n = an.items()[k]
+		pos := si.afterPos(k)
+		n := an.items()[pos]
+		path := locOf(indexPath(joinPath(si.path, "after"), pos))
+		if src := fc.target(a, n, path, "after"); src != nil {
+			fc.addEdge(src, si, true, path, n, "after")
 		}
-		fc.addEdge(a, s.ID, true, locOf(indexPath(joinPath(si.path, "after"), k)), afterNode(an, a, n), "after")
 	}
 	if s.OnFail != "" {
-		fc.addEdge(s.ID, s.OnFail, false, loc{base: si.path, rel: "on_fail"}, si.present.get("on_fail"), "on_fail")
-		if t := fc.fl.byID[s.OnFail]; t != nil {
-			fc.routed[t.s.Index] = true
+		fc.route(si, s.OnFail, "on_fail", si.present.get("on_fail"), loc{base: si.path, rel: "on_fail"})
+	}
+	overBad := fc.checkOver(si)
+	fc.scanLeaves(si, overBad)
+	if s.Gate != nil {
+		gn := si.present.get("gate")
+		if s.Gate.OnApprove != "" {
+			fc.route(si, s.Gate.OnApprove, "on_approve", gn.get("on_approve"), loc{base: si.path, rel: "gate.on_approve"})
+		}
+		if s.Gate.OnKill != "" {
+			fc.route(si, s.Gate.OnKill, "on_kill", gn.get("on_kill"), loc{base: si.path, rel: "gate.on_kill"})
 		}
 	}
-	overBad := false
-	if s.Kind == KindFanout && s.Fanout != nil {
-		var over *leaf
-		for i := range si.leaves {
-			if si.leaves[i].over {
-				over = &si.leaves[i]
-			}
-		}
-		if s.Fanout.Over == nil {
-			// over is missing or not a string: already reported.
-		} else if over == nil || over.syn != templateOK || over.tmpl.Full() == nil {
-			overBad = true
-			v.d.add(si.present.get("fanout").get("over"), CodeOverSingleRef, joinPath(si.path, "fanout.over"), "over must be exactly one reference to an array, such as \"${input.items}\" or \"${plan.output.tasks}\", with no other text; got %q", s.Fanout.Over.Text)
+}
+
+// route proposes the routing edge from si to the step named id and marks
+// that step as routed to.
+func (fc *flowCheck) route(si *stepInfo, id, what string, n *node, path loc) {
+	if t := fc.target(id, n, path, what); t != nil {
+		fc.addEdge(si, t, false, path, n, what)
+		fc.routed[t.s.Index] = true
+	}
+}
+
+// checkOver checks the shape of fanout.over (exactly one reference) and
+// reports whether it is broken; its references are then not checked.
+func (fc *flowCheck) checkOver(si *stepInfo) bool {
+	s := si.s
+	if s.Fanout == nil || s.Fanout.Over == nil {
+		return false // no fanout, or over missing or not a string: reported
+	}
+	for i := range si.leaves {
+		if l := &si.leaves[i]; l.over && l.syn == templateOK && l.tmpl.Full() != nil {
+			return false
 		}
 	}
+	fc.v.d.add(si.present.get("fanout").get("over"), CodeOverSingleRef, joinPath(si.path, "fanout.over"), "over must be exactly one reference to an array, such as \"${input.items}\" or \"${plan.output.tasks}\", with no other text; got %q", s.Fanout.Over.Text)
+	return true
+}
+
+// scanLeaves checks the references of the step's strings, in scanning
+// order, and records the strings that have some as Sites.
+func (fc *flowCheck) scanLeaves(si *stepInfo, overBad bool) {
+	v, s := fc.v, si.s
 	sites := 0
 	for i := range si.leaves {
 		if l := &si.leaves[i]; l.syn == templateOK && len(l.tmpl.Parts) > 0 && !(l.over && overBad) {
@@ -659,28 +751,6 @@ func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
 			}
 		}
 	}
-	if s.Kind == KindGate && s.Gate != nil {
-		gn := si.present.get("gate")
-		if s.Gate.OnApprove != "" {
-			fc.addEdge(s.ID, s.Gate.OnApprove, false, loc{base: si.path, rel: "gate.on_approve"}, gn.get("on_approve"), "on_approve")
-			if t := fc.fl.byID[s.Gate.OnApprove]; t != nil {
-				fc.routed[t.s.Index] = true
-			}
-		}
-		if s.Gate.OnKill != "" {
-			fc.addEdge(s.ID, s.Gate.OnKill, false, loc{base: si.path, rel: "gate.on_kill"}, gn.get("on_kill"), "on_kill")
-			if t := fc.fl.byID[s.Gate.OnKill]; t != nil {
-				fc.routed[t.s.Index] = true
-			}
-		}
-	}
-}
-
-func afterNode(an *node, _ string, n *node) *node {
-	if n != nil {
-		return n
-	}
-	return an
 }
 
 func (fc *flowCheck) checkRef(si *stepInfo, l leaf, r *Ref) {
@@ -706,7 +776,7 @@ func (fc *flowCheck) checkRef(si *stepInfo, l leaf, r *Ref) {
 		}
 	case RefStep:
 		if t := fc.checkStepRef(r, lpath, l.n, false); t != nil {
-			fc.addEdge(r.Name, si.s.ID, true, lpath, l.n, "reference")
+			fc.addEdge(t, si, true, lpath, l.n, "reference")
 		}
 	}
 }
@@ -721,8 +791,8 @@ func (fc *flowCheck) checkStepRef(r *Ref, lp loc, n *node, outputFrom bool) *ste
 			v.d.addAt(n, CodeCarryPathRes, lp, "%s: %s is a carry variable, and a carry path cannot start with .output (it would read as a step output); rename the field or write ${%s}", r.Text, r.Name, r.Name)
 			return nil
 		}
-		if !fc.fl.unnamedSteps {
-			v.d.addAt(n, CodeUnknownStep, lp, "%s refers to step %q, which is not a step of flow %s%s", r.Text, r.Name, fc.fl.name, fc.fl.stepHint())
+		if !fc.fl.meansUnnamed(r.Name) {
+			v.d.addAt(n, CodeUnknownStep, lp, "%s refers to step %q, which is not a step of flow %s%s%s", r.Text, r.Name, fc.fl.name, fc.fl.stepHint(), fc.fl.unnamedHint(r.Name))
 		}
 		return nil
 	}
@@ -835,7 +905,7 @@ func (fc *flowCheck) consumerWorktree() {
 		}
 		if !gated[s.Index] {
 			v.d.add(si.present.get("fanout").get("isolation"), CodeWorktreeGate, joinPath(si.path, "fanout.isolation"),
-				"a consumer-dispatched worktree fanout needs a gate that directly follows it (a gate step with after: [%s], no when, and not the target of any route) so that the merged worktrees are reviewed", s.ID)
+				"a consumer-dispatched worktree fanout needs a gate that directly follows it (a gate step with after: [%s], no when, and not the target of any route) so that the merged worktrees are reviewed", si.idOr("FANOUT_ID"))
 		}
 	}
 }
@@ -910,7 +980,7 @@ func (fc *flowCheck) carry() {
 	for i, c := range checks {
 		if c.u.consumer.s.Index == c.src || !qs[i].Reaches {
 			src := fl.steps[c.src].s.ID
-			v.d.addAt(c.u.n, CodeCarryBefore, c.u.path, "step %q reads carry variable %s before its initial source %q has run; add after: [%s] (carry creates no dependency, and routes do not order)", c.u.consumer.s.ID, c.u.name, src, src)
+			v.d.addAt(c.u.n, CodeCarryBefore, c.u.path, "step %s reads carry variable %s before its initial source %q has run; add after: [%s] (carry creates no dependency, and routes do not order)", c.u.consumer.label(), c.u.name, src, src)
 		}
 	}
 	if !visible {
@@ -979,9 +1049,9 @@ func (fc *flowCheck) carry() {
 			}
 			e, re, c := entries[i].e, entries[i], readers[k]
 			if missed {
-				v.d.add(e.keyNode, CodeCarryMisses, e.path, "gate %q rewrites %s on revise, but its revise target %q does not reset consumer %q; revise to a step that %q depends on, so the consumer reruns with the new value", e.gate, ci.name, re.target.s.ID, c.s.ID, c.s.ID)
+				v.d.add(e.keyNode, CodeCarryMisses, e.path, "gate %q rewrites %s on revise, but its revise target %q does not reset consumer %s; revise to a step that consumer depends on, so it reruns with the new value", e.gate, ci.name, re.target.s.ID, c.label())
 			} else {
-				v.d.add(e.keyNode, CodeCarryNotAfter, e.path, "gate %q rewrites %s, so it must come after every step that reads it; add %q to the gate's after list", e.gate, ci.name, c.s.ID)
+				v.d.add(e.keyNode, CodeCarryNotAfter, e.path, "gate %q rewrites %s, so it must come after every step that reads it; add %s to the gate's after list", e.gate, ci.name, c.label())
 			}
 			return true
 		})
@@ -1107,7 +1177,7 @@ func (fc *flowCheck) revise() {
 	fc.g.reachAll(qs)
 	for i, c := range checks {
 		if !qs[i].Reaches {
-			v.d.add(c.rn, CodeReviseAncestor, c.rp, "on_revise target %q is not an ancestor of gate %q: revise goes back to a step the gate comes after (through after, references or routes)", c.target.s.ID, c.gate.s.ID)
+			v.d.add(c.rn, CodeReviseAncestor, c.rp, "on_revise target %q is not an ancestor of gate %s: revise goes back to a step the gate comes after (through after, references or routes); add %q to the gate's after list or revise to a step it already follows", c.target.s.ID, c.gate.label(), c.target.s.ID)
 		}
 	}
 }
@@ -1116,7 +1186,7 @@ func (fc *flowCheck) revise() {
 
 func (fc *flowCheck) outputFrom() {
 	v, fl := fc.v, fc.fl
-	if !fl.outputOK {
+	if !fl.fromOK {
 		return
 	}
 	path := joinPath(fl.path, "output.from")

@@ -302,10 +302,10 @@ flows:
     steps:
       - {id: a, do: x, out: R}
 `, []string{"SCHEMA_INVALID@contracts"}},
-		"step without a valid id": {string(spec(mainHead + `    steps:
+		"step without a valid id": {string(spec(strings.Replace(mainHead, "${a.output}", "${build.output}", 1) + `    steps:
       - {id: Build, do: x, out: R}
-      - {id: b, do: "${a.output}", after: [a], out: R}
-`)), []string{"SCHEMA_INVALID@flows.main.steps[0].id"}},
+      - {id: b, do: "${build.output}", after: [build, BUILD], out: R}
+`)), []string{"SCHEMA_INVALID@flows.main.steps[0].id", "SCHEMA_INVALID@flows.main.steps[1].after[1]"}},
 		"unknown output contract": {string(spec(mainHead + `    steps:
       - {id: a, do: x, out: Nope}
       - {id: b, do: "${a.output.anything}", out: R}

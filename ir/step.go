@@ -208,7 +208,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	if n.kind != mapNode {
 		v.wrongType(n, path, "a step mapping with id and one of do, set, gate, fanout, run, evaluate")
 		si.outPoisoned = true
-		fl.unnamedSteps = true
+		fl.unnamed = append(fl.unnamed, si)
 		return
 	}
 	si.present = n
@@ -234,7 +234,7 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 		}
 	}
 	if !si.idOK {
-		fl.unnamedSteps = true
+		fl.unnamed = append(fl.unnamed, si)
 	}
 	if b.unknown {
 		v.unknownKeys(n, path, stepFieldLookup.names, "a step")

@@ -67,7 +67,9 @@ type flowInfo struct {
 
 	input *contractInfo // nil when input is missing or broken
 
-	outputOK      bool // output has well-formed from and contract
+	// fromOK and contractOK: output.from and output.contract are strings
+	// (each is checked without the other).
+	fromOK, contractOK bool
 	fromNode      *node
 	contractNode  *node
 	fromText      string
@@ -81,9 +83,9 @@ type flowInfo struct {
 	carryOK   bool
 
 	stepsOK bool // steps is a list
-	// unnamedSteps: some step has a missing or invalid id, so a reference
-	// to an unknown step may mean that one and is not reported.
-	unnamedSteps bool
+	// unnamed are the steps with a missing or invalid id (or that are not
+	// mappings): a reference to an unknown step may mean one of them.
+	unnamed []*stepInfo
 	steps        []*stepInfo
 	byID         map[string]*stepInfo // first occurrence of each id
 	hint         *string              // stepHint, once computed
@@ -484,10 +486,8 @@ func (v *validator) buildFlow(k, n *node) {
 		from, fromN, ok1 := v.str(on, op, "from", true, "a step output reference such as \"${STEP.output}\"")
 		ctr, ctrN, ok2 := v.str(on, op, "contract", true, "the name of a declared contract")
 		v.unknownKeys(on, op, " from contract ", "a flow output")
-		if ok1 && ok2 {
-			fl.outputOK = true
-			fl.fromText, fl.fromNode, fl.outputContrct, fl.contractNode = from, fromN, ctr, ctrN
-		}
+		fl.fromOK, fl.fromText, fl.fromNode = ok1, from, fromN
+		fl.contractOK, fl.outputContrct, fl.contractNode = ok2, ctr, ctrN
 	}
 	// budget
 	if bn := n.get("budget"); n.keyNode("budget") != nil {
