@@ -164,7 +164,6 @@ func TestIndependentProblems(t *testing.T) {
 			"SCHEMA_INVALID@flows.main.steps[0].after[1]",
 			"ROUTING_UNKNOWN_TARGET@flows.main.steps[0].after[2]",
 		}},
-
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

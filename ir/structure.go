@@ -70,10 +70,10 @@ type flowInfo struct {
 	// fromOK and contractOK: output.from and output.contract are strings
 	// (each is checked without the other).
 	fromOK, contractOK bool
-	fromNode      *node
-	contractNode  *node
-	fromText      string
-	outputContrct string
+	fromNode           *node
+	contractNode       *node
+	fromText           string
+	outputContrct      string
 
 	maxRounds int
 
@@ -86,11 +86,11 @@ type flowInfo struct {
 	// unnamed are the steps with a missing or invalid id (or that are not
 	// mappings): a reference to an unknown step may mean one of them.
 	unnamed []*stepInfo
-	steps        []*stepInfo
-	byID         map[string]*stepInfo // first occurrence of each id
-	hint         *string              // stepHint, once computed
-	g            *graph               // built by the semantic phase
-	tmpl         *tmplArena           // the validator's, for the steps' leaves
+	steps   []*stepInfo
+	byID    map[string]*stepInfo // first occurrence of each id
+	hint    *string              // stepHint, once computed
+	g       *graph               // built by the semantic phase
+	tmpl    *tmplArena           // the validator's, for the steps' leaves
 	// leafFree is unused room after the last built step's leaves: the
 	// next step's leaves are appended there, so the leaves of all steps
 	// share a few backing arrays.
