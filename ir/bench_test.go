@@ -114,6 +114,21 @@ func BenchmarkBuildLinear1000(b *testing.B) { benchBuild(b, linearSpec(1000)) }
 
 func BenchmarkBuildLinear1000Flow(b *testing.B) { benchBuild(b, linearFlowSpec(1000)) }
 
+// BenchmarkBuildLinear1000DistinctExprs is linearSpec(1000) with a
+// different ensure expression in every step, so that each one is compiled
+// (validation parses every expression; identical ones are compiled once).
+func BenchmarkBuildLinear1000DistinctExprs(b *testing.B) {
+	src := linearSpec(1000)
+	var out strings.Builder
+	for i, part := range strings.Split(string(src), "result.n > 0") {
+		if i > 0 {
+			fmt.Fprintf(&out, "result.n > %d", i)
+		}
+		out.WriteString(part)
+	}
+	benchBuild(b, []byte(out.String()))
+}
+
 func BenchmarkBuildLinear4000(b *testing.B) { benchBuild(b, linearSpec(4000)) }
 
 func BenchmarkBuildFanIn200(b *testing.B) { benchBuild(b, fanInSpec(200)) }

@@ -31,6 +31,7 @@ func TestIndependentProblems(t *testing.T) {
 			"SCHEMA_INVALID@flows.main.steps[0].ensure[0]",
 			"ROUTING_UNKNOWN_TARGET@flows.main.steps[0].after[0]",
 			"REF_UNKNOWN_PATH@flows.main.steps[0].when",
+			"EXPR_SYNTAX@flows.main.steps[0].when",
 			"REF_UNKNOWN_PATH@flows.main.steps[0].do",
 			"CONTRACT_UNKNOWN_REF@flows.main.steps[0].out",
 			"ROUTING_UNKNOWN_TARGET@flows.main.steps[0].on_fail",
@@ -71,6 +72,7 @@ func TestIndependentProblems(t *testing.T) {
 			"SCHEMA_INVALID@flows.main.steps[0].attempts",
 			"SCHEMA_INVALID@flows.main.steps[0].iterate.max",
 			"REF_UNKNOWN_PATH@flows.main.steps[0].iterate.until",
+			"EXPR_SYNTAX@flows.main.steps[0].iterate.until",
 			"SCHEMA_INVALID@flows.main.steps[0].budget.usd",
 		}},
 		"gate with one malformed route": {`

@@ -16,6 +16,11 @@ const (
 	CodeYAMLDuplicateKey = "YAML_DUPLICATE_KEY" // a mapping repeats a key
 	CodeYAMLLimit        = "YAML_LIMIT"         // size, nesting or alias expansion over the bound
 
+	// CodeExprSyntax: an expression (ensure expr, when, iterate.until, a
+	// set value, or the expression a file predicate stands for) does not
+	// parse. This port's: the reference parses no expression at validation.
+	CodeExprSyntax = "EXPR_SYNTAX"
+
 	// Structural phase.
 	CodeSchemaInvalid  = "SCHEMA_INVALID"
 	CodeUnknownField   = "E2_UNKNOWN_FIELD"

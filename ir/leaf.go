@@ -83,6 +83,15 @@ type leaf struct {
 	over       bool
 }
 
+// exprSite tells what result means in an expression leaf.
+func (l *leaf) exprSite() exprSite {
+	switch {
+	case l.group == groupWhen, l.group == groupSet, l.group == groupStage && l.rel == "when":
+		return siteOutputs
+	}
+	return siteResult
+}
+
 func (l *leaf) loc() loc { return loc{at: l.at, base: l.base, rel: l.rel} }
 
 // ensureRels holds the common "ensure[i].expr" suffixes.

@@ -736,6 +736,9 @@ func (fc *flowCheck) scanLeaves(si *stepInfo, overBad bool) {
 		if l.over && overBad {
 			continue
 		}
+		if l.expression {
+			v.checkExpression(l.text, l.n, l.loc(), l.exprSite())
+		}
 		t := l.tmpl
 		if l.syn != templateOK {
 			v.d.addAt(l.n, CodeRefInvalid, l.loc(), "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", l.tok)
@@ -882,13 +885,13 @@ func (fc *flowCheck) consumerWorktree() {
 			// A stage's broken fields are left zero; the rest is checked.
 			sp := indexPath(joinPath(si.path, "fanout.steps"), j)
 			for i, e := range st.Ensure {
-				if e.Kind == EnsureFileExists || e.Kind == EnsureFileContains || e.Kind == EnsureExpr && usesFileFunctions(e.Expr) {
+				if e.Kind == EnsureFileExists || e.Kind == EnsureFileContains || e.Kind == EnsureExpr && v.usesFileFunctions(e.Expr) {
 					k := si.stageEnsureAt[j][i]
 					v.d.add(si.stageNodes[j].get("ensure").items()[k], CodeWorktreeFS, indexPath(joinPath(sp, "ensure"), k), "a consumer-dispatched worktree fanout cannot check files in its stages (the files live in the consumer's worktrees, out of the engine's reach); drop this predicate or check the files in a step after the merge")
 					break
 				}
 			}
-			if st.HasWhen && usesFileFunctions(st.When) {
+			if st.HasWhen && v.usesFileFunctions(st.When) {
 				v.d.add(si.stageNodes[j].get("when"), CodeWorktreeFS, joinPath(sp, "when"), "a consumer-dispatched worktree fanout cannot call file functions in a stage when (the files live in the consumer's worktrees)")
 			}
 		}

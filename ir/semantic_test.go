@@ -232,7 +232,7 @@ func TestSemanticValid(t *testing.T) {
         fanout:
           over: "${input.items}"
           steps:
-            - {do: "${item}", out: R, ensure: [{expr: "result.v != 'file_exists(x)'"}, {expr: "result.file_exists(1)"}]}
+            - {do: "${item}", out: R, ensure: [{expr: "result.v != 'file_exists(x)'"}, {expr: "result.file_exists == 1"}]}
           concurrency: 1
           isolation: worktree
           require: all
@@ -280,7 +280,7 @@ func TestUsesFileFunctions(t *testing.T) {
 		`x == 1 || file_contains("p", "t")`: true,
 	}
 	for src, want := range cases {
-		if got := usesFileFunctions(src); got != want {
+		if got := (&validator{}).usesFileFunctions(src); got != want {
 			t.Errorf("usesFileFunctions(%q) = %v, want %v", src, got, want)
 		}
 	}

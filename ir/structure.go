@@ -43,6 +43,8 @@ type validator struct {
 	tmpl tmplArena // the templates of every leaf
 
 	step stepBuilder // the step being built (buildStep)
+
+	exprs map[string]compiled // every expression compiled, by source
 }
 
 type contractInfo struct {
