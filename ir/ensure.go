@@ -1,5 +1,7 @@
 package ir
 
+import "strings"
+
 // ensureList checks the ensure list of the step or stage at parent.
 func (v *validator) ensureList(n *node, parent string, si *stepInfo, stage int) []Ensure {
 	if n.kind != listNode {
@@ -18,21 +20,114 @@ func (v *validator) ensureList(n *node, parent string, si *stepInfo, stage int) 
 			}
 			si.stageEnsureAt[stage] = append(si.stageEnsureAt[stage], i)
 		}
-		out = append(out, pred)
-		if pred.Kind == EnsureExpr {
-			group := groupEnsure
-			if stage >= 0 {
-				group = groupStage
-			}
-			si.leafLater(group, leaf{base: parent, rel: ensureRel(i), n: e.get("expr"), text: pred.Expr, expression: true, stage: stage})
+		group := groupEnsure
+		if stage >= 0 {
+			group = groupStage
 		}
+		switch pred.Kind {
+		case EnsureExpr:
+			si.leafLater(group, leaf{base: parent, rel: ensureRel(i), n: e.get("expr"), text: pred.Expr, expression: true, stage: stage})
+		case EnsureFileExists, EnsureFileContains:
+			v.filePredicate(&pred, e, parent, i, si, group, stage)
+		}
+		out = append(out, pred)
 	}
 	return out[:len(out):len(out)]
 }
 
+// filePredicate handles the ${...} references of a file_exists or
+// file_contains predicate (docs/spec-language.md, "Ensure predicates"):
+// they are checked as the references of a do text are, and the predicate
+// is given the expression that reads them at run time, file_exists(input.f)
+// or file_contains("src/" + str(item) + ".go", "x"), so that the engine,
+// which evaluates Ensure.Expression, needs nothing else. A predicate without
+// references keeps its literal form.
+func (v *validator) filePredicate(pred *Ensure, e *node, parent string, i int, si *stepInfo, group leafGroup, stage int) {
+	if !strings.Contains(pred.Path, "${") && !strings.Contains(pred.Text, "${") {
+		return
+	}
+	rel := indexPath("ensure", i)
+	var path, text *Template
+	if pred.Kind == EnsureFileExists {
+		path = si.leafLater(group, leaf{base: parent, rel: rel + ".file_exists", n: e.get("file_exists"), text: pred.Path, filePred: true, stage: stage})
+	} else {
+		fc := e.get("file_contains")
+		path = si.leafLater(group, leaf{base: parent, rel: rel + ".file_contains.path", n: fc.get("path"), text: pred.Path, filePred: true, stage: stage})
+		text = si.leafLater(group, leaf{base: parent, rel: rel + ".file_contains.text", n: fc.get("text"), text: pred.Text, filePred: true, stage: stage})
+	}
+	src, ok := fileCall(pred.Kind, path, text)
+	if !ok {
+		return // a malformed or unusable reference: reported with the leaf
+	}
+	pred.interpolated = src
+	v.checkExpression(src, e, locOf(joinPath(parent, rel)), siteResult)
+}
+
+// fileCall builds the call a file predicate stands for; it fails when a
+// template is malformed or holds a reference an ensure cannot read.
+func fileCall(kind EnsureKind, path, text *Template) (string, bool) {
+	p, ok := templateExpr(path)
+	if !ok {
+		return "", false
+	}
+	if kind == EnsureFileExists {
+		return "file_exists(" + p + ")", true
+	}
+	t, ok := templateExpr(text)
+	if !ok {
+		return "", false
+	}
+	return "file_contains(" + p + ", " + t + ")", true
+}
+
+// templateExpr is the expression whose value is the rendered template: a
+// single reference is read as it is (it must be a string at run time);
+// text with references is joined with +, each reference converted by str().
+// Only the references an ensure can read (input, item, prev) have one.
+func templateExpr(t *Template) (string, bool) {
+	if t.Full() != nil {
+		return refExpr(t.Full())
+	}
+	if len(t.Parts) == 0 {
+		if strings.Contains(t.Text, "${") {
+			return "", false // malformed: no parts were kept
+		}
+		return jsonQuote(t.Text), true
+	}
+	var b strings.Builder
+	for i, part := range t.Parts {
+		if i > 0 {
+			b.WriteString(" + ")
+		}
+		if part.Ref == nil {
+			b.WriteString(jsonQuote(part.Literal))
+			continue
+		}
+		r, ok := refExpr(part.Ref)
+		if !ok {
+			return "", false
+		}
+		b.WriteString("str(" + r + ")")
+	}
+	return b.String(), true
+}
+
+func refExpr(r *Ref) (string, bool) {
+	switch r.Kind {
+	case RefInput:
+		return "input" + pathString(r.Path), true
+	case RefItem:
+		return "item", true
+	case RefPrev:
+		return "prev", true
+	}
+	return "", false
+}
+
 const ensureShapes = "{expr: EXPRESSION}, {file_exists: PATH}, {file_contains: {path: PATH, text: TEXT}} or {judged: {statement: TEXT, stakes: cheap|default|paranoid}}"
 
-// ensurePredicate checks one predicate (spec/ir.md 6.3): a shape that
+// ensurePredicate checks one predicate (docs/spec-language.md, "Ensure
+// predicates"): a shape that
 // matches except for extra keys reports those keys; otherwise the element
 // is SCHEMA_INVALID.
 func (v *validator) ensurePredicate(e *node, parent string, index int) (Ensure, bool) {

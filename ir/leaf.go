@@ -81,6 +81,9 @@ type leaf struct {
 	syn        templateSyntax
 	expression bool
 	over       bool
+	// filePred: a file_exists path or a file_contains path or text; its
+	// references are read by the expression the predicate stands for.
+	filePred bool
 }
 
 // exprSite tells what result means in an expression leaf.

@@ -273,12 +273,23 @@ type Ensure struct {
 	// Statement and Stakes are the judged predicate's fields.
 	Statement string
 	Stakes    Stakes
+
+	// interpolated is the expression of a file predicate whose Path or
+	// Text holds ${...} references (set by validation).
+	interpolated string
 }
 
 // Expression returns the expression the predicate evaluates: Expr itself,
-// or file_exists("P") / file_contains("P", "T") with JSON-quoted arguments
-// (spec/ir.md 11.11). Judged predicates have none.
+// or for a file predicate file_exists("P") / file_contains("P", "T") with
+// JSON-quoted arguments. A file predicate with ${...} references reads them
+// instead of taking them literally: file_exists: "${input.f}" is
+// file_exists(input.f), file_contains: {path: "out/${item}.txt", text: T}
+// is file_contains("out/" + str(item) + ".txt", "T") (docs/spec-language.md,
+// "Ensure predicates"). Judged predicates have none.
 func (e Ensure) Expression() string {
+	if e.interpolated != "" {
+		return e.interpolated
+	}
 	switch e.Kind {
 	case EnsureExpr:
 		return e.Expr

@@ -725,7 +725,7 @@ func (fc *flowCheck) scanLeaves(si *stepInfo, overBad bool) {
 	v, s := fc.v, si.s
 	sites := 0
 	for i := range si.leaves {
-		if l := &si.leaves[i]; l.syn == templateOK && len(l.tmpl.Parts) > 0 && !(l.over && overBad) {
+		if l := &si.leaves[i]; l.syn == templateOK && len(l.tmpl.Parts) > 0 && !(l.over && overBad) && !l.filePred {
 			sites++
 		}
 	}
@@ -747,7 +747,10 @@ func (fc *flowCheck) scanLeaves(si *stepInfo, overBad bool) {
 		if len(t.Parts) == 0 {
 			continue
 		}
-		s.Sites = append(s.Sites, Site{Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t, path: l.loc()})
+		if !l.filePred {
+			// A file predicate's references are read by its expression.
+			s.Sites = append(s.Sites, Site{Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t, path: l.loc()})
+		}
 		for _, p := range t.Parts {
 			if p.Ref != nil {
 				fc.checkRef(si, l, p.Ref)
@@ -761,10 +764,18 @@ func (fc *flowCheck) checkRef(si *stepInfo, l leaf, r *Ref) {
 	v := fc.v
 	switch r.Kind {
 	case RefItem, RefPrev:
-		if l.stage < 0 {
+		switch {
+		case l.stage >= 0:
+		case l.filePred:
+			v.d.addAt(l.n, CodeRefScope, lpath, "%s is only available inside a fanout stage (its do, when and ensure); a file predicate here can read ${input...}", r.Text)
+		default:
 			v.d.addAt(l.n, CodeRefScope, lpath, "%s is only available inside a fanout stage (its do, when and ensure); here use ${input...} or ${STEP.output...}", r.Text)
 		}
 	case RefCarry:
+		if l.filePred {
+			fc.fileCarryRef(l, r)
+			return
+		}
 		if l.expression {
 			v.d.addAt(l.n, CodeCarryInExpr, lpath, "%s reads a carry variable, which expressions cannot do (expressions see result, input, item and prev); use it in a do text, with, evaluate.in or fanout.over instead", r.Text)
 			return
@@ -778,10 +789,36 @@ func (fc *flowCheck) checkRef(si *stepInfo, l leaf, r *Ref) {
 			v.d.addAt(l.n, CodeUnknownPath, lpath, "%s: %s", r.Text, why)
 		}
 	case RefStep:
+		if l.filePred {
+			fc.fileStepRef(l, r)
+			return
+		}
 		if t := fc.checkStepRef(r, lpath, l.n, false); t != nil {
 			fc.addEdge(t, si, true, lpath, l.n, "reference")
 		}
 	}
+}
+
+// fileStepRef reports a step output read in a file predicate: an ensure
+// is evaluated with result (the output under test) and input only, plus
+// item and prev in a fanout stage, so another step's output cannot be read
+// there. An unknown step is reported as such.
+func (fc *flowCheck) fileStepRef(l leaf, r *Ref) {
+	if fc.fl.byID[r.Name] == nil {
+		fc.checkStepRef(r, l.loc(), l.n, false)
+		return
+	}
+	fc.v.d.addAt(l.n, CodeRefScope, l.loc(), "%s reads the output of step %q, which a file predicate cannot: an ensure sees only result (the output under test) and input (and item, prev in a fanout stage); have this step return the path and write expr: \"file_exists(result.FIELD)\", or use ${input...}", r.Text, r.Name)
+}
+
+// fileCarryRef reports a carry-shaped reference in a file predicate, which
+// cannot be read there; ${result...} is the usual meaning.
+func (fc *flowCheck) fileCarryRef(l leaf, r *Ref) {
+	if r.Name == "result" {
+		fc.v.d.addAt(l.n, CodeCarryInExpr, l.loc(), "%s is not a reference (result is not a ${...} name); to check a path taken from the result under test write the expression form: expr: \"file_exists(result%s)\"", r.Text, pathString(r.Path))
+		return
+	}
+	fc.v.d.addAt(l.n, CodeCarryInExpr, l.loc(), "%s reads a carry variable, which a file predicate cannot (it is evaluated as an expression, which sees result, input, item and prev); use ${input...} or the expr form", r.Text)
 }
 
 // checkStepRef type-checks a step-output reference (spec/ir.md 7.5 and
