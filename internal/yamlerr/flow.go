@@ -17,15 +17,58 @@ func (l *lines) flowProblem(p *Problem) {
 			continue
 		}
 		for _, open := range openers(l.text(n)) {
-			s := flowScanner{src: l.src, pos: l.offset(n) + open, lastPlain: -1}
-			if s.node() || !s.found {
+			s, _ := l.scan(l.offset(n) + open)
+			if s == nil {
 				continue
+			}
+			if s.unclosed() {
+				// yaml.v3 names the innermost collection; when one around
+				// it is not closed either, that one is the mistake.
+				if outer := l.outerUnclosed(s.opener); outer != nil {
+					s = outer
+				}
 			}
 			s.explain(l, p)
 			return
 		}
 	}
 }
+
+// scan reads the flow collection opening at off and returns the scanner
+// when it found a problem (else nil), and how far it read.
+func (l *lines) scan(off int) (*flowScanner, int) {
+	s := &flowScanner{src: l.src, pos: off, lastPlain: -1}
+	if s.node() || !s.found {
+		return nil, s.pos
+	}
+	return s, s.pos
+}
+
+// outerUnclosed returns the first collection opening before off that is
+// not closed, or nil. It scans at most maxProbeBytes in all.
+func (l *lines) outerUnclosed(off int) *flowScanner {
+	budget := maxProbeBytes
+	for n := 1; n <= l.count() && l.offset(n) < off; n++ {
+		for _, open := range openers(l.text(n)) {
+			start := l.offset(n) + open
+			if start >= off {
+				return nil
+			}
+			s, end := l.scan(start)
+			if s != nil && s.unclosed() {
+				return s
+			}
+			if budget -= end - start + 1; budget < 0 {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// unclosed reports whether the problem found is a collection left open:
+// the text ended, or a new block entry began below it.
+func (s *flowScanner) unclosed() bool { return s.at >= len(s.src) || s.newEntryBelow() }
 
 // openers returns the byte offsets in line t of the '{' and '[' outside
 // quotes and comments.
@@ -260,7 +303,7 @@ func (s *flowScanner) explain(l *lines, p *Problem) {
 	if s.isMap {
 		closer, what = "}", "mapping {...}"
 	}
-	if s.at >= len(s.src) || s.newEntryBelow() {
+	if s.unclosed() {
 		line, col := l.position(s.opener)
 		p.Line, p.Column = line, col
 		p.Hint = fmt.Sprintf("this %s is never closed: add %s (check the quotes and brackets inside it)", what, closer)

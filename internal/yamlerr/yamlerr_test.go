@@ -23,6 +23,7 @@ func TestLocate(t *testing.T) {
 		{"reference inside text", "s:\n  - {id: a, do: fix ${input.f} now, out: R}\n", 2, 17, `"fix ${input.f} now"`},
 		{"unclosed flow mapping", "a:\n  - {id: a, do: x\n  - {id: b, do: y}\n", 2, 5, "never closed: add }"},
 		{"unclosed flow list", "version: [\n", 1, 10, "never closed: add ]"},
+		{"unclosed flow mapping around an unclosed list", "version: 1\ncontracts: {\nflows:\n  - [\n", 2, 12, "never closed: add }"},
 		{"unclosed flow list before a key", "a: 1\nb: [x, y\nc: 1\n", 2, 4, "never closed: add ]"},
 		{"missing comma", "a: {x: \"1\" y: 2}\n", 1, 12, `separate the entries`},
 		{"bad indentation in a list entry", "a: 1\nsteps:\n  - id: a\n    do: x\n   out: R\n", 5, 4, "entries of one list"},
