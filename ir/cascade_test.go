@@ -10,7 +10,7 @@ import (
 // TestIndependentProblems checks that a malformed field of a step (an
 // ensure predicate, attempts, budget, iterate, a gate route, a fanout
 // stage) does not hide the step's other problems, which it cannot have
-// caused: they are all reported in one run (DESIGN.md decision 1). What
+// caused: they are all reported in one run (docs/spec-language.md, "Structure"). What
 // only repeats the malformed field (a reference into a step whose output
 // is unknown, an unknown target when some step id is broken) stays
 // suppressed.

@@ -156,7 +156,7 @@ func (v *validator) stage(n *node, path string, si *stepInfo, index int) (*Stage
 	} else if n.keyNode("out") != nil {
 		outOK = false
 	}
-	// The stage's when is scanned before its ensures (spec/ir.md 7.1).
+	// The stage's when is scanned before its ensures (docs/spec-language.md, "How validation proceeds").
 	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
 		st.When, st.HasWhen = w, true
 		si.leafLater(groupStage, leaf{base: path, rel: "when", n: wn, text: w, expression: true, stage: index})

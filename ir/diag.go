@@ -8,7 +8,7 @@ import (
 )
 
 // Error codes. The structural and semantic codes are the reference
-// validator's (spec/ir.md section 9); the YAML_* codes are this port's, for
+// validator's (docs/spec-language.md, "Error codes"); the YAML_* codes are this port's, for
 // problems found before validation can start.
 const (
 	// Loading.

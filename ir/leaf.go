@@ -64,7 +64,7 @@ func (p loc) String() string {
 
 func locOf(path string) loc { return loc{base: path} }
 
-// leaf is one string scanned for references (spec/ir.md 7.1).
+// leaf is one string scanned for references (docs/spec-language.md, "How validation proceeds").
 type leaf struct {
 	// The leaf's path is base + "." + rel (or base when rel is empty), or
 	// at (for strings inside with), built only when needed: most leaves
@@ -107,7 +107,7 @@ func ensureRel(i int) string {
 	return indexPath("ensure", i) + ".expr"
 }
 
-// leafGroup orders leaves as spec/ir.md 7.1 scans them.
+// leafGroup orders leaves in scanning order (docs/spec-language.md, "How validation proceeds").
 type leafGroup uint8
 
 const (

@@ -416,7 +416,7 @@ type Value struct {
 }
 
 // ResetClosure returns the revise reset closure of the step at index
-// target (spec/ir.md 8.5, spec/engine.md 5.2): the target and every step
+// target (docs/spec-language.md, "How validation proceeds"; docs/engine.md, "Gates"): the target and every step
 // reachable from it over dependency edges (after, ${...} references) and
 // routing edges (on_fail, gate on_approve and on_kill; revise edges are not
 // followed), as ascending step indexes. It is computed on each call, in time

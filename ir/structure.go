@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// This file is the structural phase (spec/ir.md sections 3-6 and 10.1):
+// This file is the structural phase (docs/spec-language.md, "How validation proceeds"):
 // it walks the loaded tree, reports shape problems and builds the typed
 // model the semantic phase checks. A value that fails its shape is left
 // out of the model and marked so that later checks do not pile
@@ -21,7 +21,7 @@ type validator struct {
 	// required field, an enum, literal or union mismatch), as opposed to a
 	// failed pattern, range, length or refinement check on a value of the
 	// right type. A mapping's whole-object rules (the construct rules of a
-	// step) run only when nothing inside it aborted (spec/ir.md 10.1).
+	// step) run only when nothing inside it aborted (docs/spec-language.md, "How validation proceeds").
 	typeErrs int
 	// cycleBudget overrides the edge-visit budget of the edge-by-edge
 	// cycle check (tests use it to reach the bisecting fallback).
@@ -388,14 +388,14 @@ func (v *validator) buildContract(k, val *node) {
 }
 
 // fieldMapping checks a field-to-type mapping (a contract or a flow input,
-// spec/ir.md 4.1). Types are parsed later, in the semantic phase.
+// docs/spec-language.md, "Contracts and types"). Types are parsed later, in the semantic phase.
 func (v *validator) fieldMapping(n *node, path, what string) (*Contract, []*node, []string, bool) {
 	if n == nil || n.kind != mapNode {
 		v.wrongType(n, path, "a mapping from field name to type string ("+what+" fields; {} for none)")
 		return nil, nil, nil, false
 	}
 	// A reserved key makes the reference report every reserved key of the
-	// mapping and nothing else about it (spec/ir.md 4.1, 10.1).
+	// mapping and nothing else about it (docs/spec-language.md, "How validation proceeds").
 	reserved := false
 	for _, k := range n.keys() {
 		if isReserved(k.str) {
