@@ -130,3 +130,23 @@ func formatDiags(ds Diagnostics) string {
 	}
 	return b.String()
 }
+
+// TestOnlyDeliberate pins what the conformance harness forgives in a case
+// the reference accepts: nothing but EXPR_SYNTAX and file predicate checks.
+func TestOnlyDeliberate(t *testing.T) {
+	cases := []struct {
+		ds   Diagnostics
+		want bool
+	}{
+		{Diagnostics{{Code: CodeExprSyntax, Path: "flows.main.steps[0].when"}}, true},
+		{Diagnostics{{Code: CodeUnknownStep, Path: "flows.main.steps[0].ensure[0].file_exists"}, {Code: CodeRefScope, Path: "flows.main.steps[0].ensure[1].file_contains.text"}}, true},
+		{Diagnostics{{Code: CodeExprSyntax, Path: "flows.main.steps[0].when"}, {Code: CodeRefInvalid, Path: "flows.main.steps[0].do"}}, false},
+		{Diagnostics{{Code: CodeSchemaInvalid, Path: "flows.main.steps[0].ensure[0]"}}, false},
+		{Diagnostics{{Code: CodeUnknownField, Path: "flows.main.steps[0].ensure[0].file_contains.extra"}}, false},
+	}
+	for i, c := range cases {
+		if got := onlyDeliberate(c.ds); got != c.want {
+			t.Errorf("case %d: %v, want %v", i, got, c.want)
+		}
+	}
+}
