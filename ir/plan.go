@@ -267,7 +267,8 @@ type Ensure struct {
 	Kind EnsureKind
 	// Expr is the expression of an EnsureExpr.
 	Expr string
-	// Path and Text are the file predicate arguments.
+	// Path and Text are the file predicate's arguments as written (with
+	// any ${...}); Expression is what reads them.
 	Path string
 	Text string
 	// Statement and Stakes are the judged predicate's fields.

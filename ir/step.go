@@ -18,6 +18,8 @@ type stepField struct {
 	// takenBy lists the constructs that take the field besides their own
 	// key (every construct for id, after and when).
 	takenBy kindSet
+	// required: the check also runs when the field is absent.
+	required bool
 	// check validates the value (nil when the field is absent) into the
 	// step being built.
 	check func(b *stepBuilder, val *node)
@@ -28,7 +30,7 @@ type stepField struct {
 // order); the lookup by name, the field lists of messages and the
 // constructs are all derived from it (stepFieldLookup).
 var stepFieldTable = [...]stepField{
-	{name: "id", takenBy: allKinds, check: (*stepBuilder).id},
+	{name: "id", takenBy: allKinds, required: true, check: (*stepBuilder).id},
 	{name: "after", takenBy: allKinds, check: (*stepBuilder).after},
 	{name: "when", takenBy: allKinds, check: (*stepBuilder).when},
 	{name: "do", construct: KindDo, check: (*stepBuilder).do},
@@ -228,9 +230,8 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 	}
 	beforeType := v.typeErrs
 	for i := range stepFieldTable {
-		// id is required: its check also runs when it is absent.
-		if b.has(i) || i == 0 {
-			stepFieldTable[i].check(b, b.vals[i])
+		if f := &stepFieldTable[i]; b.has(i) || f.required {
+			f.check(b, b.vals[i])
 		}
 	}
 	if !si.idOK {
@@ -252,21 +253,25 @@ func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si 
 // rest of the step: those problems are independent and are reported with it.
 func (b *stepBuilder) constructRules(typed bool) {
 	v, si, lk := b.v, b.si, stepFieldLookup
-	var found []string
-	kind := StepKind(0)
+	count, kind := 0, StepKind(0)
 	for k := KindDo; k <= KindEvaluate; k++ {
 		if b.has(lk.construct[k]) {
-			found = append(found, k.String())
-			kind = k
+			count, kind = count+1, k
 		}
 	}
-	if len(found) != 1 {
+	if count != 1 {
 		si.outPoisoned = true
 		switch {
 		case !typed:
-		case len(found) == 0:
+		case count == 0:
 			v.d.add(b.n, CodeConstructMix, b.path, "the step has no construct: give it exactly one of do, set, gate, fanout, run, evaluate")
 		default:
+			var found []string
+			for k := KindDo; k <= KindEvaluate; k++ {
+				if b.has(lk.construct[k]) {
+					found = append(found, k.String())
+				}
+			}
 			v.d.add(b.n, CodeConstructMix, b.path, "the step mixes constructs %s: give it exactly one of do, set, gate, fanout, run, evaluate (split it into several steps)", strings.Join(found, ", "))
 		}
 		si.orderLeaves(false)
