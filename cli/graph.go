@@ -273,7 +273,7 @@ func stepNode(f *ir.Flow, s *ir.Step) graphNode {
 	switch s.Kind {
 	case ir.KindDo:
 		n.shape = shapeDo
-		agent := s.Agent
+		agent := string(s.Agent)
 		if agent == "" {
 			agent = ir.DefaultAgent
 		}
@@ -312,7 +312,7 @@ func stepNode(f *ir.Flow, s *ir.Step) graphNode {
 			req = fmt.Sprint(fo.Require.Count)
 		}
 		desc := fmt.Sprintf("%s, concurrency %d, require %s", plural(len(fo.Stages), "stage"), fo.Concurrency, req)
-		if fo.Isolation == "worktree" {
+		if fo.Isolation == ir.IsolationWorktree {
 			desc += ", worktrees"
 		}
 		if fo.Dispatch == "consumer" {
@@ -321,7 +321,7 @@ func stepNode(f *ir.Flow, s *ir.Step) graphNode {
 		n.lines = append(n.lines, desc)
 		stages := make([]string, len(fo.Stages))
 		for i, st := range fo.Stages {
-			agent := st.Agent
+			agent := string(st.Agent)
 			if agent == "" {
 				agent = ir.DefaultAgent
 			}

@@ -87,7 +87,7 @@ func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) 
 		Contract: agentContract(d.planOf(r.id), entry.Contract), PreviousFailure: failureOf(entry.PreviousFailure),
 		Workdir: r.workspace, Sandbox: agent.SandboxReadOnly}
 	it := entry.FanoutItem
-	if it == nil || it.Policy.Isolation != "worktree" {
+	if it == nil || it.Policy.Isolation != string(ir.IsolationWorktree) {
 		res, err := conn.Run(ctx, req)
 		return res, nil, err
 	}

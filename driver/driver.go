@@ -456,7 +456,7 @@ func (r *run) report(ctx context.Context, done attemptDone) error {
 	result.Patch = done.patch
 	req := engine.StepDoneRequest{RunID: r.id, StepID: done.entry.ID, DispatchToken: done.entry.DispatchToken, Result: result}
 	resp, err := r.e.StepDone(ctx, req)
-	if it := done.entry.FanoutItem; it != nil && it.Policy.Isolation == "worktree" && (err != nil || !readyAgain(resp, done.entry.ID)) {
+	if it := done.entry.FanoutItem; it != nil && it.Policy.Isolation == string(ir.IsolationWorktree) && (err != nil || !readyAgain(resp, done.entry.ID)) {
 		// The item is over (or this report could not count): its changes,
 		// if any, are the engine's now.
 		r.d.consumer.done(context.WithoutCancel(ctx), r.id, it.Step, done.entry.Epoch, it.ItemIndex)

@@ -46,7 +46,7 @@ func (t *txn) checkpointGuards(verb string) error {
 		if st.Status == StepRunning {
 			return newErr(ErrFanoutInFlight, t.st.ID, "flow %s has an in-flight fanout (%q); %s must wait for it to settle", t.st.ID, s.ID, verb)
 		}
-		if consumerFanout(s) && s.Fanout.Isolation == "worktree" && st.Status == StepSucceeded {
+		if consumerFanout(s) && s.Fanout.Isolation == ir.IsolationWorktree && st.Status == StepSucceeded {
 			for _, di := range s.Dependents {
 				g := root.flow.Steps[di]
 				if g.Kind == ir.KindGate && !g.HasWhen && !g.RouteOnly() {

@@ -123,7 +123,7 @@ func (t *txn) judge(ec ensureCtx, index int, en ir.Ensure, b expr.Bindings) ensu
 		}
 		out, ok := t.verdicts[key]
 		if !ok {
-			panic(&needVerdict{key: key, req: judge.Request{Criterion: en.Statement, Stakes: en.Stakes, Context: judgeCtx}})
+			panic(&needVerdict{key: key, req: judge.Request{Criterion: en.Statement, Stakes: string(en.Stakes), Context: judgeCtx}})
 		}
 		v = out.verdict
 		err := out.err
@@ -141,7 +141,7 @@ func (t *txn) judge(ec ensureCtx, index int, en ir.Ensure, b expr.Bindings) ensu
 	if model == "" {
 		model = "none"
 	}
-	detail := JudgedDetail{Statement: en.Statement, Holds: reason == "", Reason: v.Reason, Stakes: en.Stakes, Model: model,
+	detail := JudgedDetail{Statement: en.Statement, Holds: reason == "", Reason: v.Reason, Stakes: string(en.Stakes), Model: model,
 		Usage: JudgeUsage{Tokens: float64(v.Usage.Tokens), USD: v.Usage.USD}, ItemIndex: ec.itemIndex, Stage: ec.stage}
 	if reason != "" && v.Reason == "" {
 		detail.Reason = reason

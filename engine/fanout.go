@@ -16,7 +16,7 @@ const (
 	kindBudget    = "budget"
 )
 
-func consumerFanout(s *ir.Step) bool { return s.Fanout.Dispatch == "consumer" }
+func consumerFanout(s *ir.Step) bool { return s.Fanout.Dispatch == ir.DispatchConsumer }
 
 // activateFanout enumerates a fanout's items (spec/engine.md 5.4).
 func (t *txn) activateFanout(sc *scope, s *ir.Step, st *stepState) {
@@ -368,7 +368,7 @@ func (t *txn) itemDone(loc located, req StepDoneRequest) error {
 	}
 	r := itemResult{output: req.Result.Output, failure: req.Result.Failure,
 		usage: req.Result.Usage, telemetry: req.Result.Telemetry, token: req.DispatchToken}
-	if req.Result.Patch != nil && s.Fanout.Isolation == "worktree" {
+	if req.Result.Patch != nil && s.Fanout.Isolation == ir.IsolationWorktree {
 		r.capture = &capture{patch: req.Result.Patch}
 	}
 	t.settleItem(loc.sc, s, st, it, r)
@@ -457,12 +457,12 @@ func (t *txn) itemEntry(s *ir.Step, st *stepState, it *itemState) ReadyEntry {
 		digest = &d
 	}
 	return ReadyEntry{
-		ID: s.ID + "/" + itoa(it.Index), Do: it.Task, Agent: agentOf(stage.Agent),
+		ID: s.ID + "/" + itoa(it.Index), Do: it.Task, Agent: agentOf(string(stage.Agent)),
 		Attempt: len(it.Attempts) + 1, Epoch: st.Epoch, DispatchToken: it.DispatchToken,
 		PreviousFailure: it.Failure, Contract: contract,
 		FanoutItem: &FanoutItem{Flow: t.st.FlowName, Step: s.ID, Stage: it.Stage, IsFinalStage: it.Stage == len(s.Fanout.Stages)-1,
 			ItemIndex: it.Index, Item: Some(itemCtx(st, it).item), Generation: it.Generation, ContractDigest: digest,
-			Policy:         ItemPolicy{Isolation: s.Fanout.Isolation, Merge: s.Fanout.Merge, PreMerge: pre},
+			Policy:         ItemPolicy{Isolation: string(s.Fanout.Isolation), Merge: string(s.Fanout.Merge), PreMerge: pre},
 			RevisionDigest: t.st.RevisionDigest},
 	}
 }

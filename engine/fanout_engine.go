@@ -156,7 +156,7 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 			e.removeWorktree(wt)
 		}
 	}()
-	isolated := s.Fanout.Isolation == "worktree"
+	isolated := s.Fanout.Isolation == ir.IsolationWorktree
 	for e.bgCtx.Err() == nil {
 		var req *DispatchRequest
 		var token, workspace string
@@ -231,7 +231,7 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 					break
 				}
 			}
-			req = &DispatchRequest{RunID: t.st.ID, StepID: id, ItemIndex: idx, Stage: it.Stage, Agent: agentOf(stage.Agent),
+			req = &DispatchRequest{RunID: t.st.ID, StepID: id, ItemIndex: idx, Stage: it.Stage, Agent: agentOf(string(stage.Agent)),
 				Prompt: text, Item: sx.item, Attempt: attempt, PreviousFailure: prevFail, Contract: t.c.contract(stage.Out),
 				Plan: t.c.plan, Workdir: t.st.WorkspaceRoot, Sandbox: SandboxReadOnly}
 			if wt != nil {

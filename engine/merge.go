@@ -72,7 +72,7 @@ func (t *txn) fileRoot(root string) string {
 }
 
 func worktreeFanout(s *ir.Step) bool {
-	return s.Fanout.Isolation == "worktree"
+	return s.Fanout.Isolation == ir.IsolationWorktree
 }
 
 // mergeNext is the index of the next succeeded item of a worktree fanout

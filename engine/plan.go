@@ -112,7 +112,7 @@ func (e *Engine) missingDispatcher(f *ir.Flow) string {
 	}
 	var ids []string
 	for _, s := range f.Steps {
-		if s.Kind == ir.KindFanout && s.Fanout.Dispatch != "consumer" {
+		if s.Kind == ir.KindFanout && s.Fanout.Dispatch != ir.DispatchConsumer {
 			ids = append(ids, quote(s.ID))
 		}
 	}

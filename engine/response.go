@@ -186,7 +186,7 @@ func (t *txn) readyEntries() []ReadyEntry {
 	}
 	for _, s := range root.flow.Steps {
 		st := root.peek(s)
-		if s.Kind != ir.KindFanout || s.Fanout.Dispatch != "consumer" || st == nil || st.Status != StepRunning || st.Fanout == nil {
+		if s.Kind != ir.KindFanout || s.Fanout.Dispatch != ir.DispatchConsumer || st == nil || st.Status != StepRunning || st.Fanout == nil {
 			continue
 		}
 		for _, it := range st.Fanout.Items {
@@ -207,7 +207,7 @@ func agentOf(a string) string {
 
 func (t *txn) taskEntry(sc *scope, s *ir.Step, st *stepState) ReadyEntry {
 	return ReadyEntry{
-		ID: sc.scoped(s.ID), Do: st.Task, Agent: agentOf(s.Agent),
+		ID: sc.scoped(s.ID), Do: st.Task, Agent: agentOf(string(s.Agent)),
 		Attempt: len(st.Attempts) + 1, Epoch: st.Epoch, DispatchToken: st.DispatchToken,
 		PreviousFailure: previousFailure(st), Contract: t.c.contract(s.Out),
 	}

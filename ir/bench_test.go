@@ -28,6 +28,24 @@ func linearSpec(n int) []byte {
 	return []byte(b.String())
 }
 
+// linearFlowSpec is linearSpec with every step written as one flow
+// mapping ("- {id: s1, do: ..., out: R, ensure: [...]}"), the style the
+// engine's and mcp's own benchmark specs use.
+func linearFlowSpec(n int) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\ncontracts:\n  R:\n    v: string\n    n: number\nflows:\n  entry: main\n  main:\n    input:\n      q: string\n    output:\n      from: \"${s")
+	fmt.Fprintf(&b, "%d", n-1)
+	b.WriteString(".output}\"\n      contract: R\n    steps:\n")
+	for i := range n {
+		do := "Start from ${input.q}"
+		if i > 0 {
+			do = fmt.Sprintf("Continue from ${s%d.output.v}", i-1)
+		}
+		fmt.Fprintf(&b, "      - {id: s%d, do: \"%s\", out: R, ensure: [{expr: \"result.n > 0\"}]}\n", i, do)
+	}
+	return []byte(b.String())
+}
+
 // fanInSpec generates width independent steps and one step referencing
 // all of them.
 func fanInSpec(width int) []byte {
@@ -93,6 +111,23 @@ func BenchmarkBuildMinimal(b *testing.B) {
 }
 
 func BenchmarkBuildLinear1000(b *testing.B) { benchBuild(b, linearSpec(1000)) }
+
+func BenchmarkBuildLinear1000Flow(b *testing.B) { benchBuild(b, linearFlowSpec(1000)) }
+
+// BenchmarkBuildLinear1000DistinctExprs is linearSpec(1000) with a
+// different ensure expression in every step, so that each one is compiled
+// (validation parses every expression; identical ones are compiled once).
+func BenchmarkBuildLinear1000DistinctExprs(b *testing.B) {
+	src := linearSpec(1000)
+	var out strings.Builder
+	for i, part := range strings.Split(string(src), "result.n > 0") {
+		if i > 0 {
+			fmt.Fprintf(&out, "result.n > %d", i)
+		}
+		out.WriteString(part)
+	}
+	benchBuild(b, []byte(out.String()))
+}
 
 func BenchmarkBuildLinear4000(b *testing.B) { benchBuild(b, linearSpec(4000)) }
 

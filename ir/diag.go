@@ -8,13 +8,18 @@ import (
 )
 
 // Error codes. The structural and semantic codes are the reference
-// validator's (spec/ir.md section 9); the YAML_* codes are this port's, for
+// validator's (docs/spec-language.md, "Error codes"); the YAML_* codes are this port's, for
 // problems found before validation can start.
 const (
 	// Loading.
 	CodeYAMLSyntax       = "YAML_SYNTAX"        // the text is not one well-formed YAML document
 	CodeYAMLDuplicateKey = "YAML_DUPLICATE_KEY" // a mapping repeats a key
 	CodeYAMLLimit        = "YAML_LIMIT"         // size, nesting or alias expansion over the bound
+
+	// CodeExprSyntax: an expression (ensure expr, when, iterate.until, a
+	// set value, or the expression a file predicate stands for) does not
+	// parse. This port's: the reference parses no expression at validation.
+	CodeExprSyntax = "EXPR_SYNTAX"
 
 	// Structural phase.
 	CodeSchemaInvalid  = "SCHEMA_INVALID"

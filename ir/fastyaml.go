@@ -247,7 +247,9 @@ func (p *fastParser) sequence(indent, depth int) *node {
 		if p.src[j] == '-' && (j+1 == l.end || p.src[j+1] == ' ') {
 			return p.fail() // "- - x": compact nested sequence
 		}
-		if p.entryKeyEnd(l, j) >= 0 {
+		// "- {id: a, do: x}" is a flow collection entry (below), not the
+		// "- key: value" form, although a "key: " appears inside it.
+		if p.src[j] != '{' && p.src[j] != '[' && p.entryKeyEnd(l, j) >= 0 {
 			// "- key: value": a mapping whose keys align with key.
 			l.pos = j
 			p.stack = append(p.stack, p.mapping(j-l.start, depth+1))

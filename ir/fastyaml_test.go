@@ -69,6 +69,12 @@ func TestFastYAMLAgreesWithYAMLv3(t *testing.T) {
 			accepted++
 		}
 	}
+	// Both styles of step list take the fast path.
+	for _, src := range [][]byte{linearSpec(50), linearFlowSpec(50)} {
+		if !checkFastAgrees(t, src) {
+			t.Errorf("fast path refused a generated spec:\n%s", src[:200])
+		}
+	}
 	// The fast path must actually serve ordinary specs.
 	if accepted < len(files)*3/4 {
 		t.Errorf("fast path accepted only %d of %d corpus files", accepted, len(files))
@@ -84,6 +90,10 @@ func TestFastYAMLAgreesWithYAMLv3(t *testing.T) {
 		"'" + strings.Repeat("q", 1022) + "': 1\n", "'" + strings.Repeat("q", 1023) + "': 1\n",
 		"- " + strings.Repeat("k", 1025) + ": 1\n", "a: {" + strings.Repeat("k", 1025) + ": 1}\n", "a: {" + strings.Repeat("k", 1024) + ": 1}\n",
 		"1.0: a\n1: b\n", "~: a\nnull: b\n", "0x1: a\n", "a: {1.0: x, '1': y}\n",
+		// Flow collections as sequence entries (the flow style of step lists).
+		"- {id: a, do: x}\n- {id: b, do: \"y ${a.output}\", after: [a]}\n", "a:\n  - {x: 1}  # c\n  - [1, {y: 2}]\n  - {}\n",
+		"- {a: 1}: b\n", "- {a: 1}\n  b: 2\n", "- {a: 1} x\n", "- [a, b]: c\n", "- {a: 1,\n  b: 2}\n", "- {a: b: c}\n",
+		"- {a: 1, a: 2}\n", "-  {a: 1}\n-   [b]\n", "- - {a: 1}\n", "a:\n- {b: 1}\nc: 2\n", "- {\"k\": 'v'}\n",
 	} {
 		checkFastAgrees(t, []byte(src))
 	}
@@ -103,6 +113,8 @@ func FuzzFastYAML(f *testing.F) {
 	}
 	f.Add([]byte("a:\n  - x\n  -\n  - y: \nc: ~\n"))
 	f.Add([]byte("k: [a, {b: c}, []]\n"))
+	f.Add([]byte("- {id: a, do: x}\n- [b, {c: d}]\n"))
+	f.Add(linearFlowSpec(3))
 	f.Fuzz(func(t *testing.T, src []byte) { checkFastAgrees(t, src) })
 }
 
@@ -117,7 +129,8 @@ func TestFastYAMLRandomDocuments(t *testing.T) {
 	}
 	frags := []string{"a", "b", "key", "k k", "-", "- ", ":", ": ", "#", " #c", "'", "''", "\"", "\"x\"", "'y'", "[", "]", "{", "}",
 		", ", ",", "1", "-1", ".5", "0x1", "017", "~", "null", "true", "yes", "é", "${a.output}", "x: y", "[a, b]", "{a: 1}",
-		"?", "http://x", "a#b", " ", "  ", "[]", "{}", "'it''s'", "\"a: b\"", "---", "..."}
+		"?", "http://x", "a#b", " ", "  ", "[]", "{}", "'it''s'", "\"a: b\"", "---", "...",
+		"{id: a, do: x}", "{a: [1, {b: c}]}", "[{a: 1}, b]", "{a: 'x, y'}", "{a: \"${b.output}\"}"}
 	rng := uint64(12345)
 	if s := os.Getenv("FAST_YAML_SEED"); s != "" {
 		fmt.Sscan(s, &rng)

@@ -339,7 +339,7 @@ func (g *graph) reachAll(qs []reachQuery) {
 }
 
 // reviseCoverage checks one carry variable's consumers against the gates
-// that rewrite it (spec/ir.md 8.8 rule 4.5). For each entry {target, gate},
+// that rewrite it (docs/spec-language.md, "Carry"). For each entry {target, gate},
 // it calls report(entry, consumer, missed) for every consumer that the
 // target's reset closure (reachability over A) does not contain
 // (missed = true), or else that is not the gate and does not reach the gate

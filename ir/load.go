@@ -6,10 +6,10 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/internal/yamlerr"
 	"gopkg.in/yaml.v3"
 )
 
@@ -141,8 +141,10 @@ func loadYAML(src []byte, d *diags) *node {
 		return &node{kind: nullNode, line: 1, col: 1}
 	}
 	if err != nil {
-		line, msg := yamlErrorLine(err)
-		d.add(&node{line: int32(line), col: 1}, CodeYAMLSyntax, "", "YAML syntax error: %s", msg)
+		// yaml.v3's own line is often not the one to fix (see
+		// internal/yamlerr); Locate finds it and says what would be right.
+		p := yamlerr.Locate(src, err)
+		d.add(&node{line: int32(p.Line), col: int32(max(p.Column, 1))}, CodeYAMLSyntax, "", "YAML syntax error: %s", p.Text())
 		return nil
 	}
 	var extra yaml.Node
@@ -151,7 +153,7 @@ func loadYAML(src []byte, d *diags) *node {
 		if err == nil {
 			line = extra.Line
 		} else {
-			line, _ = yamlErrorLine(err)
+			line = yamlerr.Locate(src, err).Line
 		}
 		d.add(&node{line: int32(line), col: 1}, CodeYAMLSyntax, "", "the file holds more than one YAML document (a \"---\" separator); a spec is exactly one document")
 		return nil
@@ -182,20 +184,6 @@ func loadYAML(src []byte, d *diags) *node {
 		return nil
 	}
 	return out
-}
-
-// yamlErrorLine extracts the line number from a yaml.v3 error message
-// ("yaml: line 3: did not find expected key").
-func yamlErrorLine(err error) (int, string) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if i := strings.IndexByte(rest, ':'); i > 0 {
-			if n, err := strconv.Atoi(rest[:i]); err == nil {
-				return n, strings.TrimSpace(rest[i+1:])
-			}
-		}
-	}
-	return 1, msg
 }
 
 type converter struct {

@@ -120,8 +120,61 @@ func (k StepKind) String() string {
 // declares none.
 const DefaultAttempts = 2
 
-// DefaultAgent is the agent of a do step or stage that names none.
+// Agent is the agent a do step or fanout stage names. The types of the
+// enum-like fields below are strings underneath, so comparisons with
+// string constants ("claude", "worktree") keep compiling.
+type Agent string
+
+// The agents a spec may name.
+const (
+	AgentClaude Agent = "claude"
+	AgentCodex  Agent = "codex"
+)
+
+// DefaultAgent is the agent of a do step or stage that names none. It is an
+// untyped constant, usable as a string or an Agent.
 const DefaultAgent = "claude"
+
+// Stakes is how much a judged predicate's verdict matters.
+type Stakes string
+
+// The stakes of a judged predicate.
+const (
+	StakesCheap    Stakes = "cheap"
+	StakesDefault  Stakes = "default"
+	StakesParanoid Stakes = "paranoid"
+)
+
+// Isolation is where a fanout's items work.
+type Isolation string
+
+// The isolations of a fanout.
+const (
+	// IsolationWorktree gives each item its own git worktree, merged
+	// afterwards.
+	IsolationWorktree Isolation = "worktree"
+	// IsolationNone runs every item in the workspace itself.
+	IsolationNone Isolation = "none"
+)
+
+// Dispatch is who runs a fanout's items.
+type Dispatch string
+
+// The dispatches of a fanout.
+const (
+	// DispatchEngine: the engine runs the items itself (the default).
+	DispatchEngine Dispatch = "engine"
+	// DispatchConsumer: the items are handed to the MCP client as ready
+	// entries.
+	DispatchConsumer Dispatch = "consumer"
+)
+
+// Merge is how a worktree fanout's results are merged.
+type Merge string
+
+// MergeSequential merges the items' worktrees one after the other, the only
+// strategy of v1.
+const MergeSequential Merge = "sequential"
 
 // Step is one compiled step. Fields of constructs the step does not use
 // are zero.
@@ -139,9 +192,9 @@ type Step struct {
 
 	// Do is the task text of a do step.
 	Do *Template
-	// Agent is the declared agent ("claude" or "codex"); "" means
+	// Agent is the declared agent (AgentClaude or AgentCodex); "" means
 	// DefaultAgent.
-	Agent string
+	Agent Agent
 	// Out is the declared output contract name (do, set, evaluate).
 	Out string
 	// OutContract is the contract later references read: Out's contract,
@@ -214,19 +267,30 @@ type Ensure struct {
 	Kind EnsureKind
 	// Expr is the expression of an EnsureExpr.
 	Expr string
-	// Path and Text are the file predicate arguments.
+	// Path and Text are the file predicate's arguments as written (with
+	// any ${...}); Expression is what reads them.
 	Path string
 	Text string
-	// Statement and Stakes ("cheap", "default", "paranoid") are the judged
-	// predicate's fields.
+	// Statement and Stakes are the judged predicate's fields.
 	Statement string
-	Stakes    string
+	Stakes    Stakes
+
+	// interpolated is the expression of a file predicate whose Path or
+	// Text holds ${...} references (set by validation).
+	interpolated string
 }
 
 // Expression returns the expression the predicate evaluates: Expr itself,
-// or file_exists("P") / file_contains("P", "T") with JSON-quoted arguments
-// (spec/ir.md 11.11). Judged predicates have none.
+// or for a file predicate file_exists("P") / file_contains("P", "T") with
+// JSON-quoted arguments. A file predicate with ${...} references reads them
+// instead of taking them literally: file_exists: "${input.f}" is
+// file_exists(input.f), file_contains: {path: "out/${item}.txt", text: T}
+// is file_contains("out/" + str(item) + ".txt", "T") (docs/spec-language.md,
+// "Ensure predicates"). Judged predicates have none.
 func (e Ensure) Expression() string {
+	if e.interpolated != "" {
+		return e.interpolated
+	}
 	switch e.Kind {
 	case EnsureExpr:
 		return e.Expr
@@ -273,14 +337,13 @@ type Fanout struct {
 	Over        *Template
 	Stages      []*Stage
 	Concurrency int
-	// Isolation is "worktree" or "none".
-	Isolation string
-	Require   Require
-	// Merge is "sequential".
-	Merge    string
-	PreMerge []string
-	// Dispatch is "engine" (the default, filled in) or "consumer".
-	Dispatch string
+	Isolation   Isolation
+	Require     Require
+	Merge       Merge
+	PreMerge    []string
+	// Dispatch is DispatchEngine (the default, filled in) or
+	// DispatchConsumer.
+	Dispatch Dispatch
 }
 
 // Require is how many items must succeed: all, any, or at least Count.
@@ -293,7 +356,7 @@ type Require struct {
 type Stage struct {
 	Index       int
 	Do          *Template
-	Agent       string
+	Agent       Agent
 	Out         string
 	OutContract *Contract
 	Ensure      []Ensure
@@ -354,7 +417,7 @@ type Value struct {
 }
 
 // ResetClosure returns the revise reset closure of the step at index
-// target (spec/ir.md 8.5, spec/engine.md 5.2): the target and every step
+// target (docs/spec-language.md, "How validation proceeds"; docs/engine.md, "Gates"): the target and every step
 // reachable from it over dependency edges (after, ${...} references) and
 // routing edges (on_fail, gate on_approve and on_kill; revise edges are not
 // followed), as ascending step indexes. It is computed on each call, in time

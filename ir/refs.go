@@ -7,7 +7,7 @@ import (
 	"github.com/stratum-go/stratum/expr"
 )
 
-// RefKind is the kind of a ${...} reference (spec/ir.md section 7.3).
+// RefKind is the kind of a ${...} reference (docs/spec-language.md, "References").
 type RefKind uint8
 
 // Reference kinds.
@@ -126,7 +126,7 @@ func (t *Template) Refs() []*Ref {
 // error when the value is unavailable.
 type Resolver func(*Ref) (any, error)
 
-// Render evaluates the template (spec/ir.md section 7.8). A full-value
+// Render evaluates the template (docs/spec-language.md, "How validation proceeds"). A full-value
 // reference yields the referenced value with its JSON type; otherwise each
 // reference is replaced by its text (strings as-is, null as "", other
 // values as compact JSON) and the result is a string.
@@ -170,7 +170,7 @@ const (
 	templateMalformed                // a token's content fails the grammar, or an unterminated ${
 )
 
-// parseTemplate scans s for ${...} tokens (spec/ir.md 7.2-7.3). On a
+// parseTemplate scans s for ${...} tokens (docs/spec-language.md, "References"). On a
 // malformed string it returns a template without parts and the offending
 // token text (or the text from an unterminated "${").
 func parseTemplate(s string) (*Template, templateSyntax, string) {
@@ -295,7 +295,7 @@ func (a *tmplArena) parseTemplate(s string) (*Template, templateSyntax, string) 
 	return t, templateOK, ""
 }
 
-// parseRefContent classifies the inside of ${...} (spec/ir.md 7.3).
+// parseRefContent classifies the inside of ${...} (docs/spec-language.md, "How validation proceeds").
 func parseRefContent(c string) *Ref {
 	var a tmplArena
 	return a.parseRefContent(c)

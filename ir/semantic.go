@@ -1,12 +1,9 @@
 package ir
 
-import (
-	"sort"
-	"strings"
-)
+import "strings"
 
-// This file is the semantic phase (spec/ir.md sections 4.2-8, checking
-// order 10.2). Unlike the reference, which stops at the first semantic
+// This file is the semantic phase (docs/spec-language.md, "How validation
+// proceeds"). Unlike the reference, which stops at the first semantic
 // error, it reports every problem; values already found broken are marked
 // (poisoned, loose types, outPoisoned) so that one mistake is reported
 // once, not again through everything that depends on it.
@@ -149,7 +146,7 @@ func (v *validator) lookupContract(name string) (*contractInfo, bool) {
 	return ci, ok
 }
 
-// pathProblem checks that path exists below contract ci (spec/ir.md 7.6).
+// pathProblem checks that path exists below contract ci (docs/spec-language.md, "How validation proceeds").
 // It returns "" when it does, else what is wrong.
 func pathProblem(ci *contractInfo, path []PathSeg) string {
 	if ci == nil || ci.poisoned || ci.c == nil || len(path) == 0 {
@@ -343,7 +340,7 @@ func (v *validator) checkFlow(fl *flowInfo) {
 	fc := &flowCheck{v: v, fl: fl, entry: v.entryOK && fl.name == v.entry}
 	fl.f.IsEntry = fc.entry
 	// 1. output contract.
-	if fl.outputOK {
+	if fl.contractOK {
 		if _, ok := v.lookupContract(fl.outputContrct); !ok {
 			v.d.add(fl.contractNode, CodeContractRef, joinPath(fl.path, "output.contract"), "output contract %q is not declared; declare it under contracts or use one of: %s", fl.outputContrct, v.contractNames())
 		}
@@ -363,7 +360,7 @@ func (v *validator) checkFlow(fl *flowInfo) {
 	fc.depMark = make([]int32, len(fl.steps))
 	fc.cands = make([]edgeCand, 0, len(fl.steps))
 	for _, si := range fl.steps {
-		if si.kindKnown {
+		if si.present != nil {
 			fc.edgesAndRefs(si)
 		}
 	}
@@ -391,6 +388,7 @@ func (fc *flowCheck) stepTable() {
 			}
 		}
 		if !si.kindKnown {
+			fc.unclearOut(si)
 			continue
 		}
 		s := si.s
@@ -447,7 +445,7 @@ func (fc *flowCheck) stepTable() {
 			s.OutContract = ci.c
 		case KindRun:
 			callee := v.flowByName[s.Run]
-			if callee == nil || !callee.outputOK {
+			if callee == nil || !callee.contractOK {
 				si.outPoisoned = true
 				continue
 			}
@@ -463,660 +461,24 @@ func (fc *flowCheck) stepTable() {
 	}
 }
 
-// addEdge proposes an edge from step id `from` to step id `to`
-// (spec/ir.md 8.2). It reports unknown and self targets at once; cycles are
-// decided in commitEdges, in proposal order.
-func (fc *flowCheck) addEdge(from, to string, dep bool, path loc, n *node, what string) {
-	fs, ts := fc.fl.byID[from], fc.fl.byID[to]
-	if fs == nil {
-		fc.unknownTarget(n, path, what, from)
+// unclearOut checks the out contract named by a step whose construct is
+// unclear: an undeclared name is a problem of its own, but the step's
+// output is not known, so nothing reads it.
+func (fc *flowCheck) unclearOut(si *stepInfo) {
+	on := si.present.get("out")
+	if on == nil || on.kind != stringNode {
 		return
 	}
-	if ts == nil {
-		fc.unknownTarget(n, path, what, to)
-		return
-	}
-	if fc.cur != nil && fc.fl.byID[fc.cur.s.ID] != fc.cur {
-		// A second step with a taken id: its edges would attach to the
-		// first one; STEP_DUPLICATE_ID says what to fix.
-		return
-	}
-	if fs == ts {
-		fc.v.d.addAt(n, CodeSelfTarget, path, "step %q cannot %s itself", from, selfVerb(what))
-		return
-	}
-	fi, ti := fs.s.Index, ts.s.Index
-	// Each edge is proposed once. Dependencies into a step are all proposed
-	// while that step is scanned, so remembering the last target per source
-	// is enough; routes leave the scanned step, at most three of them.
-	if dep {
-		if fc.depMark[fi] == int32(ti)+1 {
-			return
-		}
-		fc.depMark[fi] = int32(ti) + 1
-	} else {
-		for i := len(fc.cands) - 1; i >= 0 && i >= len(fc.cands)-3; i-- {
-			if c := fc.cands[i]; !c.dep && c.from == fi && c.to == ti {
-				return
-			}
-		}
-	}
-	fc.cands = append(fc.cands, edgeCand{from: fi, to: ti, dep: dep, path: path, n: n, what: what})
-}
-
-// unknownTarget reports a route or dependency naming no step, unless the
-// flow has a step whose id is itself broken (it may be the one meant).
-func (fc *flowCheck) unknownTarget(n *node, path loc, what, id string) {
-	if fc.fl.unnamedSteps {
-		return
-	}
-	fc.v.d.addAt(n, CodeUnknownTarget, path, "%s names %q, which is not a step of flow %s%s", what, id, fc.fl.name, fc.fl.stepHint())
-}
-
-func selfVerb(what string) string {
-	switch what {
-	case "after":
-		return "run after"
-	case "reference":
-		return "read the output of"
-	}
-	return "route to"
-}
-
-// maxCycleSearches bounds how many further cycle-closing edges are looked
-// for once the edge-by-edge check has spent its budget (a hostile spec
-// with a huge cyclic graph); each search costs a few linear passes.
-const maxCycleSearches = 8
-
-// commitEdges adds the proposed edges. When they form no cycle (the usual
-// case) this is linear. Otherwise the edges are added in proposal order and
-// each one that would close a cycle is reported and left out, as the
-// reference's edge-by-edge check does (its first report is the reference's
-// one error). That check costs a graph search per edge, so it runs on a
-// budget linear in the graph's size; past it, the next cycle-closing edges
-// are found by bisecting on the number of edges added, which needs only
-// linear acyclicity tests, and the search stops after maxCycleSearches
-// more of them.
-func (fc *flowCheck) commitEdges() {
-	g := fc.g
-	g.reserve(fc.cands)
-	for _, c := range fc.cands {
-		g.add(c.from, c.to, c.dep)
-	}
-	if g.acyclic() {
-		return
-	}
-	g = newGraph(g.n)
-	fc.g, fc.fl.g = g, g
-	budget := 64*(g.n+len(fc.cands)) + 1<<16
-	if fc.v.cycleBudget > 0 {
-		budget = fc.v.cycleBudget
-	}
-	i := 0
-	for ; i < len(fc.cands); i++ {
-		c := fc.cands[i]
-		closes, exhausted := g.reachesWithin(c.to, c.from, &budget)
-		if exhausted {
-			break
-		}
-		if closes {
-			fc.reportCycle(c)
-			continue
-		}
-		g.add(c.from, c.to, c.dep)
-	}
-	for searches := 0; i < len(fc.cands) && searches < maxCycleSearches; searches++ {
-		rest := fc.cands[i:]
-		if g.acyclicWith(rest) {
-			break
-		}
-		// The smallest k such that the first k+1 remaining edges close a
-		// cycle: edges before it are added, edge k is reported.
-		lo, hi := 0, len(rest)-1
-		for lo < hi {
-			mid := (lo + hi) / 2
-			if g.acyclicWith(rest[:mid+1]) {
-				lo = mid + 1
-			} else {
-				hi = mid
-			}
-		}
-		for _, c := range rest[:lo] {
-			g.add(c.from, c.to, c.dep)
-		}
-		fc.reportCycle(rest[lo])
-		i += lo + 1
-	}
-	if i < len(fc.cands) && g.acyclicWith(fc.cands[i:]) {
-		for _, c := range fc.cands[i:] {
-			g.add(c.from, c.to, c.dep)
-		}
+	if _, ok := fc.v.lookupContract(on.str); !ok {
+		fc.v.d.add(on, CodeContractRef, joinPath(si.path, "out"), "out names contract %q, which is not declared; use one of: %s", on.str, fc.v.contractNames())
 	}
 }
 
-func (fc *flowCheck) reportCycle(c edgeCand) {
-	fs, ts := fc.fl.steps[c.from].s.ID, fc.fl.steps[c.to].s.ID
-	fc.v.d.addAt(c.n, CodeCycle, c.path, "this %s edge %s -> %s closes a cycle (%s already leads to %s); steps must form a DAG, so route forward only", c.what, fs, ts, ts, fs)
-}
-
-func (fc *flowCheck) edgesAndRefs(si *stepInfo) {
-	v, s := fc.v, si.s
-	fc.cur = si
-	for k, a := range s.After {
-		an := si.present.get("after")
-		var n *node
-		if an != nil && k < len(an.items()) {
-			n = an.items()[k]
-		}
-		fc.addEdge(a, s.ID, true, locOf(indexPath(joinPath(si.path, "after"), k)), afterNode(an, a, n), "after")
-	}
-	if s.OnFail != "" {
-		fc.addEdge(s.ID, s.OnFail, false, loc{base: si.path, rel: "on_fail"}, si.present.get("on_fail"), "on_fail")
-		if t := fc.fl.byID[s.OnFail]; t != nil {
-			fc.routed[t.s.Index] = true
-		}
-	}
-	overBad := false
-	if s.Kind == KindFanout && s.Fanout != nil {
-		var over *leaf
-		for i := range si.leaves {
-			if si.leaves[i].over {
-				over = &si.leaves[i]
-			}
-		}
-		if s.Fanout.Over == nil {
-			// over is missing or not a string: already reported.
-		} else if over == nil || over.syn != templateOK || over.tmpl.Full() == nil {
-			overBad = true
-			v.d.add(si.present.get("fanout").get("over"), CodeOverSingleRef, joinPath(si.path, "fanout.over"), "over must be exactly one reference to an array, such as \"${input.items}\" or \"${plan.output.tasks}\", with no other text; got %q", s.Fanout.Over.Text)
-		}
-	}
-	sites := 0
-	for i := range si.leaves {
-		if l := &si.leaves[i]; l.syn == templateOK && len(l.tmpl.Parts) > 0 && !(l.over && overBad) {
-			sites++
-		}
-	}
-	if sites > 0 && s.Sites == nil {
-		s.Sites = carveRoom(&v.tmpl.sites, sites)
-	}
-	for _, l := range si.leaves {
-		if l.over && overBad {
-			continue
-		}
-		t := l.tmpl
-		if l.syn != templateOK {
-			v.d.addAt(l.n, CodeRefInvalid, l.loc(), "malformed reference %q: a reference is ${input.FIELD...}, ${STEP.output...}, ${CARRY...}, ${item} or ${prev} with no spaces (there is no escape for a literal \"${\")", l.tok)
-			continue
-		}
-		if len(t.Parts) == 0 {
-			continue
-		}
-		s.Sites = append(s.Sites, Site{Line: int(l.n.line), Column: int(l.n.col), Expression: l.expression, Stage: l.stage, Template: t, path: l.loc()})
-		for _, p := range t.Parts {
-			if p.Ref != nil {
-				fc.checkRef(si, l, p.Ref)
-			}
-		}
-	}
-	if s.Kind == KindGate && s.Gate != nil {
-		gn := si.present.get("gate")
-		if s.Gate.OnApprove != "" {
-			fc.addEdge(s.ID, s.Gate.OnApprove, false, loc{base: si.path, rel: "gate.on_approve"}, gn.get("on_approve"), "on_approve")
-			if t := fc.fl.byID[s.Gate.OnApprove]; t != nil {
-				fc.routed[t.s.Index] = true
-			}
-		}
-		if s.Gate.OnKill != "" {
-			fc.addEdge(s.ID, s.Gate.OnKill, false, loc{base: si.path, rel: "gate.on_kill"}, gn.get("on_kill"), "on_kill")
-			if t := fc.fl.byID[s.Gate.OnKill]; t != nil {
-				fc.routed[t.s.Index] = true
-			}
-		}
-	}
-}
-
-func afterNode(an *node, _ string, n *node) *node {
-	if n != nil {
-		return n
-	}
-	return an
-}
-
-func (fc *flowCheck) checkRef(si *stepInfo, l leaf, r *Ref) {
-	lpath := l.loc()
-	v := fc.v
-	switch r.Kind {
-	case RefItem, RefPrev:
-		if l.stage < 0 {
-			v.d.addAt(l.n, CodeRefScope, lpath, "%s is only available inside a fanout stage (its do, when and ensure); here use ${input...} or ${STEP.output...}", r.Text)
-		}
-	case RefCarry:
-		if l.expression {
-			v.d.addAt(l.n, CodeCarryInExpr, lpath, "%s reads a carry variable, which expressions cannot do (expressions see result, input, item and prev); use it in a do text, with, evaluate.in or fanout.over instead", r.Text)
-			return
-		}
-		fc.uses = append(fc.uses, carryUse{consumer: si, name: r.Name, path: lpath, n: l.n})
-	case RefInput:
-		if fc.fl.input == nil {
-			return
-		}
-		if why := pathProblem(fc.fl.input, r.Path); why != "" {
-			v.d.addAt(l.n, CodeUnknownPath, lpath, "%s: %s", r.Text, why)
-		}
-	case RefStep:
-		if t := fc.checkStepRef(r, lpath, l.n, false); t != nil {
-			fc.addEdge(r.Name, si.s.ID, true, lpath, l.n, "reference")
-		}
-	}
-}
-
-// checkStepRef type-checks a step-output reference (spec/ir.md 7.5 and
-// 8.9) and returns the referenced step when it exists.
-func (fc *flowCheck) checkStepRef(r *Ref, lp loc, n *node, outputFrom bool) *stepInfo {
-	v := fc.v
-	t := fc.fl.byID[r.Name]
-	if t == nil {
-		if !outputFrom && fc.fl.declaresCarry(r.Name) {
-			v.d.addAt(n, CodeCarryPathRes, lp, "%s: %s is a carry variable, and a carry path cannot start with .output (it would read as a step output); rename the field or write ${%s}", r.Text, r.Name, r.Name)
-			return nil
-		}
-		if !fc.fl.unnamedSteps {
-			v.d.addAt(n, CodeUnknownStep, lp, "%s refers to step %q, which is not a step of flow %s%s", r.Text, r.Name, fc.fl.name, fc.fl.stepHint())
-		}
-		return nil
-	}
-	if !t.kindKnown || t.outPoisoned {
-		return t
-	}
-	s := t.s
-	switch s.Kind {
-	case KindGate:
-		v.d.addAt(n, CodeOutRequired, lp, "%s reads the output of gate %q, but gates produce no output; reference the step before the gate", r.Text, s.ID)
-		return t
-	case KindFanout:
-		last := len(s.Fanout.Stages) - 1
-		st := s.Fanout.Stages[last]
-		if st.Out == "" {
-			v.d.add(t.stageNodes[last], CodeFinalOut, joinPath(indexPath(joinPath(t.path, "fanout.steps"), last), "out"), "the output of fanout %q is referenced, so its last stage must declare out: the contract of each item's result", s.ID)
-			return t
-		}
-		if outputFrom && (len(r.Path) == 0 || !r.Path[0].IsIndex) {
-			v.d.addAt(n, CodeUnknownPath, lp, "%s: the output of fanout %q is an array; a flow output must select one element, as ${%s.output[0]}", r.Text, s.ID, s.ID)
-			return t
-		}
-		if len(r.Path) > 0 && !r.Path[0].IsIndex {
-			v.d.addAt(n, CodeUnknownPath, lp, "%s: the output of fanout %q is an array (one %s per item); index it first, as ${%s.output[0]%s}", r.Text, s.ID, st.Out, s.ID, pathString(r.Path))
-			return t
-		}
-		if len(r.Path) > 1 {
-			if why := pathProblem(t.outCI, r.Path[1:]); why != "" {
-				v.d.addAt(n, CodeUnknownPath, lp, "%s: %s", r.Text, why)
-			}
-		}
-		return t
-	case KindDo, KindSet, KindEvaluate:
-		if s.Out == "" {
-			v.d.addAt(n, CodeOutRequired, lp, "%s reads the output of step %q, which declares no out contract; add out: CONTRACT to step %q", r.Text, s.ID, s.ID)
-			return t
-		}
-	}
-	if why := pathProblem(t.outCI, r.Path); why != "" {
-		v.d.addAt(n, CodeUnknownPath, lp, "%s: %s", r.Text, why)
-	}
-	return t
-}
-
-func (fl *flowInfo) declaresCarry(name string) bool {
-	for _, c := range fl.carry {
-		if c.name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// stepHint lists some of the flow's step ids for messages about unknown
-// steps; it is computed once per flow.
-func (fl *flowInfo) stepHint() string {
-	if fl.hint != nil {
-		return *fl.hint
-	}
-	var ids []string
-	for _, si := range fl.steps {
-		if si.idOK && fl.byID[si.s.ID] == si {
-			ids = append(ids, si.s.ID)
-		}
-	}
-	h := ""
-	if len(ids) > 0 {
-		h = " (steps: " + listNames(len(ids), func(i int) string { return ids[i] }) + ")"
-	}
-	fl.hint = &h
-	return h
-}
-
-// ---- consumer worktree fanouts (spec/ir.md 8.6) ----
-
-func (fc *flowCheck) consumerWorktree() {
-	v, fl := fc.v, fc.fl
-	// gated[i]: step i is a direct dependency of a gate that always opens
-	// (no when, not a route target).
-	var gated []bool
-	for _, si := range fl.steps {
-		s := si.s
-		if !si.kindKnown || s.Kind != KindFanout || s.Fanout == nil || s.Fanout.Dispatch != "consumer" || s.Fanout.Isolation != "worktree" {
-			continue
-		}
-		for j, st := range s.Fanout.Stages {
-			// A stage's broken fields are left zero; the rest is checked.
-			sp := indexPath(joinPath(si.path, "fanout.steps"), j)
-			for i, e := range st.Ensure {
-				if e.Kind == EnsureFileExists || e.Kind == EnsureFileContains || e.Kind == EnsureExpr && usesFileFunctions(e.Expr) {
-					k := si.stageEnsureAt[j][i]
-					v.d.add(si.stageNodes[j].get("ensure").items()[k], CodeWorktreeFS, indexPath(joinPath(sp, "ensure"), k), "a consumer-dispatched worktree fanout cannot check files in its stages (the files live in the consumer's worktrees, out of the engine's reach); drop this predicate or check the files in a step after the merge")
-					break
-				}
-			}
-			if st.HasWhen && usesFileFunctions(st.When) {
-				v.d.add(si.stageNodes[j].get("when"), CodeWorktreeFS, joinPath(sp, "when"), "a consumer-dispatched worktree fanout cannot call file functions in a stage when (the files live in the consumer's worktrees)")
-			}
-		}
-		if gated == nil {
-			gated = make([]bool, len(fl.steps))
-			for _, gi := range fl.steps {
-				if !gi.kindKnown || gi.s.Kind != KindGate || gi.s.HasWhen || fc.routed[gi.s.Index] {
-					continue
-				}
-				for _, p := range fc.g.dpred[gi.s.Index] {
-					gated[p] = true
-				}
-			}
-		}
-		if !gated[s.Index] {
-			v.d.add(si.present.get("fanout").get("isolation"), CodeWorktreeGate, joinPath(si.path, "fanout.isolation"),
-				"a consumer-dispatched worktree fanout needs a gate that directly follows it (a gate step with after: [%s], no when, and not the target of any route) so that the merged worktrees are reviewed", s.ID)
-		}
-	}
-}
-
-// ---- carry (spec/ir.md 8.8) ----
-
-func (fc *flowCheck) carry() {
-	v, fl := fc.v, fc.fl
-	if fl.hasCarry && v.entryOK && !fc.entry {
-		v.d.add(fl.carryNode, CodeCarryRootOnly, joinPath(fl.path, "carry"), "carry is only allowed on the entry flow %s; flow %s is a subflow: pass the value through with instead", v.entry, fl.name)
-	}
-	visible := fl.hasCarry && (fc.entry || !v.entryOK)
-	// Sources: index of the initial step per variable (-1 for input or
-	// unknown).
-	type source struct {
-		ok   bool // initial checked and usable for ordering
-		step int  // -1: input-sourced
-	}
-	sources := make(map[string]*source)
-	if visible {
-		for _, ci := range fl.carry {
-			src := &source{step: -1}
-			sources[ci.name] = src
-			if ci.name == "item" || ci.name == "prev" || ci.name == "input" || fl.byID[ci.name] != nil {
-				v.d.add(ci.keyNode, CodeCarryName, ci.path, "carry variable %q clashes with %s; rename it", ci.name, clashWhat(ci.name))
-			}
-			if !ci.initialOK {
-				continue
-			}
-			ref, ok := fc.carryValue(ci.initial, joinPath(ci.path, "initial"), ci.initialNode, true)
-			if !ok || ref == nil {
-				continue
-			}
-			ci.c = &Carry{Name: ci.name, Initial: ref}
-			if ref.Kind == RefStep {
-				src.step = fl.byID[ref.Name].s.Index
-			}
-			src.ok = true
-		}
-	}
-	// Uses. The ordering questions are answered together (reachAll).
-	consumers := make(map[string][]*stepInfo)
-	type orderCheck struct {
-		u   carryUse
-		src int
-	}
-	var checks []orderCheck
-	var qs []reachQuery
-	for _, u := range fc.uses {
-		src, declared := sources[u.name]
-		if !declared {
-			if !(visible && !fl.carryOK) {
-				hint := fc.carryHint(visible)
-				if fl.byID[u.name] != nil {
-					hint = "; to read step " + u.name + "'s output write ${" + u.name + ".output...}"
-				}
-				v.d.addAt(u.n, CodeUnknownCarry, u.path, "${%s...} reads carry variable %q, which is not declared%s", u.name, u.name, hint)
-			}
-			continue
-		}
-		list := consumers[u.name]
-		if len(list) == 0 || list[len(list)-1] != u.consumer {
-			consumers[u.name] = append(list, u.consumer)
-		}
-		if !src.ok || src.step < 0 {
-			continue
-		}
-		checks = append(checks, orderCheck{u: u, src: src.step})
-		qs = append(qs, reachQuery{From: src.step, To: u.consumer.s.Index})
-	}
-	fc.g.reachAll(qs)
-	for i, c := range checks {
-		if c.u.consumer.s.Index == c.src || !qs[i].Reaches {
-			src := fl.steps[c.src].s.ID
-			v.d.addAt(c.u.n, CodeCarryBefore, c.u.path, "step %q reads carry variable %s before its initial source %q has run; add after: [%s] (carry creates no dependency, and routes do not order)", c.u.consumer.s.ID, c.u.name, src, src)
-		}
-	}
-	if !visible {
-		return
-	}
-	// on_revise entries. The reset and ordering questions of a variable's
-	// entries are answered together (reviseCoverage), then reported.
-	type reviseEntry struct {
-		e      *carryReviseInfo
-		gate   *stepInfo
-		target *stepInfo
-	}
-	for _, ci := range fl.carry {
-		var entries []reviseEntry
-		for i := range ci.revise {
-			e := &ci.revise[i]
-			if !e.ok {
-				continue
-			}
-			gi := fl.byID[e.gate]
-			if gi == nil || !gi.kindKnown || gi.s.Kind != KindGate {
-				if gi == nil || gi.kindKnown {
-					v.d.add(e.keyNode, CodeCarryGate, e.path, "on_revise key %q is not a gate step of flow %s; on_revise maps gate ids to the variable's new value", e.gate, fl.name)
-				}
-				continue
-			}
-			if ref, ok := fc.carryValue(e.value, e.path, e.valNode, false); ok && ref != nil && ci.c != nil {
-				ci.c.OnRevise = append(ci.c.OnRevise, CarryRevise{Gate: e.gate, Value: ref})
-			}
-			g := gi.s.Gate
-			if g == nil {
-				continue
-			}
-			if g.OnRevise == "" {
-				if gi.reviseBad {
-					continue // the malformed on_revise is the problem
-				}
-				v.d.add(e.keyNode, CodeCarryNull, e.path, "gate %q rewrites carry variable %s on revise, but its on_revise is null; give the gate an on_revise target or drop this entry", e.gate, ci.name)
-				continue
-			}
-			target := fl.byID[g.OnRevise]
-			rp := joinPath(gi.path, "gate.on_revise")
-			if target == nil {
-				fc.unknownTarget(gi.present.get("gate").get("on_revise"), locOf(rp), "on_revise", g.OnRevise)
-				continue
-			}
-			if target == gi {
-				v.d.add(gi.present.get("gate").get("on_revise"), CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
-				continue
-			}
-			entries = append(entries, reviseEntry{e: e, gate: gi, target: target})
-		}
-		readers := consumers[ci.name]
-		idx := make([]int, len(readers))
-		for i, c := range readers {
-			idx[i] = c.s.Index
-		}
-		pairs := make([][2]int, len(entries))
-		for i, re := range entries {
-			pairs[i] = [2]int{re.target.s.Index, re.gate.s.Index}
-		}
-		fc.g.reviseCoverage(idx, pairs, func(i, k int, missed bool) bool {
-			if v.d.full() {
-				v.d.dropped++ // and stop looking: the report is full
-				return false
-			}
-			e, re, c := entries[i].e, entries[i], readers[k]
-			if missed {
-				v.d.add(e.keyNode, CodeCarryMisses, e.path, "gate %q rewrites %s on revise, but its revise target %q does not reset consumer %q; revise to a step that %q depends on, so the consumer reruns with the new value", e.gate, ci.name, re.target.s.ID, c.s.ID, c.s.ID)
-			} else {
-				v.d.add(e.keyNode, CodeCarryNotAfter, e.path, "gate %q rewrites %s, so it must come after every step that reads it; add %q to the gate's after list", e.gate, ci.name, c.s.ID)
-			}
-			return true
-		})
-	}
-	for _, ci := range fl.carry {
-		if ci.c != nil {
-			for _, c := range consumers[ci.name] {
-				ci.c.Consumers = append(ci.c.Consumers, c.s.Index)
-			}
-			sort.Ints(ci.c.Consumers)
-			fl.f.Carry = append(fl.f.Carry, ci.c)
-		}
-	}
-}
-
-func clashWhat(name string) string {
-	switch name {
-	case "item", "prev", "input":
-		return "the reserved reference ${" + name + "}"
-	}
-	return "the step of the same id"
-}
-
-func (fc *flowCheck) carryHint(visible bool) string {
-	if !visible {
-		if fc.entry || !fc.v.entryOK {
-			return "; declare it under carry: on the flow"
-		}
-		return "; carry variables exist only in the entry flow " + fc.v.entry
-	}
-	if len(fc.fl.carry) == 0 {
-		return ""
-	}
-	return " (declared: " + listNames(len(fc.fl.carry), func(i int) string { return fc.fl.carry[i].name }) + ")"
-}
-
-// carryValue checks a carry initial or on_revise value: one full step or
-// input reference, then (for initial) the unconditional-source rule, then
-// the type check.
-func (fc *flowCheck) carryValue(text, path string, n *node, initial bool) (*Ref, bool) {
-	v, fl := fc.v, fc.fl
-	t, syn, _ := v.tmpl.parseTemplate(text)
-	var ref *Ref
-	if syn == templateOK {
-		ref = t.Full()
-	}
-	if ref == nil || (ref.Kind != RefStep && ref.Kind != RefInput) {
-		v.d.add(n, CodeCarryRef, path, "a carry value must be exactly one reference to a step output or the flow input, such as \"${plan.output.tasks}\" or \"${input.items}\"; got %q", text)
-		return nil, false
-	}
-	if ref.Kind == RefInput {
-		if fl.input != nil {
-			if why := pathProblem(fl.input, ref.Path); why != "" {
-				v.d.add(n, CodeUnknownPath, path, "%s: %s", ref.Text, why)
-				return ref, false
-			}
-		}
-		return ref, true
-	}
-	if initial {
-		if si := fl.byID[ref.Name]; si != nil {
-			var why string
-			switch {
-			case si.s.HasWhen:
-				why = "it has a when condition"
-			case si.kindKnown && si.s.Kind == KindGate:
-				why = "it is a gate"
-			case fc.routed[si.s.Index]:
-				why = "it is the target of a route (on_fail, on_approve or on_kill) and may never run"
-			}
-			if why != "" {
-				v.d.add(n, CodeCarryCond, path, "the initial value of a carry variable must come from a step that always runs; step %q cannot be the source because %s", si.s.ID, why)
-				return ref, false
-			}
-		}
-	}
-	t2 := fc.checkStepRefCount(ref, path, n)
-	return ref, t2
-}
-
-// checkStepRefCount runs checkStepRef and reports whether it added no
-// diagnostic.
-func (fc *flowCheck) checkStepRefCount(ref *Ref, path string, n *node) bool {
-	before := len(fc.v.d.list)
-	si := fc.checkStepRef(ref, locOf(path), n, false)
-	return si != nil && len(fc.v.d.list) == before && si.kindKnown && !si.outPoisoned
-}
-
-// ---- revise (spec/ir.md 8.5) ----
-
-func (fc *flowCheck) revise() {
-	v, fl := fc.v, fc.fl
-	first := true
-	type ancestorCheck struct {
-		gate, target *stepInfo
-		rn           *node
-		rp           string
-	}
-	var checks []ancestorCheck
-	var qs []reachQuery
-	for _, gi := range fl.steps {
-		if !gi.kindKnown || gi.s.Kind != KindGate || gi.s.Gate == nil || gi.s.Gate.OnRevise == "" {
-			continue
-		}
-		g := gi.s.Gate
-		rn := gi.present.get("gate").get("on_revise")
-		rp := joinPath(gi.path, "gate.on_revise")
-		if first && fl.maxRounds == 0 && fl.n.keyNode("max_rounds") == nil {
-			v.d.add(rn, CodeReviseRounds, rp, "a gate that can revise needs a flow-level limit: add max_rounds: N to flow %s (a gate's own max_rounds does not count)", fl.name)
-		}
-		first = false
-		target := fl.byID[g.OnRevise]
-		switch {
-		case target == nil:
-			fc.unknownTarget(rn, locOf(rp), "on_revise", g.OnRevise)
-		case target == gi:
-			v.d.add(rn, CodeSelfTarget, rp, "gate %q cannot revise to itself; name a step before it", gi.s.ID)
-		default:
-			checks = append(checks, ancestorCheck{gate: gi, target: target, rn: rn, rp: rp})
-			qs = append(qs, reachQuery{From: target.s.Index, To: gi.s.Index, All: true})
-		}
-	}
-	fc.g.reachAll(qs)
-	for i, c := range checks {
-		if !qs[i].Reaches {
-			v.d.add(c.rn, CodeReviseAncestor, c.rp, "on_revise target %q is not an ancestor of gate %q: revise goes back to a step the gate comes after (through after, references or routes)", c.target.s.ID, c.gate.s.ID)
-		}
-	}
-}
-
-// ---- output.from (spec/ir.md 8.9) ----
+// ---- output.from (docs/spec-language.md, "Flows") ----
 
 func (fc *flowCheck) outputFrom() {
 	v, fl := fc.v, fc.fl
-	if !fl.outputOK {
+	if !fl.fromOK {
 		return
 	}
 	path := joinPath(fl.path, "output.from")

@@ -232,7 +232,7 @@ func TestSemanticValid(t *testing.T) {
         fanout:
           over: "${input.items}"
           steps:
-            - {do: "${item}", out: R, ensure: [{expr: "result.v != 'file_exists(x)'"}, {expr: "result.file_exists(1)"}]}
+            - {do: "${item}", out: R, ensure: [{expr: "result.v != 'file_exists(x)'"}, {expr: "result.file_exists == 1"}]}
           concurrency: 1
           isolation: worktree
           require: all
@@ -280,7 +280,7 @@ func TestUsesFileFunctions(t *testing.T) {
 		`x == 1 || file_contains("p", "t")`: true,
 	}
 	for src, want := range cases {
-		if got := usesFileFunctions(src); got != want {
+		if got := (&validator{}).usesFileFunctions(src); got != want {
 			t.Errorf("usesFileFunctions(%q) = %v, want %v", src, got, want)
 		}
 	}
@@ -302,10 +302,10 @@ flows:
     steps:
       - {id: a, do: x, out: R}
 `, []string{"SCHEMA_INVALID@contracts"}},
-		"step without a valid id": {string(spec(mainHead + `    steps:
+		"step without a valid id": {string(spec(strings.Replace(mainHead, "${a.output}", "${build.output}", 1) + `    steps:
       - {id: Build, do: x, out: R}
-      - {id: b, do: "${a.output}", after: [a], out: R}
-`)), []string{"SCHEMA_INVALID@flows.main.steps[0].id"}},
+      - {id: b, do: "${build.output}", after: [build, BUILD], out: R}
+`)), []string{"SCHEMA_INVALID@flows.main.steps[0].id", "SCHEMA_INVALID@flows.main.steps[1].after[1]"}},
 		"unknown output contract": {string(spec(mainHead + `    steps:
       - {id: a, do: x, out: Nope}
       - {id: b, do: "${a.output.anything}", out: R}

@@ -2,12 +2,11 @@ package ir
 
 import (
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 )
 
-// This file is the structural phase (spec/ir.md sections 3-6 and 10.1):
+// This file is the structural phase (docs/spec-language.md, "How validation proceeds"):
 // it walks the loaded tree, reports shape problems and builds the typed
 // model the semantic phase checks. A value that fails its shape is left
 // out of the model and marked so that later checks do not pile
@@ -22,7 +21,7 @@ type validator struct {
 	// required field, an enum, literal or union mismatch), as opposed to a
 	// failed pattern, range, length or refinement check on a value of the
 	// right type. A mapping's whole-object rules (the construct rules of a
-	// step) run only when nothing inside it aborted (spec/ir.md 10.1).
+	// step) run only when nothing inside it aborted (docs/spec-language.md, "How validation proceeds").
 	typeErrs int
 	// cycleBudget overrides the edge-visit budget of the edge-by-edge
 	// cycle check (tests use it to reach the bisecting fallback).
@@ -42,6 +41,10 @@ type validator struct {
 	flowByName map[string]*flowInfo
 
 	tmpl tmplArena // the templates of every leaf
+
+	step stepBuilder // the step being built (buildStep)
+
+	exprs map[string]compiled // every expression compiled, by source
 }
 
 type contractInfo struct {
@@ -66,11 +69,13 @@ type flowInfo struct {
 
 	input *contractInfo // nil when input is missing or broken
 
-	outputOK      bool // output has well-formed from and contract
-	fromNode      *node
-	contractNode  *node
-	fromText      string
-	outputContrct string
+	// fromOK and contractOK: output.from and output.contract are strings
+	// (each is checked without the other).
+	fromOK, contractOK bool
+	fromNode           *node
+	contractNode       *node
+	fromText           string
+	outputContrct      string
 
 	maxRounds int
 
@@ -80,14 +85,14 @@ type flowInfo struct {
 	carryOK   bool
 
 	stepsOK bool // steps is a list
-	// unnamedSteps: some step has a missing or invalid id, so a reference
-	// to an unknown step may mean that one and is not reported.
-	unnamedSteps bool
-	steps        []*stepInfo
-	byID         map[string]*stepInfo // first occurrence of each id
-	hint         *string              // stepHint, once computed
-	g            *graph               // built by the semantic phase
-	tmpl         *tmplArena           // the validator's, for the steps' leaves
+	// unnamed are the steps with a missing or invalid id (or that are not
+	// mappings): a reference to an unknown step may mean one of them.
+	unnamed []*stepInfo
+	steps   []*stepInfo
+	byID    map[string]*stepInfo // first occurrence of each id
+	hint    *string              // stepHint, once computed
+	g       *graph               // built by the semantic phase
+	tmpl    *tmplArena           // the validator's, for the steps' leaves
 	// leafFree is unused room after the last built step's leaves: the
 	// next step's leaves are appended there, so the leaves of all steps
 	// share a few backing arrays.
@@ -120,7 +125,13 @@ type stepInfo struct {
 	path string
 	fl   *flowInfo
 
-	idOK      bool
+	idOK bool
+	// badID is the id as written when it is a string but not a valid id
+	// (for messages about the step).
+	badID string
+	// afterAt[k] is the position in the after list of s.After[k]
+	// (malformed entries are left out of s.After).
+	afterAt   []int32
 	kindKnown bool  // exactly one construct and every field well-typed
 	present   *node // the step mapping (nil when it is not a mapping)
 
@@ -143,140 +154,6 @@ type stepInfo struct {
 	// stageEnsureAt[j][k] is the list position of Stages[j].Ensure[k]
 	// (malformed predicates are left out of Ensure).
 	stageEnsureAt map[int][]int
-}
-
-// pathPart is one segment of a location inside a with value: a key of a
-// mapping or a list position. Locations are chains of parts, turned into
-// strings only when a diagnostic or a Site needs them: building the path
-// of every value eagerly costs the nesting depth times the key lengths per
-// value, which a hostile spec turns into gigabytes.
-type pathPart struct {
-	parent *pathPart
-	base   string // set on the root part: the path of the with mapping
-	key    string
-	index  int
-	isKey  bool
-}
-
-func (p *pathPart) String() string {
-	var parts []*pathPart
-	for q := p; q != nil; q = q.parent {
-		parts = append(parts, q)
-	}
-	var b strings.Builder
-	for i := len(parts) - 1; i >= 0; i-- {
-		q := parts[i]
-		switch {
-		case q.parent == nil:
-			b.WriteString(q.base)
-		case q.isKey:
-			b.WriteByte('.')
-			b.WriteString(q.key)
-		default:
-			b.WriteByte('[')
-			b.WriteString(itoa(q.index))
-			b.WriteByte(']')
-		}
-	}
-	return b.String()
-}
-
-// loc is a location in the document, made a string only when a
-// diagnostic or a Site path needs it: base + "." + rel (or base when rel
-// is empty), or at for strings inside with values.
-type loc struct {
-	at        *pathPart
-	base, rel string
-}
-
-func (p loc) String() string {
-	switch {
-	case p.at != nil:
-		return p.at.String()
-	case p.rel == "":
-		return p.base
-	}
-	return p.base + "." + p.rel
-}
-
-func locOf(path string) loc { return loc{base: path} }
-
-// leaf is one string scanned for references (spec/ir.md 7.1).
-type leaf struct {
-	// The leaf's path is base + "." + rel (or base when rel is empty), or
-	// at (for strings inside with), built only when needed: most leaves
-	// never appear in a diagnostic.
-	base, rel string
-	at        *pathPart
-	n         *node
-	text      string
-	stage     int // -1 outside fanout stages
-	tmpl      *Template
-	tok       string // the malformed token, when syn != templateOK
-	// The small fields share one word (a flow holds a leaf per string).
-	group      leafGroup
-	syn        templateSyntax
-	expression bool
-	over       bool
-}
-
-// stepFields is the step field declaration order (spec/ir.md 10.1).
-var stepFields = [...]string{"id", "after", "when", "do", "set", "agent", "out", "ensure", "attempts", "iterate", "budget", "on_fail", "gate", "fanout", "run", "with", "evaluate"}
-
-// stepFieldIndex returns the position of a step field in stepFields, or -1.
-func stepFieldIndex(key string) int {
-	switch key {
-	case "id":
-		return 0
-	case "after":
-		return 1
-	case "when":
-		return 2
-	case "do":
-		return 3
-	case "set":
-		return 4
-	case "agent":
-		return 5
-	case "out":
-		return 6
-	case "ensure":
-		return 7
-	case "attempts":
-		return 8
-	case "iterate":
-		return 9
-	case "budget":
-		return 10
-	case "on_fail":
-		return 11
-	case "gate":
-		return 12
-	case "fanout":
-		return 13
-	case "run":
-		return 14
-	case "with":
-		return 15
-	case "evaluate":
-		return 16
-	}
-	return -1
-}
-
-const stepFieldList = " id after when do set agent out ensure attempts iterate budget on_fail gate fanout run with evaluate "
-
-var constructs = [...]string{"do", "set", "gate", "fanout", "run", "evaluate"}
-
-// allowedFor lists, per construct, the fields allowed beside id, after,
-// when and the construct key.
-var allowedFor = map[string]string{
-	"do":       " agent out ensure attempts iterate budget on_fail ",
-	"set":      " out ensure ",
-	"gate":     " ",
-	"fanout":   " attempts budget on_fail ",
-	"run":      " with budget on_fail ",
-	"evaluate": " out ",
 }
 
 // schema reports a type error: a value of the wrong kind, a missing
@@ -344,6 +221,14 @@ func formatNumber(f float64) string {
 	return fmtFloat(f)
 }
 
+// afterPos returns the position in the after list of s.After[k].
+func (si *stepInfo) afterPos(k int) int {
+	if si.afterAt == nil {
+		return k
+	}
+	return int(si.afterAt[k])
+}
+
 // unknownKeys reports every key of mapping m not in allowed (a
 // space-separated list with surrounding spaces).
 func (v *validator) unknownKeys(m *node, path, allowed, where string) {
@@ -394,6 +279,20 @@ func (v *validator) str(m *node, path, key string, required bool, what string) (
 	return n.str, n, true
 }
 
+// agent checks the agent of a step or stage (the field key of the mapping
+// at base).
+func (v *validator) agent(val *node, base, key string) (Agent, bool) {
+	switch a := Agent(val.str); {
+	case val.kind != stringNode:
+		v.wrongType(val, joinPath(base, key), "claude or codex")
+	case a != AgentClaude && a != AgentCodex:
+		v.schema(val, joinPath(base, key), "agent must be claude or codex, got %q", val.str)
+	default:
+		return a, true
+	}
+	return "", false
+}
+
 // posInt checks a field that must be an integer >= 1.
 func (v *validator) posInt(m *node, path, key string, required bool) (int, bool) {
 	n := m.get(key)
@@ -404,6 +303,15 @@ func (v *validator) posInt(m *node, path, key string, required bool) (int, bool)
 		return 0, false
 	}
 	return v.posIntValue(n, joinPath(path, key))
+}
+
+// posIntOf returns n's value when it is an integer >= 1 (limits beyond two
+// billion are unbounded in practice, so they are capped there).
+func posIntOf(n *node) (int, bool) {
+	if n.kind != numberNode || math.IsInf(n.num, 0) || n.num != math.Trunc(n.num) || n.num < 1 {
+		return 0, false // NaN fails n.num >= 1 as well
+	}
+	return int(min(n.num, math.MaxInt32)), true
 }
 
 func (v *validator) posIntValue(n *node, path string) (int, bool) {
@@ -480,14 +388,14 @@ func (v *validator) buildContract(k, val *node) {
 }
 
 // fieldMapping checks a field-to-type mapping (a contract or a flow input,
-// spec/ir.md 4.1). Types are parsed later, in the semantic phase.
+// docs/spec-language.md, "Contracts and types"). Types are parsed later, in the semantic phase.
 func (v *validator) fieldMapping(n *node, path, what string) (*Contract, []*node, []string, bool) {
 	if n == nil || n.kind != mapNode {
 		v.wrongType(n, path, "a mapping from field name to type string ("+what+" fields; {} for none)")
 		return nil, nil, nil, false
 	}
 	// A reserved key makes the reference report every reserved key of the
-	// mapping and nothing else about it (spec/ir.md 4.1, 10.1).
+	// mapping and nothing else about it (docs/spec-language.md, "How validation proceeds").
 	reserved := false
 	for _, k := range n.keys() {
 		if isReserved(k.str) {
@@ -580,10 +488,8 @@ func (v *validator) buildFlow(k, n *node) {
 		from, fromN, ok1 := v.str(on, op, "from", true, "a step output reference such as \"${STEP.output}\"")
 		ctr, ctrN, ok2 := v.str(on, op, "contract", true, "the name of a declared contract")
 		v.unknownKeys(on, op, " from contract ", "a flow output")
-		if ok1 && ok2 {
-			fl.outputOK = true
-			fl.fromText, fl.fromNode, fl.outputContrct, fl.contractNode = from, fromN, ctr, ctrN
-		}
+		fl.fromOK, fl.fromText, fl.fromNode = ok1, from, fromN
+		fl.contractOK, fl.outputContrct, fl.contractNode = ok2, ctr, ctrN
 	}
 	// budget
 	if bn := n.get("budget"); n.keyNode("budget") != nil {
@@ -741,698 +647,5 @@ func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
 			}
 		}
 		v.unknownKeys(vn, vp, " initial on_revise ", "a carry variable")
-	}
-}
-
-func (v *validator) buildStep(fl *flowInfo, n *node, path string, index int, si *stepInfo, s0 *Step) {
-	// si is zero (fresh from the flow's array): setting the few fields
-	// avoids copying a whole struct.
-	si.n, si.path, si.fl, si.s = n, path, fl, s0
-	s0.Index = index
-	fl.steps = append(fl.steps, si)
-	fl.f.Steps = append(fl.f.Steps, si.s)
-	if n.kind != mapNode {
-		v.wrongType(n, path, "a step mapping with id and one of do, set, gate, fanout, run, evaluate")
-		si.outPoisoned = true
-		fl.unnamedSteps = true
-		return
-	}
-	beforeType := v.typeErrs
-	s := si.s
-	si.present = n
-	// One pass over the keys tells which step fields are present.
-	var mask uint32
-	unknown := false
-	for _, k := range n.keys() {
-		if i := stepFieldIndex(k.str); i >= 0 {
-			mask |= 1 << i
-		} else {
-			unknown = true
-		}
-	}
-	has := func(key string) bool {
-		i := stepFieldIndex(key)
-		return i >= 0 && mask&(1<<i) != 0
-	}
-	fp := func(key string) string { return joinPath(path, key) }
-
-	// id
-	if id, idN, ok := v.str(n, path, "id", true, "a step id (lowercase letters, digits, _ and -, starting with a letter)"); ok {
-		if !isStepID(id) {
-			v.rejected(idN, fp("id"), "invalid step id %q: use lowercase letters, digits, _ and -, starting with a letter", id)
-		} else {
-			s.ID = id
-			si.idOK = true
-		}
-	}
-	if !si.idOK {
-		fl.unnamedSteps = true
-	}
-	// after
-	if has("after") {
-		an := si.present.get("after")
-		if an.kind != listNode {
-			v.wrongType(an, fp("after"), "a list of step ids")
-		} else {
-			for i, e := range an.items() {
-				if e.kind != stringNode {
-					v.wrongType(e, indexPath(fp("after"), i), "a step id (lowercase letters, digits, _ and -, starting with a letter)")
-					continue
-				}
-				if !isStepID(e.str) {
-					v.rejected(e, indexPath(fp("after"), i), "invalid step id %q in after: use lowercase letters, digits, _ and -, starting with a letter", e.str)
-					continue
-				}
-				s.After = append(s.After, e.str)
-			}
-		}
-	}
-	// when
-	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
-		s.When, s.HasWhen = w, true
-		si.leafLater(groupWhen, leaf{base: path, rel: "when", n: wn, text: w, expression: true, stage: -1})
-	}
-	// do
-	if d, dn, ok := v.str(n, path, "do", false, "the task text (a string)"); ok {
-		s.Do = si.leafLater(groupDo, leaf{base: path, rel: "do", n: dn, text: d, stage: -1})
-	}
-	// set
-	if has("set") {
-		sn := si.present.get("set")
-		if sn.kind != mapNode {
-			v.wrongType(sn, fp("set"), "a mapping from field name to expression string")
-		} else {
-			for i, k := range sn.keys() {
-				val := sn.vals()[i]
-				vp := joinPath(fp("set"), k.str)
-				if val.kind != stringNode {
-					v.wrongType(val, vp, "an expression string (quote numbers and booleans: \"1\", \"true\")")
-					continue
-				}
-				s.Set = append(s.Set, SetField{Name: k.str, Expr: val.str})
-				si.leafLater(groupSet, leaf{base: vp, n: val, text: val.str, expression: true, stage: -1})
-			}
-		}
-	}
-	// agent
-	if a, an, ok := v.str(n, path, "agent", false, "claude or codex"); ok {
-		if a != "claude" && a != "codex" {
-			v.schema(an, fp("agent"), "agent must be claude or codex, got %q", a)
-		} else {
-			s.Agent = a
-		}
-	}
-	// out
-	if o, _, ok := v.str(n, path, "out", false, "the name of a declared contract"); ok {
-		s.Out = o
-	} else if has("out") {
-		si.outPoisoned = true
-	}
-	// ensure
-	if has("ensure") {
-		s.Ensure = v.ensureList(si.present.get("ensure"), path, si, -1)
-	}
-	// attempts
-	if a, ok := v.posInt(n, path, "attempts", false); ok {
-		s.Attempts = a
-	}
-	// iterate
-	if has("iterate") {
-		in := si.present.get("iterate")
-		ip := fp("iterate")
-		if in.kind != mapNode {
-			v.wrongType(in, ip, "a mapping {max: N, until: EXPRESSION}")
-		} else {
-			mx, okMax := v.posInt(in, ip, "max", true)
-			u, un, okU := v.str(in, ip, "until", true, "an expression string")
-			v.unknownKeys(in, ip, " max until ", "iterate")
-			if okU {
-				si.leafLater(groupUntil, leaf{base: path, rel: "iterate.until", n: un, text: u, expression: true, stage: -1})
-			}
-			if okMax && okU {
-				s.Iterate = &Iterate{Max: mx, Until: u}
-			}
-		}
-	}
-	// budget
-	if has("budget") {
-		s.Budget = v.budget(si.present.get("budget"), fp("budget"))
-	}
-	// on_fail
-	if of, ofn, ok := v.str(n, path, "on_fail", false, "a step id"); ok {
-		if !isStepID(of) {
-			v.rejected(ofn, fp("on_fail"), "on_fail must be a step id (lowercase letters, digits, _ and -), got %q", of)
-		} else {
-			s.OnFail = of
-		}
-	}
-	// gate
-	if has("gate") {
-		s.Gate = v.gate(si.present.get("gate"), fp("gate"), si)
-	}
-	// fanout
-	if has("fanout") {
-		s.Fanout = v.fanout(si.present.get("fanout"), fp("fanout"), si)
-	}
-	// run
-	runOK := false
-	if r, _, ok := v.str(n, path, "run", false, "the name of a flow"); ok {
-		s.Run, runOK = r, true
-	}
-	// with
-	if has("with") {
-		wn := si.present.get("with")
-		if wn.kind != mapNode {
-			v.wrongType(wn, fp("with"), "a mapping from the called flow's input names to values")
-		} else {
-			s.With = v.withValue(wn, &pathPart{base: fp("with")}, si)
-		}
-	}
-	// evaluate
-	if has("evaluate") {
-		s.Evaluate = v.evaluate(si.present.get("evaluate"), fp("evaluate"), si)
-	}
-
-	if unknown {
-		v.unknownKeys(n, path, stepFieldList, "a step")
-	}
-
-	// Whole-object construct rules are reported only for a well-typed
-	// step: a failed pattern, range or length check elsewhere in the step
-	// does not suppress them, a type error does (spec/ir.md 10.1). Either
-	// way they decide whether the step's kind is known. A broken field
-	// (an ensure predicate, attempts, budget...) does not make the kind
-	// or the output contract uncertain, so the semantic phase still checks
-	// the rest of the step (its out contract, references, after and route
-	// targets): those problems are independent and are reported with it.
-	typed := v.typeErrs == beforeType
-	var found []string
-	for _, c := range constructs {
-		if has(c) {
-			found = append(found, c)
-		}
-	}
-	if len(found) != 1 {
-		si.outPoisoned = true
-		switch {
-		case !typed:
-		case len(found) == 0:
-			v.d.add(n, CodeConstructMix, path, "the step has no construct: give it exactly one of do, set, gate, fanout, run, evaluate")
-		default:
-			v.d.add(n, CodeConstructMix, path, "the step mixes constructs %s: give it exactly one of do, set, gate, fanout, run, evaluate (split it into several steps)", strings.Join(found, ", "))
-		}
-		return
-	}
-	kind := found[0]
-	unclear := false
-	// Only fields besides id, after, when and the construct itself can be
-	// misplaced.
-	common := uint32(1)<<stepFieldIndex("id") | 1<<stepFieldIndex("after") | 1<<stepFieldIndex("when") | 1<<stepFieldIndex(kind)
-	for _, f := range stepFields {
-		if mask&^common == 0 {
-			break
-		}
-		if f == "id" || f == "after" || f == "when" || f == kind || !has(f) {
-			continue
-		}
-		if !hasWord(allowedFor[kind], f) {
-			unclear = true
-			if !typed {
-				continue
-			}
-			k := n.keyNode(f)
-			art := "a"
-			if kind == "evaluate" {
-				art = "an"
-			}
-			v.d.add(k, CodeFieldForKind, fp(f), "field %q is not allowed on %s %s step (it accepts: id, after, when, %s%s); remove it or use a construct that takes it", f, art, kind, kind, strings.TrimRight(strings.ReplaceAll(allowedFor[kind], " ", ", "), ", "))
-		}
-	}
-	switch kind {
-	case "set":
-		if !has("out") {
-			si.outPoisoned = true
-			if typed {
-				v.rejected(n, fp("out"), "required for set: a set step must name its output contract with out")
-			}
-		}
-	case "run":
-		if !has("with") {
-			si.outPoisoned = true
-			if typed {
-				v.rejected(n, fp("with"), "required for run: give with, a mapping of the called flow's inputs (with: {} when it has none)")
-			}
-		}
-		if !runOK {
-			// run is not a string: the callee is unknown, and SUBFLOW_UNKNOWN
-			// for it would repeat the type error.
-			si.outPoisoned = true
-			return
-		}
-	}
-	if unclear {
-		// Misplaced fields: what the step is meant to be is unclear, so
-		// its references are not checked either.
-		si.outPoisoned = true
-		return
-	}
-	si.kindKnown = true
-	switch kind {
-	case "do":
-		s.Kind = KindDo
-	case "set":
-		s.Kind = KindSet
-	case "gate":
-		s.Kind = KindGate
-	case "fanout":
-		s.Kind = KindFanout
-	case "run":
-		s.Kind = KindRun
-	case "evaluate":
-		s.Kind = KindEvaluate
-	}
-	si.orderLeaves()
-}
-
-func (l *leaf) loc() loc { return loc{at: l.at, base: l.base, rel: l.rel} }
-
-// ensureRels holds the common "ensure[i].expr" suffixes.
-var ensureRels = [...]string{"ensure[0].expr", "ensure[1].expr", "ensure[2].expr", "ensure[3].expr", "ensure[4].expr", "ensure[5].expr", "ensure[6].expr", "ensure[7].expr"}
-
-func ensureRel(i int) string {
-	if i < len(ensureRels) {
-		return ensureRels[i]
-	}
-	return indexPath("ensure", i) + ".expr"
-}
-
-// leafGroup orders leaves as spec/ir.md 7.1 scans them.
-type leafGroup uint8
-
-const (
-	groupDo leafGroup = iota
-	groupWhen
-	groupSet
-	groupUntil
-	groupEnsure
-	groupWith
-	groupEvalIn
-	groupOver
-	groupStage
-)
-
-// leafLater records a leaf; orderLeaves puts the groups in scanning order
-// (fields are visited in declaration order, which differs).
-// It parses the leaf's template once and returns it.
-func (si *stepInfo) leafLater(group leafGroup, l leaf) *Template {
-	l.group = group
-	l.tmpl, l.syn, l.tok = si.fl.tmpl.parseTemplate(l.text)
-	if si.leaves == nil {
-		if cap(si.fl.leafFree) < 4 {
-			si.fl.leafFree = make([]leaf, 0, 64)
-		}
-		si.leaves = si.fl.leafFree
-	}
-	si.leaves = append(si.leaves, l)
-	return l.tmpl
-}
-
-func (si *stepInfo) orderLeaves() {
-	sorted := true
-	for i := 1; i < len(si.leaves); i++ {
-		if si.leaves[i].group < si.leaves[i-1].group {
-			sorted = false
-			break
-		}
-	}
-	if !sorted {
-		sort.SliceStable(si.leaves, func(i, j int) bool { return si.leaves[i].group < si.leaves[j].group })
-	}
-	if si.s.Kind != KindRun {
-		// with strings are scanned only on run steps. Leaves before the
-		// first with leaf stay where they are (no copying them onto
-		// themselves).
-		first := len(si.leaves)
-		for i := range si.leaves {
-			if si.leaves[i].group == groupWith {
-				first = i
-				break
-			}
-		}
-		out := si.leaves[:first]
-		for i := first; i < len(si.leaves); i++ {
-			if si.leaves[i].group != groupWith {
-				out = append(out, si.leaves[i])
-			}
-		}
-		si.leaves = out
-	}
-}
-
-// ensureList checks the ensure list of the step or stage at parent.
-func (v *validator) ensureList(n *node, parent string, si *stepInfo, stage int) []Ensure {
-	if n.kind != listNode {
-		v.wrongType(n, joinPath(parent, "ensure"), "a list of predicates such as {expr: \"result.ok == true\"}")
-		return nil
-	}
-	out := carveRoom(&v.tmpl.ensures, len(n.items()))
-	for i, e := range n.items() {
-		pred, ok := v.ensurePredicate(e, parent, i)
-		if !ok {
-			continue
-		}
-		if stage >= 0 {
-			if si.stageEnsureAt == nil {
-				si.stageEnsureAt = make(map[int][]int)
-			}
-			si.stageEnsureAt[stage] = append(si.stageEnsureAt[stage], i)
-		}
-		out = append(out, pred)
-		if pred.Kind == EnsureExpr {
-			group := groupEnsure
-			if stage >= 0 {
-				group = groupStage
-			}
-			si.leafLater(group, leaf{base: parent, rel: ensureRel(i), n: e.get("expr"), text: pred.Expr, expression: true, stage: stage})
-		}
-	}
-	return out[:len(out):len(out)]
-}
-
-const ensureShapes = "{expr: EXPRESSION}, {file_exists: PATH}, {file_contains: {path: PATH, text: TEXT}} or {judged: {statement: TEXT, stakes: cheap|default|paranoid}}"
-
-// ensurePredicate checks one predicate (spec/ir.md 6.3): a shape that
-// matches except for extra keys reports those keys; otherwise the element
-// is SCHEMA_INVALID.
-func (v *validator) ensurePredicate(e *node, parent string, index int) (Ensure, bool) {
-	ok := true
-	for _, k := range e.keys() {
-		if k.str != "expr" {
-			ok = false
-			break
-		}
-	}
-	if e.kind == mapNode && ok && len(e.kids) == 2 && e.kids[1].kind == stringNode {
-		// The common case, {expr: "..."}, needs no path at all.
-		return Ensure{Kind: EnsureExpr, Expr: e.kids[1].str}, true
-	}
-	path := indexPath(joinPath(parent, "ensure"), index)
-	if e.kind != mapNode {
-		v.schema(e, path, "a predicate must be one of %s; got %s", ensureShapes, describeNode(e))
-		return Ensure{}, false
-	}
-	type match struct {
-		key   string
-		pred  Ensure
-		extra [][2]string // nested unknown keys: path suffix, key
-	}
-	var m *match
-	for _, key := range [...]string{"expr", "file_exists", "file_contains", "judged"} {
-		val := e.get(key)
-		if e.keyNode(key) == nil {
-			continue
-		}
-		switch key {
-		case "expr":
-			if val.kind == stringNode {
-				m = &match{key: key, pred: Ensure{Kind: EnsureExpr, Expr: val.str}}
-			}
-		case "file_exists":
-			if val.kind == stringNode {
-				m = &match{key: key, pred: Ensure{Kind: EnsureFileExists, Path: val.str}}
-			}
-		case "file_contains":
-			if val.kind == mapNode {
-				p, t := val.get("path"), val.get("text")
-				if p != nil && p.kind == stringNode && t != nil && t.kind == stringNode {
-					mm := &match{key: key, pred: Ensure{Kind: EnsureFileContains, Path: p.str, Text: t.str}}
-					for _, k := range val.keys() {
-						if k.str != "path" && k.str != "text" {
-							mm.extra = append(mm.extra, [2]string{key, k.str})
-						}
-					}
-					m = mm
-				}
-			}
-		case "judged":
-			if val.kind == mapNode {
-				st, sk := val.get("statement"), val.get("stakes")
-				if st != nil && st.kind == stringNode && sk != nil && sk.kind == stringNode && (sk.str == "cheap" || sk.str == "default" || sk.str == "paranoid") {
-					mm := &match{key: key, pred: Ensure{Kind: EnsureJudged, Statement: st.str, Stakes: sk.str}}
-					for _, k := range val.keys() {
-						if k.str != "statement" && k.str != "stakes" {
-							mm.extra = append(mm.extra, [2]string{key, k.str})
-						}
-					}
-					m = mm
-				}
-			}
-		}
-		if m != nil {
-			break
-		}
-	}
-	if m == nil {
-		v.schema(e, path, "a predicate must be exactly one of %s", ensureShapes)
-		return Ensure{}, false
-	}
-	ok = true
-	for _, k := range e.keys() {
-		if k.str != m.key {
-			v.d.add(k, CodeUnknownField, joinPath(path, k.str), "this %s predicate takes only the key %q; move %q into a separate predicate or remove it", m.key, m.key, k.str)
-			ok = false
-		}
-	}
-	inner := e.get(m.key)
-	for _, x := range m.extra {
-		v.d.add(inner.keyNode(x[1]), CodeUnknownField, joinPath(joinPath(path, x[0]), x[1]), "unknown field %q in a %s predicate", x[1], m.key)
-		ok = false
-	}
-	return m.pred, ok
-}
-
-// gate checks a gate mapping. The routes that are well-formed are kept
-// even when another part is broken, so that the semantic phase still checks
-// their targets; si.reviseBad records a present but malformed on_revise
-// (which must not read as null).
-func (v *validator) gate(n *node, path string, si *stepInfo) *Gate {
-	if n.kind != mapNode {
-		v.wrongType(n, path, "a mapping {on_approve, on_revise, on_kill} (each a step id or null)")
-		return nil
-	}
-	g := &Gate{}
-	for _, key := range [...]string{"on_approve", "on_revise", "on_kill"} {
-		rp := joinPath(path, key)
-		if n.keyNode(key) == nil {
-			v.missing(n, path, key, key+": null or a step id")
-			si.reviseBad = si.reviseBad || key == "on_revise"
-			continue
-		}
-		r := n.get(key)
-		switch {
-		case r.kind == nullNode:
-		case r.kind == stringNode && !isStepID(r.str):
-			v.rejected(r, rp, "%s must be null or a step id (lowercase letters, digits, _ and -), got %q", key, r.str)
-			si.reviseBad = si.reviseBad || key == "on_revise"
-		case r.kind == stringNode:
-			switch key {
-			case "on_approve":
-				g.OnApprove = r.str
-			case "on_revise":
-				g.OnRevise = r.str
-			case "on_kill":
-				g.OnKill = r.str
-			}
-		default:
-			v.wrongType(r, rp, "null or a step id (lowercase letters, digits, _ and -)")
-			si.reviseBad = si.reviseBad || key == "on_revise"
-		}
-	}
-	if mr, good := v.posInt(n, path, "max_rounds", false); good {
-		g.MaxRounds = mr
-	}
-	v.unknownKeys(n, path, " on_approve on_revise on_kill max_rounds ", "a gate")
-	return g
-}
-
-func (v *validator) fanout(n *node, path string, si *stepInfo) *Fanout {
-	if n.kind != mapNode {
-		v.wrongType(n, path, "a fanout mapping with over, steps, concurrency, isolation, require and merge")
-		return nil
-	}
-	f := &Fanout{Dispatch: "engine"}
-	if o, on, ok := v.str(n, path, "over", true, "a single reference to an array, such as \"${input.items}\""); ok {
-		f.Over = si.leafLater(groupOver, leaf{base: path, rel: "over", n: on, text: o, stage: -1, over: true})
-	}
-	if sn := n.get("steps"); n.keyNode("steps") == nil {
-		v.missing(n, path, "steps", "a list of at least one stage, each {do: TASK, ...}")
-	} else if sn.kind != listNode {
-		v.wrongType(sn, joinPath(path, "steps"), "a list of at least one stage")
-	} else if len(sn.items()) == 0 {
-		v.rejected(sn, joinPath(path, "steps"), "a fanout needs at least one stage: steps: [{do: TASK}]")
-	} else {
-		for i, st := range sn.items() {
-			stage, outOK := v.stage(st, indexPath(joinPath(path, "steps"), i), si, i)
-			si.stageNodes = append(si.stageNodes, st)
-			si.stageOK = append(si.stageOK, outOK)
-			f.Stages = append(f.Stages, stage)
-		}
-	}
-	if c, ok := v.posInt(n, path, "concurrency", true); ok {
-		f.Concurrency = c
-	}
-	if iso, isoN, ok := v.str(n, path, "isolation", true, "worktree or none"); ok {
-		if iso != "worktree" && iso != "none" {
-			v.schema(isoN, joinPath(path, "isolation"), "isolation must be worktree or none, got %q", iso)
-		} else {
-			f.Isolation = iso
-		}
-	}
-	if rn := n.get("require"); n.keyNode("require") == nil {
-		v.missing(n, path, "require", "require: all, any, or a number of items (at least 1)")
-	} else {
-		switch {
-		case rn.kind == stringNode && rn.str == "all":
-			f.Require.All = true
-		case rn.kind == stringNode && rn.str == "any":
-			f.Require.Any = true
-		case rn.kind == numberNode:
-			if c, ok := v.posIntValue(rn, joinPath(path, "require")); ok {
-				f.Require.Count = c
-			}
-		default:
-			v.wrongType(rn, joinPath(path, "require"), "all, any, or an integer of at least 1")
-		}
-	}
-	if m, mn, ok := v.str(n, path, "merge", true, "sequential"); ok {
-		if m != "sequential" {
-			v.schema(mn, joinPath(path, "merge"), "merge must be sequential, got %q", m)
-		} else {
-			f.Merge = m
-		}
-	}
-	if pm := n.get("pre_merge"); n.keyNode("pre_merge") != nil {
-		if pm.kind != listNode {
-			v.wrongType(pm, joinPath(path, "pre_merge"), "a list of strings")
-		} else {
-			for i, e := range pm.items() {
-				if e.kind != stringNode {
-					v.wrongType(e, indexPath(joinPath(path, "pre_merge"), i), "a string")
-					continue
-				}
-				f.PreMerge = append(f.PreMerge, e.str)
-			}
-		}
-	}
-	if d, dn, ok := v.str(n, path, "dispatch", false, "engine or consumer"); ok {
-		if d != "engine" && d != "consumer" {
-			v.schema(dn, joinPath(path, "dispatch"), "dispatch must be engine or consumer, got %q", d)
-		} else {
-			f.Dispatch = d
-		}
-	}
-	v.unknownKeys(n, path, " over steps concurrency isolation require merge pre_merge dispatch ", "a fanout")
-	// A broken part (a concurrency, a stage's ensure...) leaves its field
-	// zero; the rest is kept so that the semantic phase still checks over,
-	// the stages' references and out contracts (independent problems).
-	return f
-}
-
-// stage checks one fanout stage. It returns the stage with its broken
-// fields left zero, and whether the stage's out is usable (the stage is a
-// mapping whose out, if present, is a string): a broken ensure or attempts
-// does not make the stage's output contract uncertain.
-func (v *validator) stage(n *node, path string, si *stepInfo, index int) (*Stage, bool) {
-	st := &Stage{Index: index}
-	if n.kind != mapNode {
-		v.wrongType(n, path, "a stage mapping {do: TASK, out: CONTRACT, ...}")
-		return st, false
-	}
-	outOK := true
-	if d, dn, ok := v.str(n, path, "do", true, "the stage's task text"); ok {
-		st.Do = si.leafLater(groupStage, leaf{base: path, rel: "do", n: dn, text: d, stage: index})
-	}
-	if a, an, ok := v.str(n, path, "agent", false, "claude or codex"); ok {
-		if a != "claude" && a != "codex" {
-			v.schema(an, joinPath(path, "agent"), "agent must be claude or codex, got %q", a)
-		} else {
-			st.Agent = a
-		}
-	}
-	if o, _, ok := v.str(n, path, "out", false, "the name of a declared contract"); ok {
-		st.Out = o
-	} else if n.keyNode("out") != nil {
-		outOK = false
-	}
-	// The stage's when is scanned before its ensures (spec/ir.md 7.1).
-	if w, wn, ok := v.str(n, path, "when", false, "an expression string"); ok {
-		st.When, st.HasWhen = w, true
-		si.leafLater(groupStage, leaf{base: path, rel: "when", n: wn, text: w, expression: true, stage: index})
-	}
-	if en := n.get("ensure"); n.keyNode("ensure") != nil {
-		st.Ensure = v.ensureList(en, path, si, index)
-	}
-	if a, ok := v.posInt(n, path, "attempts", false); ok {
-		st.Attempts = a
-	}
-	v.unknownKeys(n, path, " do agent out ensure attempts when ", "a fanout stage (stages have no id)")
-	return st, outOK
-}
-
-func (v *validator) evaluate(n *node, path string, si *stepInfo) *Evaluate {
-	if n.kind != mapNode {
-		v.wrongType(n, path, "a mapping {command: CMD, timeout_ms: N, in: TEMPLATE}")
-		return nil
-	}
-	before := v.schemaErrs
-	e := &Evaluate{}
-	if c, cn, ok := v.str(n, path, "command", true, "the command to run (a non-empty string)"); ok {
-		if c == "" {
-			v.rejected(cn, joinPath(path, "command"), "command must not be empty")
-		}
-		e.Command = c
-	}
-	if in, inN, ok := v.str(n, path, "in", false, "a template string"); ok {
-		e.In = si.leafLater(groupEvalIn, leaf{base: path, rel: "in", n: inN, text: in, stage: -1})
-	}
-	if t, ok := v.posInt(n, path, "timeout_ms", true); ok {
-		e.TimeoutMS = t
-	}
-	v.unknownKeys(n, path, " command in timeout_ms ", "evaluate")
-	if v.schemaErrs != before {
-		return nil
-	}
-	return e
-}
-
-// withValue converts a with mapping, recording every string as a leaf.
-func (v *validator) withValue(n *node, at *pathPart, si *stepInfo) *Value {
-	switch n.kind {
-	case nullNode:
-		return &Value{Kind: ValueNull}
-	case boolNode:
-		return &Value{Kind: ValueBool, Bool: n.b}
-	case numberNode:
-		if math.IsNaN(n.num) || math.IsInf(n.num, 0) {
-			v.schemaErrs++
-			v.d.addAt(n, CodeSchemaInvalid, loc{at: at}, "expected a finite number (JSON has no infinity or NaN), got %s", describeNode(n))
-		}
-		return &Value{Kind: ValueNumber, Number: n.num}
-	case stringNode:
-		t := si.leafLater(groupWith, leaf{at: at, n: n, text: n.str, stage: -1})
-		return &Value{Kind: ValueString, String: t}
-	case listNode:
-		out := &Value{Kind: ValueList, Items: make([]*Value, len(n.items()))}
-		for i, e := range n.items() {
-			out.Items[i] = v.withValue(e, &pathPart{parent: at, index: i}, si)
-		}
-		return out
-	default:
-		out := &Value{Kind: ValueObject, Keys: make([]string, len(n.keys())), Fields: make([]*Value, len(n.keys()))}
-		for i, k := range n.keys() {
-			out.Keys[i] = k.str
-			out.Fields[i] = v.withValue(n.vals()[i], &pathPart{parent: at, key: k.str, isKey: true}, si)
-		}
-		return out
 	}
 }

@@ -13,7 +13,7 @@ import (
 // TypeKind is the kind of a contract field type.
 type TypeKind uint8
 
-// The type kinds of the contract type language (spec/ir.md section 4).
+// The type kinds of the contract type language (docs/spec-language.md, "Contracts and types").
 const (
 	TypeString   TypeKind = iota + 1 // "string": a JSON string
 	TypeInteger                      // "integer": a number with an integral value
@@ -334,7 +334,7 @@ func quoteList(items []string) string {
 	return listNames(len(items), func(i int) string { return strconv.Quote(items[i]) })
 }
 
-// parseType parses a type string (spec/ir.md section 4.2). It returns nil
+// parseType parses a type string (docs/spec-language.md, "Contracts and types"). It returns nil
 // and a reason when the string is not a valid type.
 // Type strings are not trimmed: " string" is invalid, but spaces are
 // ordinary characters of enum members, so " a|b" is the enum of " a" and

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/internal/yamlerr"
 )
 
 // Location is one place where a construct was detected.
@@ -63,12 +63,12 @@ func Check(src []byte) *Report {
 	s := &scanner{report: &Report{Findings: []Finding{}}, index: map[string]int{}, cat: catalogue()}
 	root, err := parseDocument(src)
 	if err != nil {
-		line := 0
+		line, col := 0, 0
 		var pe *parseError
 		if errors.As(err, &pe) {
-			line = pe.line
+			line, col = pe.line, pe.col
 		}
-		s.unreadable(err.Error(), "root", line, 0)
+		s.unreadable(err.Error(), "root", line, col)
 		return s.report
 	}
 	if root == nil {
@@ -79,24 +79,20 @@ func Check(src []byte) *Report {
 	return s.report
 }
 
-// parseError carries the line a parser message names, when it names one.
+// parseError carries the position of a parser problem, when it is known
+// (line and col 0 when not).
 type parseError struct {
-	msg  string
-	line int
+	msg       string
+	line, col int
 }
 
 func (e *parseError) Error() string { return e.msg }
 
-// yaml.v3 reports syntax errors as plain text of the form "yaml: line N: ...";
-// the line is read back from the text only to position the finding.
-var yamlErrorLine = regexp.MustCompile(`^yaml: line (\d+):`)
-
-func newParseError(msg string) *parseError {
-	pe := &parseError{msg: msg}
-	if m := yamlErrorLine.FindStringSubmatch(msg); m != nil {
-		pe.line, _ = strconv.Atoi(m[1])
-	}
-	return pe
+// yamlError places an error of yaml.v3 in src: its own line is often not the
+// one to fix (see internal/yamlerr, shared with ir).
+func yamlError(src []byte, err error) *parseError {
+	p := yamlerr.Locate(src, err)
+	return &parseError{msg: fmt.Sprintf("yaml: line %d: %s", p.Line, p.Text()), line: p.Line, col: p.Column}
 }
 
 // parseDocument parses exactly one YAML document and returns its root node,
@@ -116,30 +112,28 @@ func parseDocument(src []byte) (root *yaml.Node, err error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, newParseError(err.Error())
+		return nil, yamlError(src, err)
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case err == nil:
-		return nil, newParseError(fmt.Sprintf("yaml: line %d: source contains more than one document; expected one", next.Line))
+		return nil, &parseError{msg: fmt.Sprintf("yaml: line %d: source contains more than one document; expected one", next.Line), line: next.Line}
 	case !errors.Is(err, io.EOF):
-		return nil, newParseError(err.Error())
+		return nil, yamlError(src, err)
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil
 	}
-	if msgs := duplicateKeys(doc.Content[0]); len(msgs) > 0 {
-		pe := newParseError(strings.Join(msgs, "; "))
-		return nil, pe
+	if msgs, line := duplicateKeys(doc.Content[0]); len(msgs) > 0 {
+		return nil, &parseError{msg: strings.Join(msgs, "; "), line: line}
 	}
 	return doc.Content[0], nil
 }
 
 // duplicateKeys lists every mapping key that repeats an earlier key of the
-// same mapping, in document order. Each node is visited once, so aliases
-// cannot make the walk expensive.
-func duplicateKeys(root *yaml.Node) []string {
-	var msgs []string
+// same mapping, in document order, and the line of the first. Each node is
+// visited once, so aliases cannot make the walk expensive.
+func duplicateKeys(root *yaml.Node) (msgs []string, firstLine int) {
 	seen := map[*yaml.Node]bool{}
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
@@ -156,6 +150,9 @@ func duplicateKeys(root *yaml.Node) []string {
 				k := resolve(n.Content[i])
 				if k.Kind == yaml.ScalarNode {
 					if line, dup := first[k.Value]; dup {
+						if len(msgs) == 0 {
+							firstLine = n.Content[i].Line
+						}
 						msgs = append(msgs, fmt.Sprintf("yaml: line %d: mapping key %q already defined at line %d", n.Content[i].Line, k.Value, line))
 					} else {
 						first[k.Value] = n.Content[i].Line
@@ -171,7 +168,7 @@ func duplicateKeys(root *yaml.Node) []string {
 		}
 	}
 	walk(root)
-	return msgs
+	return msgs, firstLine
 }
 
 // resolve follows aliases to the node they name.

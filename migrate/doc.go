@@ -13,5 +13,6 @@
 // The package owns the catalogue of legacy constructs and the two report
 // formats (text and JSON). It is pure: it does no I/O of its own and imports
 // only expr (for JavaScript's number-to-text conversion of a numeric
-// version or key) from the module.
+// version or key) and internal/yamlerr (which places a YAML error on the
+// line to fix, as ir does) from the module.
 package migrate
