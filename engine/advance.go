@@ -302,7 +302,7 @@ func (t *txn) failAttempt(sc *scope, s *ir.Step, st *stepState, f attemptFailure
 	identical := false
 	if f.evidence.Present && len(st.Attempts) > 0 {
 		last := st.Attempts[len(st.Attempts)-1]
-		identical = last.Result.Present && jsonEqual(last.Result.Data, f.evidence.Data)
+		identical = last.Result.Present && expr.Equal(last.Result.Data, f.evidence.Data)
 	}
 	reason := f.reason
 	if identical {

@@ -304,3 +304,33 @@ flows:
 		t.Fatalf("judged events %v", h.eventTypes(r.RunID))
 	}
 }
+
+// The ensures of one report share one work budget: many expensive
+// ensures stop at the budget with a resource_limit reason instead of
+// costing each its own limit.
+func TestEnsuresShareOneBudget(t *testing.T) {
+	h := newHarness(t, Options{EnsureBudget: 2_000_000})
+	var b strings.Builder
+	b.WriteString(`
+version: 1
+contracts:
+  R: {s: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${a.output}", contract: R}
+    steps:
+      - id: a
+        do: "a"
+        out: R
+        attempts: 1
+        ensure:
+`)
+	for i := 0; i < 200; i++ {
+		b.WriteString("          - expr: '!matches(result.s, \"[ab]+c" + strconv.Itoa(i) + "\")'\n")
+	}
+	r := h.plan(b.String(), map[string]any{})
+	r = h.ok(r, "a", `{"s":"`+strings.Repeat("ab", 2000)+`"}`)
+	wantFailure(t, r, StatusFailed, "resource_limit")
+}

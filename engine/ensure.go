@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -56,6 +57,9 @@ type ensureCtx struct {
 	// root is the jail of file predicates: an item's worktree, or empty
 	// for the workspace root.
 	root string
+	// budget bounds the work of all the ensures (and the iterate
+	// condition) of one report together (docs/expressions.md, "Limits").
+	budget *expr.Budget
 }
 
 // maxEvidence bounds how much of a failing value a failure reason quotes.
@@ -76,7 +80,10 @@ func evidence(v any) string {
 
 // runEnsures evaluates ensures in order; the first failure stops.
 func (t *txn) runEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings) ensureResult {
-	opts := &expr.EvalOptions{WorkspaceRoot: t.fileRoot(ec.root)}
+	if ec.budget == nil {
+		ec.budget = expr.NewBudget(t.e.opts.EnsureBudget)
+	}
+	opts := &expr.EvalOptions{WorkspaceRoot: t.fileRoot(ec.root), Budget: ec.budget}
 	for i, en := range ensures {
 		if en.Kind == ir.EnsureJudged {
 			if r := t.judge(ec, i, en, b); r.reason != "" || r.breach != levelNone {
@@ -89,13 +96,13 @@ func (t *txn) runEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings) ens
 		if err != nil {
 			return ensureResult{reason: fmt.Sprintf("ensure %s failed: %v", quote(src), err)}
 		}
-		ok, err := p.EvalPredicate(t.ctx, b, opts)
+		tr, err := p.EvalPredicateTrace(t.ctx, b, opts)
 		if err != nil {
-			return ensureResult{reason: fmt.Sprintf("ensure %s failed: %v", quote(src), err)}
+			return ensureResult{reason: fmt.Sprintf("ensure %s failed: %s%s", quote(src), evalError(err), explained(tr))}
 		}
-		if !ok {
+		if !tr.Holds {
 			val, _ := b.Result.Value()
-			return ensureResult{reason: fmt.Sprintf("ensure %s failed: evaluated to false on result %s", quote(src), evidence(val))}
+			return ensureResult{reason: fmt.Sprintf("ensure %s failed: evaluated to false on result %s%s", quote(src), evidence(val), explained(tr))}
 		}
 	}
 	return ensureResult{}
@@ -179,19 +186,38 @@ func validLedger(l Ledger) bool {
 	return true
 }
 
-// predicate evaluates iterate.until like an ensure expression.
-func (t *txn) predicate(src string, b expr.Bindings) (bool, string) {
+// predicate evaluates iterate.until like an ensure expression, within
+// the budget of the report's ensures.
+func (t *txn) predicate(src string, b expr.Bindings, budget *expr.Budget) (bool, string) {
 	p, err := t.c.program(src)
 	if err != nil {
 		return false, err.Error()
 	}
-	ok, err := p.EvalPredicate(t.ctx, b, &expr.EvalOptions{WorkspaceRoot: t.st.WorkspaceRoot})
+	tr, err := p.EvalPredicateTrace(t.ctx, b, &expr.EvalOptions{WorkspaceRoot: t.st.WorkspaceRoot, Budget: budget})
 	if err != nil {
-		return false, err.Error()
+		return false, evalError(err) + explained(tr)
 	}
-	if !ok {
+	if !tr.Holds {
 		val, _ := b.Result.Value()
-		return false, "evaluated to false on result " + evidence(val)
+		return false, "evaluated to false on result " + evidence(val) + explained(tr)
 	}
 	return true, ""
+}
+
+// evalError words an evaluation error for a failure reason; running out
+// of the work budget says so plainly (code resource_limit).
+func evalError(err error) string {
+	if errors.Is(err, expr.ErrBudgetExhausted) {
+		return "resource_limit: " + err.Error() + "; the ensures of one step share one budget: use fewer or cheaper expressions"
+	}
+	return err.Error()
+}
+
+// explained is what the file predicates of an evaluation looked up, as a
+// suffix of a failure reason ("" when it read no file).
+func explained(tr expr.Trace) string {
+	if x := tr.Explain(); x != "" {
+		return "; " + x
+	}
+	return ""
 }

@@ -45,6 +45,11 @@ type Options struct {
 	// PatchLimit bounds the captured changes of one worktree item, in
 	// bytes; an item over it fails its attempt. Zero means 16 MiB.
 	PatchLimit int
+	// EnsureBudget bounds the work of the ensures (and iterate condition)
+	// of one report together, in expression work units; a report that
+	// exceeds it fails its attempt with a resource_limit reason. Zero
+	// means expr.DefaultBudget.
+	EnsureBudget int64
 }
 
 // WorkspacePolicy decides the workspace root of new runs: the jail of file

@@ -198,7 +198,8 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 		}
 	}
 	b := expr.Bindings{Result: expr.Bind(output), Input: expr.Bind(sc.input)}
-	er := t.runEnsures(ensureCtx{sc: sc, step: s, st: st, stepID: sc.scoped(s.ID), task: true}, s.Ensure, b)
+	budget := expr.NewBudget(t.e.opts.EnsureBudget) // the ensures and the iterate condition of this report
+	er := t.runEnsures(ensureCtx{sc: sc, step: s, st: st, stepID: sc.scoped(s.ID), task: true, budget: budget}, s.Ensure, b)
 	if er.reason != "" {
 		switch er.breach {
 		case levelFlow:
@@ -211,11 +212,11 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 		return
 	}
 	if it := s.Iterate; it != nil {
-		if ok, why := t.predicate(it.Until, b); !ok {
+		if ok, why := t.predicate(it.Until, b, budget); !ok {
 			st.Iterations++
 			reason := fmt.Sprintf("iterate until %s failed: %s", quote(it.Until), why)
 			identical := len(st.Attempts) > 0 && st.Attempts[len(st.Attempts)-1].Result.Present &&
-				jsonEqual(st.Attempts[len(st.Attempts)-1].Result.Data, output)
+				expr.Equal(st.Attempts[len(st.Attempts)-1].Result.Data, output)
 			if st.Iterations >= it.Max || identical {
 				if !identical {
 					reason += fmt.Sprintf(" (iterate max %d reached)", it.Max)

@@ -186,49 +186,6 @@ func isModel(v any, depth int) bool {
 	return false
 }
 
-// jsonEqual is deep JSON equality: object key order irrelevant, array
-// order relevant, numbers by value.
-func jsonEqual(a, b any) bool {
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case float64:
-		y, ok := b.(float64)
-		return ok && x == y
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case *expr.Object:
-		y, ok := b.(*expr.Object)
-		if !ok || x.Len() != y.Len() {
-			return false
-		}
-		for _, k := range x.Keys() {
-			xv, _ := x.Get(k)
-			yv, ok := y.Get(k)
-			if !ok || !jsonEqual(xv, yv) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
 // canonicalJSON writes v with object keys sorted at every level, no
 // whitespace (the form the revision digest hashes).
 func canonicalJSON(v any) ([]byte, error) {
