@@ -221,8 +221,28 @@ type WaitingGate struct {
 	OnRevise  string `json:"onRevise"`
 	OnKill    string `json:"onKill"`
 	// Round is how many revisions the gate's flow has had so far.
-	Round     int `json:"round"`
+	Round int `json:"round"`
+	// MaxRounds is the effective limit on the flow's rounds for a revise
+	// of this gate: the smaller of the flow's max_rounds and what the
+	// gate's own max_rounds leaves (Round + RevisesLeft).
 	MaxRounds int `json:"maxRounds"`
+	// RevisesLeft is how many more revise decisions this gate can take
+	// before a revise fails the run: 0 when revise is no longer possible
+	// (or the gate has no on_revise route).
+	RevisesLeft int `json:"revisesLeft"`
+}
+
+// revisesLeft is how many more revisions a waiting gate allows: the
+// smaller of what its flow's max_rounds and its own max_rounds leave.
+func revisesLeft(f *ir.Flow, g *ir.Step, st *stepState, rounds int) int {
+	if g.Gate.OnRevise == "" || f.MaxRounds == 0 {
+		return 0
+	}
+	left := f.MaxRounds - rounds
+	if g.Gate.MaxRounds > 0 {
+		left = min(left, g.Gate.MaxRounds-st.Iterations)
+	}
+	return max(left, 0)
 }
 
 // ListGates lists the gates awaiting a decision: of one run, or of every
@@ -265,9 +285,10 @@ func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, er
 					}
 					return sc.scoped(x)
 				}
+				left := revisesLeft(sc.flow, s, ss, rounds)
 				out = append(out, WaitingGate{RunID: st.ID, Flow: sc.flow.Name, StepID: sc.scoped(s.ID), GateToken: ss.GateToken,
 					OnApprove: scoped(s.Gate.OnApprove), OnRevise: scoped(s.Gate.OnRevise), OnKill: scoped(s.Gate.OnKill),
-					Round: rounds, MaxRounds: sc.flow.MaxRounds})
+					Round: rounds, MaxRounds: rounds + left, RevisesLeft: left})
 			}
 		}
 		add(root, st.Rounds)

@@ -460,8 +460,9 @@ func (e *Engine) checkPersisted(ctx context.Context, runID string, mem *runState
 	return nil
 }
 
-// workspaceRoot resolves a plan's workspace root.
-func (e *Engine) workspaceRoot(root string) (string, error) {
+// workspaceRoot resolves a plan's workspace root and checks it against
+// the workspace policy and the effects policy.
+func (e *Engine) workspaceRoot(root string, clientRoots []string) (string, error) {
 	if root == "" {
 		root = e.opts.Workspace.Default
 	}
@@ -478,6 +479,11 @@ func (e *Engine) workspaceRoot(root string) (string, error) {
 	}
 	if e.opts.Workspace.Check != nil {
 		if err := e.opts.Workspace.Check(abs); err != nil {
+			return "", err
+		}
+	}
+	if e.opts.Policy != nil {
+		if err := e.opts.Policy.Workspace(abs, clientRoots); err != nil {
 			return "", err
 		}
 	}

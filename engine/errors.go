@@ -61,6 +61,8 @@ var (
 	ErrCorrupt = errors.New("run is corrupt")
 )
 
+// ErrEffectNotAllowed is declared in policy.go.
+
 // Error codes, stable strings for front ends (one per sentinel).
 const (
 	CodeInvalidSpec           = "invalid_spec"
@@ -108,6 +110,7 @@ var codes = []struct {
 	{ErrInvalidCursor, CodeInvalidCursor},
 	{ErrDigestMismatch, CodeDigestMismatch},
 	{ErrCorrupt, CodeCorrupt},
+	{ErrEffectNotAllowed, CodeEffectNotAllowed},
 }
 
 // Error is a refusal or failure a front end reports to its caller. Message

@@ -39,6 +39,11 @@ func (t *txn) startEvaluate(sc *scope, s *ir.Step, st *stepState) {
 		fail("evaluate commands are not available: the process running this run was started without a command runner")
 		return
 	}
+	if err := t.allowNow(Effect{Kind: EffectCommand, StepID: s.ID, Flow: sc.flow.Name, Command: ev.Command,
+		Timeout: time.Duration(ev.TimeoutMS) * time.Millisecond}); err != nil {
+		fail("%v", err)
+		return
+	}
 	st.Status = StepRunning
 	st.Effect = &effectState{Token: t.token(), Input: input}
 	t.emit(EventEvaluateStarted, sc.scoped(s.ID), ReadyDetail{Attempt: attempt})

@@ -191,6 +191,16 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 			}
 			stage := s.Fanout.Stages[it.Stage]
 			attempt := len(it.Attempts) + 1
+			sandbox := SandboxReadOnly
+			if isolated {
+				sandbox = SandboxWorkspaceWrite
+			}
+			if err := t.allowNow(Effect{Kind: EffectAgent, StepID: s.ID, Flow: sc.flow.Name, Agent: agentOf(string(stage.Agent)), Sandbox: sandbox}); err != nil {
+				t.failAttempt(sc, s, st, attemptFailure{attempt: len(st.Attempts) + 1, reason: cleanText("fanout execution failed: " + err.Error()), noRoute: true})
+				t.advance()
+				stop = true
+				return nil
+			}
 			sx := itemCtx(st, it)
 			text, err := t.renderDo(sc, stage.Do, sx)
 			if err != nil {

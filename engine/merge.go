@@ -106,8 +106,8 @@ type mergeStep struct {
 	apply    bool
 	item     int
 	patchSeq int64
-	// workspace is the run's workspace root.
-	workspace string
+	// workspace is the run's workspace root; flow is the fanout's flow.
+	workspace, flow string
 }
 
 // mergeFanout merges the succeeded items of a settled engine worktree
@@ -162,7 +162,7 @@ func (e *Engine) mergeFanout(runID string, s *ir.Step, epoch int) {
 				t.advance()
 				return nil
 			}
-			step.item, step.patchSeq, step.workspace = next, it.PatchSeq, t.st.WorkspaceRoot
+			step.item, step.patchSeq, step.workspace, step.flow = next, it.PatchSeq, t.st.WorkspaceRoot, sc.flow.Name
 			if m := st.Fanout.Merge; (m == nil || !m.PreMerged) && len(s.Fanout.PreMerge) > 0 && !preMergeRan {
 				step.preMerge = s.Fanout.PreMerge
 			} else {
@@ -191,7 +191,14 @@ func (e *Engine) mergeFanout(runID string, s *ir.Step, epoch int) {
 // stop.
 func (e *Engine) runPreMerge(runID string, s *ir.Step, epoch int, step mergeStep) bool {
 	for _, cmd := range step.preMerge {
-		if err := e.opts.Workspaces.RunCommand(e.bgCtx, step.workspace, cmd); err != nil {
+		err := error(nil)
+		if e.opts.Policy != nil {
+			err = e.opts.Policy.Allow(Effect{Kind: EffectCommand, StepID: s.ID, Flow: step.flow, Command: cmd})
+		}
+		if err == nil {
+			err = e.opts.Workspaces.RunCommand(e.bgCtx, step.workspace, cmd)
+		}
+		if err != nil {
 			if e.bgCtx.Err() != nil {
 				return false // the process is going away: the next one runs them again
 			}

@@ -42,6 +42,11 @@ type Options struct {
 	Workspaces Workspaces
 	// Workspace decides the workspace root of a new run.
 	Workspace WorkspacePolicy
+	// Policy is what the person who started Stratum allows runs to do
+	// (docs/policy.md): asked at plan time for every effect of the spec
+	// and the workspace root, and before each command and agent. Nil
+	// allows whatever the executors given here can do, in any root.
+	Policy Policy
 	// PatchLimit bounds the captured changes of one worktree item, in
 	// bytes; an item over it fails its attempt. Zero means 16 MiB.
 	PatchLimit int

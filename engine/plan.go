@@ -22,6 +22,9 @@ type PlanRequest struct {
 	// WorkspaceRoot is the jail of file predicates and the working
 	// directory of engine-run commands; empty means the policy's default.
 	WorkspaceRoot string
+	// ClientRoots are the roots the MCP client declared for its session
+	// (roots/list), which the policy may accept workspace roots within.
+	ClientRoots []string
 }
 
 // Plan validates the spec and the entry input, creates and persists the
@@ -31,6 +34,9 @@ type PlanRequest struct {
 func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 	c, err := e.compileSource(req.Spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.checkPolicy(c.plan); err != nil {
 		return nil, err
 	}
 	flow := c.plan.EntryFlow()
@@ -52,7 +58,7 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 		}
 		return nil, &Error{Kind: ErrInvalidInput, Message: "entry input validation failed: " + strings.Join(msgs, "; "), Details: ds}
 	}
-	ws, err := e.workspaceRoot(req.WorkspaceRoot)
+	ws, err := e.workspaceRoot(req.WorkspaceRoot, req.ClientRoots)
 	if err == nil && !utf8.ValidString(ws) {
 		err = errors.New("the path is not valid UTF-8, which the run record cannot store")
 	}
