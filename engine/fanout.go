@@ -459,7 +459,7 @@ func (t *txn) itemEntry(s *ir.Step, st *stepState, it *itemState) ReadyEntry {
 	return ReadyEntry{
 		ID: s.ID + "/" + itoa(it.Index), Do: it.Task, Agent: agentOf(string(stage.Agent)),
 		Attempt: len(it.Attempts) + 1, Epoch: st.Epoch, DispatchToken: it.DispatchToken,
-		PreviousFailure: it.Failure, Contract: contract,
+		PreviousFailure: it.Failure, Contract: contract, Revision: st.Revision,
 		FanoutItem: &FanoutItem{Flow: t.st.FlowName, Step: s.ID, Stage: it.Stage, IsFinalStage: it.Stage == len(s.Fanout.Stages)-1,
 			ItemIndex: it.Index, Item: Some(itemCtx(st, it).item), Generation: it.Generation, ContractDigest: digest,
 			Policy:         ItemPolicy{Isolation: string(s.Fanout.Isolation), Merge: string(s.Fanout.Merge), PreMerge: pre},

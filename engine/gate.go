@@ -170,7 +170,7 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *stepState, req GateRequest) erro
 		}
 		return nil
 	}
-	return t.revise(sc, g, st, target, resolved)
+	return t.revise(sc, g, st, target, req, resolved)
 }
 
 // routeOf is the target of a gate's route for a decision ("" for null).
@@ -189,7 +189,7 @@ func routeOf(g *ir.Step, d Decision) string {
 // revise applies a revise decision: rounds checked before anything
 // changes, carry on_revise values resolved against the un-reset state,
 // then the reset closure of the target.
-func (t *txn) revise(sc *scope, g *ir.Step, st *stepState, target string, resolved func()) error {
+func (t *txn) revise(sc *scope, g *ir.Step, st *stepState, target string, req GateRequest, resolved func()) error {
 	id := sc.scoped(g.ID)
 	rounds := &t.st.Rounds
 	if !sc.root() {
@@ -230,7 +230,11 @@ func (t *txn) revise(sc *scope, g *ir.Step, st *stepState, target string, resolv
 		t.writeCarry(w, g.ID, token, total)
 	}
 	targetStep := sc.flow.Step(target)
+	sentBack := sc.state(targetStep).Output
 	t.resetClosure(sc, targetStep, sc.flow.ResetClosure(targetStep.Index))
+	// The step runs again with the reviewer's words (docs/engine.md,
+	// "Gates"): the re-issued entry carries them.
+	sc.state(targetStep).Revision = &Revision{Gate: id, Round: total, Note: req.Rationale, ResolvedBy: req.ResolvedBy, SentBack: sentBack}
 	st.Iterations = gateRounds + 1
 	return nil
 }

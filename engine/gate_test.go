@@ -314,3 +314,35 @@ flows:
 	}
 	wantStatus(t, r, StatusCompleted)
 }
+
+// A revise carries the reviewer's words to the re-issued step: the note,
+// who decided, the round and the output that was sent back.
+func TestReviseCarriesTheNote(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(string(example(t, "full-gate.stratum.yaml")), map[string]any{"text": "t"})
+	r = h.ok(r, "work", goodWork)
+	gates, err := h.e.ListGates(h.ctx, r.RunID)
+	if err != nil || len(gates) != 1 {
+		t.Fatalf("gates %v %v", gates, err)
+	}
+	r, err = h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionRevise, GateToken: gates[0].GateToken,
+		Rationale: "Keep non-ASCII letters, add a test", ResolvedBy: "ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	en := entry(t, r, "work")
+	want := `{"gate":"review","round":1,"note":"Keep non-ASCII letters, add a test","resolvedBy":"ada","sentBack":` + goodWork + `}`
+	if got := dump(en.Revision); got != want {
+		t.Fatalf("revision %s\nwant %s", got, want)
+	}
+	// A retry in the same round still carries it, with the failure.
+	r = h.ok(r, "work", `{"result":"r","quality_score":0.1}`)
+	if en := entry(t, r, "work"); en.Revision == nil || en.PreviousFailure == nil {
+		t.Fatalf("retry entry %s", dump(en))
+	}
+	// Accepted: the audit keeps it on the step.
+	r = h.ok(r, "work", goodWork)
+	if st := h.stepState(r.RunID, "work"); st.Revision == nil || st.Revision.Note != "Keep non-ASCII letters, add a test" {
+		t.Fatalf("audit %s", dump(st))
+	}
+}

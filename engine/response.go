@@ -88,6 +88,8 @@ type ReadyEntry struct {
 	DispatchToken   string    `json:"dispatchToken" jsonschema:"pass it back with stratum_step_done; it changes with every attempt"`
 	PreviousFailure *Failure  `json:"previousFailure,omitzero" jsonschema:"why the previous attempt was rejected (or the failure that routed here): fix exactly that"`
 	Contract        *Contract `json:"contract" jsonschema:"the output the step must produce: contracts[root] maps each field to its type (T? is optional); null when the step declares no output contract"`
+	// Revision is set when a person sent this step's work back at a gate.
+	Revision *Revision `json:"revision,omitzero" jsonschema:"a person sent this step's work back at a gate: their note says what to change, sentBack is the output they reviewed"`
 	// FanoutItem locates a consumer fanout item; nil for a task. Its
 	// fields are part of the entry's JSON when set.
 	*FanoutItem
@@ -209,8 +211,17 @@ func (t *txn) taskEntry(sc *scope, s *ir.Step, st *stepState) ReadyEntry {
 	return ReadyEntry{
 		ID: sc.scoped(s.ID), Do: st.Task, Agent: agentOf(string(s.Agent)),
 		Attempt: len(st.Attempts) + 1, Epoch: st.Epoch, DispatchToken: st.DispatchToken,
-		PreviousFailure: previousFailure(st), Contract: t.c.contract(s.Out),
+		PreviousFailure: previousFailure(st), Contract: t.c.contract(s.Out), Revision: revisionOf(sc, st),
 	}
+}
+
+// revisionOf is the revision a task's entry carries: its own, or, for a
+// subflow's task, its run step's (a revise that reset the whole subflow).
+func revisionOf(sc *scope, st *stepState) *Revision {
+	if st.Revision == nil && !sc.root() {
+		return sc.parent.Revision
+	}
+	return st.Revision
 }
 
 // previousFailure is the failure context a ready entry carries: the last

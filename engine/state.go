@@ -206,12 +206,31 @@ type stepState struct {
 	// Effect is the reserved effect of a running evaluate step: its
 	// command runs outside the transitions (see evaluate.go).
 	Effect *effectState `json:"effect,omitempty"`
+	// Revision is set on a revise target when a gate sent the work back:
+	// what the reviewer said, shown with every issuance of the new round.
+	Revision *Revision `json:"revision,omitempty"`
 
 	// coldSeq is the seq of the internal event holding exactly this
 	// (finished) state; 0 when the state lives in the state document or
 	// changed since it was written. Anything that mutates a finished step
 	// must call touch.
 	coldSeq int64
+}
+
+// Revision is why a step runs again: a person sent its work back at a
+// gate with revise.
+type Revision struct {
+	// Gate is the gate that decided revise (scoped id).
+	Gate string `json:"gate" jsonschema:"the gate whose revise sent the work back"`
+	// Round is the flow's revise round this run of the step belongs to.
+	Round int `json:"round" jsonschema:"the revise round this re-run belongs to (1 for the first revision)"`
+	// Note is what the reviewer said (the decision's rationale).
+	Note string `json:"note,omitzero" jsonschema:"what the reviewer asked for: do exactly that"`
+	// ResolvedBy is who decided.
+	ResolvedBy string `json:"resolvedBy,omitzero" jsonschema:"who decided the revise"`
+	// SentBack is the step's output before the revise: the work the
+	// reviewer saw and sent back.
+	SentBack Value `json:"sentBack,omitzero" jsonschema:"the output of this step that was reviewed and sent back"`
 }
 
 // effectState is an effect one transition reserved and a later one
@@ -355,7 +374,7 @@ func (s *stepState) pristine() bool {
 	return s.Status == StepPending && len(s.Attempts) == 0 && s.Epoch == 0 && s.DispatchToken == "" &&
 		s.AcceptedDispatchToken == "" && s.Task == "" && s.GateToken == "" && s.Decision == "" && !s.Output.Present &&
 		s.Failure == nil && s.Routed == nil && s.Skip == nil && s.Iterations == 0 && s.Fanout == nil &&
-		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero() && s.Effect == nil
+		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero() && s.Effect == nil && s.Revision == nil
 }
 
 func newStepState() *stepState { return &stepState{Status: StepPending, Attempts: []Attempt{}} }

@@ -25,6 +25,7 @@ type StepView struct {
 	Fanout        *FanoutView  `json:"fanout,omitzero" jsonschema:"a fanout's items"`
 	Sub           *SubflowView `json:"sub,omitzero" jsonschema:"a run step's subflow: its input and steps"`
 	Spent         Ledger       `json:"spent" jsonschema:"what the step has spent: usd, tokens, dispatches, ms"`
+	Revision      *Revision    `json:"revision,omitzero" jsonschema:"set when a gate's revise sent this step's work back"`
 }
 
 // FanoutView is a fanout's items in an audit.
@@ -74,7 +75,7 @@ func viewSteps(m map[string]*stepState) map[string]*StepView {
 func (s *stepState) view() *StepView {
 	v := &StepView{Status: s.Status, Attempts: nonNilAttempts(s.Attempts), Epoch: s.Epoch, DispatchToken: s.DispatchToken,
 		Task: s.Task, GateToken: s.GateToken, Decision: s.Decision, Output: s.Output, Failure: s.Failure, Routed: s.Routed,
-		Skip: s.Skip, Iterations: s.Iterations, Spent: s.Spent}
+		Skip: s.Skip, Iterations: s.Iterations, Spent: s.Spent, Revision: s.Revision}
 	if f := s.Fanout; f != nil {
 		fv := &FanoutView{Over: f.Over, Items: make([]ItemView, len(f.Items))}
 		for i, it := range f.Items {
