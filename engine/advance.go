@@ -122,7 +122,8 @@ func (t *txn) activate(sc *scope, s *ir.Step, st *stepState) bool {
 		st.Status = StepWaitingGate
 		st.GateToken = t.token()
 		st.Decision = ""
-		t.emit(EventGateWaiting, sc.scoped(s.ID), nil)
+		st.GateDigest = digestReview(t.underReview(sc, s))
+		t.emit(EventGateWaiting, sc.scoped(s.ID), GateWaitingDetail{Digest: st.GateDigest})
 	case ir.KindFanout:
 		t.activateFanout(sc, s, st)
 	case ir.KindRun:

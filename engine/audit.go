@@ -211,25 +211,29 @@ func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
 
 // WaitingGate is a gate awaiting a decision.
 type WaitingGate struct {
-	RunID  string `json:"runId"`
-	Flow   string `json:"flow"`
-	StepID string `json:"stepId"`
+	RunID  string `json:"runId" jsonschema:"the run's id"`
+	Flow   string `json:"flow" jsonschema:"the flow the gate belongs to"`
+	StepID string `json:"stepId" jsonschema:"the gate's id (<runStep>/<gate> inside a subflow): stratum_gate_resolve's stepId"`
 	// GateToken is the token a decision on this round must present.
-	GateToken string `json:"gateToken"`
+	GateToken string `json:"gateToken" jsonschema:"the token a decision on this round must present"`
 	// Targets are the routes of each decision ("" is null).
-	OnApprove string `json:"onApprove"`
-	OnRevise  string `json:"onRevise"`
-	OnKill    string `json:"onKill"`
+	OnApprove string `json:"onApprove" jsonschema:"where approve goes (empty: the flow continues)"`
+	OnRevise  string `json:"onRevise" jsonschema:"the step revise sends back (empty: revise is not available)"`
+	OnKill    string `json:"onKill" jsonschema:"where kill goes (empty: the flow fails)"`
 	// Round is how many revisions the gate's flow has had so far.
-	Round int `json:"round"`
+	Round int `json:"round" jsonschema:"revise rounds the gate's flow has had so far"`
 	// MaxRounds is the effective limit on the flow's rounds for a revise
 	// of this gate: the smaller of the flow's max_rounds and what the
 	// gate's own max_rounds leaves (Round + RevisesLeft).
-	MaxRounds int `json:"maxRounds"`
+	MaxRounds int `json:"maxRounds" jsonschema:"the effective round limit: the smaller of the flow's and the gate's"`
 	// RevisesLeft is how many more revise decisions this gate can take
 	// before a revise fails the run: 0 when revise is no longer possible
 	// (or the gate has no on_revise route).
-	RevisesLeft int `json:"revisesLeft"`
+	RevisesLeft int `json:"revisesLeft" jsonschema:"how many more revise decisions are possible; 0: a revise would fail the run (or there is no on_revise route)"`
+	// Digest is the digest of what the round shows for review; a decision
+	// may present it (GateRequest.Digest) to be refused if the content
+	// changed.
+	Digest string `json:"digest" jsonschema:"digest of the content under review; pass it as digest to refuse a decision on content you did not see"`
 }
 
 // revisesLeft is how many more revisions a waiting gate allows: the
@@ -243,6 +247,38 @@ func revisesLeft(f *ir.Flow, g *ir.Step, st *stepState, rounds int) int {
 		left = min(left, g.Gate.MaxRounds-st.Iterations)
 	}
 	return max(left, 0)
+}
+
+// eachWaitingGate calls fn for every gate of the run awaiting a decision:
+// the root's, then each running subflow's.
+func (t *txn) eachWaitingGate(fn func(sc *scope, s *ir.Step, ss *stepState, wg WaitingGate)) {
+	root := t.rootScope()
+	visit := func(sc *scope, rounds int) {
+		for _, s := range sc.flow.Steps {
+			ss := sc.peek(s)
+			if s.Kind != ir.KindGate || ss == nil || ss.Status != StepWaitingGate {
+				continue
+			}
+			scoped := func(x string) string {
+				if x == "" {
+					return ""
+				}
+				return sc.scoped(x)
+			}
+			left := revisesLeft(sc.flow, s, ss, rounds)
+			fn(sc, s, ss, WaitingGate{RunID: t.st.ID, Flow: sc.flow.Name, StepID: sc.scoped(s.ID), GateToken: ss.GateToken,
+				OnApprove: scoped(s.Gate.OnApprove), OnRevise: scoped(s.Gate.OnRevise), OnKill: scoped(s.Gate.OnKill),
+				Round: rounds, MaxRounds: rounds + left, RevisesLeft: left, Digest: ss.GateDigest})
+		}
+	}
+	visit(root, t.st.Rounds)
+	for _, s := range root.flow.Steps {
+		if s.Kind == ir.KindRun {
+			if child := t.childScope(root, s); child != nil && root.peek(s).Status == StepRunning {
+				visit(child, child.parent.Sub.Rounds)
+			}
+		}
+	}
 }
 
 // ListGates lists the gates awaiting a decision: of one run, or of every
@@ -271,34 +307,9 @@ func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, er
 		if st.Status != StatusRunning || st.CancelRequested {
 			continue
 		}
-		t := newTxn(ctx, e, st, c)
-		root := t.rootScope()
-		add := func(sc *scope, rounds int) {
-			for _, s := range sc.flow.Steps {
-				ss := sc.peek(s)
-				if s.Kind != ir.KindGate || ss == nil || ss.Status != StepWaitingGate {
-					continue
-				}
-				scoped := func(x string) string {
-					if x == "" {
-						return ""
-					}
-					return sc.scoped(x)
-				}
-				left := revisesLeft(sc.flow, s, ss, rounds)
-				out = append(out, WaitingGate{RunID: st.ID, Flow: sc.flow.Name, StepID: sc.scoped(s.ID), GateToken: ss.GateToken,
-					OnApprove: scoped(s.Gate.OnApprove), OnRevise: scoped(s.Gate.OnRevise), OnKill: scoped(s.Gate.OnKill),
-					Round: rounds, MaxRounds: rounds + left, RevisesLeft: left})
-			}
-		}
-		add(root, st.Rounds)
-		for _, s := range root.flow.Steps {
-			if s.Kind == ir.KindRun {
-				if child := t.childScope(root, s); child != nil && root.peek(s).Status == StepRunning {
-					add(child, child.parent.Sub.Rounds)
-				}
-			}
-		}
+		newTxn(ctx, e, st, c).eachWaitingGate(func(_ *scope, _ *ir.Step, _ *stepState, wg WaitingGate) {
+			out = append(out, wg)
+		})
 	}
 	if out == nil {
 		out = []WaitingGate{}

@@ -134,6 +134,9 @@ type Error struct {
 	HolderPID int
 	// Why says, for ErrNotAwaiting, which of its cases it is.
 	Why NotAwaitingReason
+	// Gate is the current view of the gate a stale gate decision was
+	// about (token, round, what is under review, digest).
+	Gate *GateView
 	// Err is an underlying cause, if any.
 	Err error
 }

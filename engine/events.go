@@ -18,7 +18,7 @@ const (
 	EventJudged              EventType = "judged"                 // JudgedDetail
 	EventRouted              EventType = "routed"                 // RoutedDetail
 	EventSkipped             EventType = "skipped"                // SkippedDetail, or no detail
-	EventGateWaiting         EventType = "gate_waiting"           // no detail
+	EventGateWaiting         EventType = "gate_waiting"           // GateWaitingDetail
 	EventGateResolved        EventType = "gate_resolved"          // GateResolvedDetail
 	EventStepReset           EventType = "step_reset"             // {reason, reset, subflowsDropped}
 	EventFanoutItemReady     EventType = "fanout_item_ready"      // FanoutItemDetail
@@ -123,6 +123,12 @@ type SkippedDetail struct {
 	Reason string `json:"reason"`
 }
 
+// GateWaitingDetail is the detail of a gate_waiting event.
+type GateWaitingDetail struct {
+	// Digest is the digest of what the round shows for review.
+	Digest string `json:"digest"`
+}
+
 // GateResolvedDetail is the detail of a gate_resolved event.
 type GateResolvedDetail struct {
 	Decision Decision `json:"decision"`
@@ -130,6 +136,8 @@ type GateResolvedDetail struct {
 	Target     *string `json:"target"`
 	Rationale  string  `json:"rationale,omitempty"`
 	ResolvedBy string  `json:"resolvedBy,omitempty"`
+	// Digest is the digest of the content the decision was made on.
+	Digest string `json:"digest,omitempty"`
 }
 
 // FanoutItemDetail is the detail of the fanout item events (ready,

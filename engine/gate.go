@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/stratum-go/stratum/ir"
 )
@@ -39,6 +40,10 @@ type GateRequest struct {
 	// at a terminal without a token). Without it a missing token is
 	// stale.
 	CurrentRound bool
+	// Digest, when set, is the digest of the content the decision was made
+	// on (WaitingGate.Digest): the decision is refused when the round
+	// under review shows other content.
+	Digest string
 }
 
 // GateDecision is what DecideGate did.
@@ -115,9 +120,13 @@ func (e *Engine) DecideGate(ctx context.Context, req GateRequest) (*GateDecision
 		}
 		switch {
 		case req.GateToken == "":
-			return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: missing gate token (read it from the audit: steps[%q].gateToken)", req.StepID)
+			return t.refuseGate(loc.sc, loc.step, "gate decision is stale: missing gate token (the current round's token is in error.gate.gateToken)")
+		case req.GateToken != st.GateToken && slices.Contains(st.PastGateTokens, req.GateToken):
+			return t.refuseGate(loc.sc, loc.step, "gate decision is stale: the token was issued for an earlier round of %q; the current round is in error.gate", req.StepID)
 		case req.GateToken != st.GateToken:
-			return t.refuse(ErrStaleToken, req.StepID, "gate decision is stale: issued for a superseded gate round of %q", req.StepID)
+			return t.refuseGate(loc.sc, loc.step, "gate decision refused: the gate token is unknown (it was never issued for %q); the current round's token is in error.gate.gateToken", req.StepID)
+		case req.Digest != "" && req.Digest != st.GateDigest:
+			return t.refuseGate(loc.sc, loc.step, "gate decision is stale: the content under review of %q is not what the decision was made on (digest %s, under review now %s); read error.gate and decide again", req.StepID, req.Digest, st.GateDigest)
 		}
 		// A gate whose on_revise is null does not offer revise: refusing
 		// (rather than failing the run as "rounds exhausted", as the
@@ -147,8 +156,12 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *stepState, req GateRequest) erro
 	decision := req.Decision
 	id := sc.scoped(g.ID)
 	target := routeOf(g, decision)
+	st.PastGateTokens = append(st.PastGateTokens, st.GateToken)
+	if n := len(st.PastGateTokens); n > maxPastGateTokens {
+		st.PastGateTokens = st.PastGateTokens[n-maxPastGateTokens:]
+	}
 	resolved := func() {
-		detail := GateResolvedDetail{Decision: decision, Rationale: req.Rationale, ResolvedBy: req.ResolvedBy}
+		detail := GateResolvedDetail{Decision: decision, Rationale: req.Rationale, ResolvedBy: req.ResolvedBy, Digest: st.GateDigest}
 		if target != "" {
 			tgt := sc.scoped(target)
 			detail.Target = &tgt
@@ -171,6 +184,22 @@ func (t *txn) decide(sc *scope, g *ir.Step, st *stepState, req GateRequest) erro
 		return nil
 	}
 	return t.revise(sc, g, st, target, req, resolved)
+}
+
+// maxPastGateTokens bounds the tokens of earlier rounds a gate keeps.
+const maxPastGateTokens = 8
+
+// refuseGate is a stale-token refusal that carries the gate's current
+// view, so the caller can decide again in one call.
+func (t *txn) refuseGate(sc *scope, g *ir.Step, format string, args ...any) *Error {
+	err := t.refuse(ErrStaleToken, sc.scoped(g.ID), format, args...)
+	t.eachWaitingGate(func(wsc *scope, s *ir.Step, _ *stepState, wg WaitingGate) {
+		if wsc == sc && s == g {
+			v := GateView{WaitingGate: wg, UnderReview: forView(t.underReview(sc, g))}
+			err.Gate = &v
+		}
+	})
+	return err
 }
 
 // routeOf is the target of a gate's route for a decision ("" for null).
@@ -260,13 +289,15 @@ func (t *txn) resetClosure(sc *scope, target *ir.Step, closure []int) {
 		s := sc.flow.Steps[i]
 		st := sc.state(s)
 		iterations := 0
+		var past []string
 		if s.Kind == ir.KindGate {
-			iterations = st.Iterations
+			iterations, past = st.Iterations, st.PastGateTokens
 		}
 		fanoutEpoch := st.FanoutEpoch
 		if st.Fanout != nil {
 			fanoutEpoch++
 		}
-		*st = stepState{Status: StepPending, Attempts: []Attempt{}, Epoch: st.Epoch + 1, Iterations: iterations, FanoutEpoch: fanoutEpoch}
+		*st = stepState{Status: StepPending, Attempts: []Attempt{}, Epoch: st.Epoch + 1, Iterations: iterations, FanoutEpoch: fanoutEpoch,
+			PastGateTokens: past}
 	}
 }

@@ -346,3 +346,61 @@ func TestReviseCarriesTheNote(t *testing.T) {
 		t.Fatalf("audit %s", dump(st))
 	}
 }
+
+// A gate view shows what is under review (the rendered task and the
+// output of each step the gate follows) and its digest; a decision made
+// on other content, with an unknown token or an earlier round's token is
+// refused with the current view.
+func TestGateViewAndDigest(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(string(example(t, "full-gate.stratum.yaml")), map[string]any{"text": "t"})
+	r = h.ok(r, "work", goodWork)
+	views, err := h.e.GateViews(h.ctx, r.RunID)
+	if err != nil || len(views) != 1 {
+		t.Fatalf("views %v %v", views, err)
+	}
+	v := views[0]
+	if len(v.UnderReview) != 1 || v.UnderReview[0].StepID != "work" || v.UnderReview[0].Task != "Produce the deliverable requested in t" ||
+		dump(v.UnderReview[0].Output) != goodWork || v.Digest == "" || v.RevisesLeft != 2 || v.MaxRounds != 2 {
+		t.Fatalf("view %s", dump(v))
+	}
+	decide := func(token, digest string) error {
+		_, err := h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionApprove, GateToken: token, Digest: digest})
+		return err
+	}
+	for name, tc := range map[string]struct{ token, digest, want string }{
+		"other content": {v.GateToken, strings.Repeat("0", 64), "is not what the decision was made on"},
+		"unknown token": {"nope", "", "the gate token is unknown"},
+	} {
+		err := decide(tc.token, tc.digest)
+		var ee *Error
+		if !errors.As(err, &ee) || ee.Code() != CodeStaleToken || !strings.Contains(ee.Message, tc.want) || ee.Gate == nil || ee.Gate.GateToken != v.GateToken {
+			t.Fatalf("%s: %v (gate %s)", name, err, dump(ee))
+		}
+	}
+	// Revise, then the first round's token is an earlier round's.
+	if _, err := h.e.ResolveGate(h.ctx, GateRequest{RunID: r.RunID, StepID: "review", Decision: DecisionRevise, GateToken: v.GateToken, Digest: v.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := h.e.Status(h.ctx, r.RunID)
+	h.ok(st, "work", `{"result":"better","quality_score":0.95}`)
+	if err := decide(v.GateToken, ""); err == nil || !strings.Contains(err.Error(), "earlier round") {
+		t.Fatalf("earlier round's token: %v", err)
+	}
+	views, _ = h.e.GateViews(h.ctx, r.RunID)
+	if views[0].Digest == v.Digest || views[0].RevisesLeft != 1 {
+		t.Fatalf("second round %s", dump(views[0]))
+	}
+	if err := decide(views[0].GateToken, views[0].Digest); err != nil {
+		t.Fatal(err)
+	}
+	var d GateResolvedDetail
+	for _, ev := range h.audit(r.RunID).Events {
+		if ev.Type == EventGateResolved {
+			_ = ev.DecodeDetail(&d)
+		}
+	}
+	if d.Digest != views[0].Digest {
+		t.Fatalf("gate_resolved digest %q, want %q", d.Digest, views[0].Digest)
+	}
+}

@@ -187,6 +187,12 @@ type stepState struct {
 	Task string `json:"task,omitempty"`
 	// GateToken is the current round of a waiting gate.
 	GateToken string `json:"gateToken,omitempty"`
+	// GateDigest is the digest of what a waiting gate's round shows for
+	// review (see gateview.go), recorded when the round began.
+	GateDigest string `json:"gateDigest,omitempty"`
+	// PastGateTokens are the tokens of the gate's earlier rounds (the
+	// last few), to tell a superseded token from one never issued.
+	PastGateTokens []string `json:"pastGateTokens,omitempty"`
 	// Decision is a resolved gate's last decision (approve or kill).
 	Decision Decision `json:"decision,omitempty"`
 	Output   Value    `json:"output,omitzero"`
@@ -269,6 +275,9 @@ type Attempt struct {
 	DurationMs  *float64 `json:"durationMs,omitempty" jsonschema:"how long it took, when reported"`
 	Model       string   `json:"model,omitempty" jsonschema:"the model that did it, when reported"`
 	Effort      string   `json:"effort,omitempty" jsonschema:"the reasoning effort, when reported"`
+	// Task is the rendered task of an accepted attempt of a do step: what
+	// the agent was asked, shown to the person deciding a gate after it.
+	Task string `json:"task,omitempty" jsonschema:"the accepted attempt's rendered task"`
 }
 
 // subState is the child scope of an active run step.
@@ -372,7 +381,7 @@ func isTerminalRun(s RunStatus) bool { return s.Terminal() }
 // are left out of the persisted document (absent means pristine pending).
 func (s *stepState) pristine() bool {
 	return s.Status == StepPending && len(s.Attempts) == 0 && s.Epoch == 0 && s.DispatchToken == "" &&
-		s.AcceptedDispatchToken == "" && s.Task == "" && s.GateToken == "" && s.Decision == "" && !s.Output.Present &&
+		s.AcceptedDispatchToken == "" && s.Task == "" && s.GateToken == "" && s.GateDigest == "" && len(s.PastGateTokens) == 0 && s.Decision == "" && !s.Output.Present &&
 		s.Failure == nil && s.Routed == nil && s.Skip == nil && s.Iterations == 0 && s.Fanout == nil &&
 		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero() && s.Effect == nil && s.Revision == nil
 }

@@ -240,7 +240,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 		fail(attemptFailure{reason: err.Error(), evidence: ev, usage: usageRec, tele: tele, kind: "contract"})
 		return
 	}
-	rec := Attempt{Attempt: attempt, At: t.now, Result: ev, Usage: usageRec}
+	rec := Attempt{Attempt: attempt, At: t.now, Result: ev, Usage: usageRec, Task: st.Task}
 	tele.apply(&rec)
 	st.Attempts = append(st.Attempts, rec)
 	st.Output = ev

@@ -38,6 +38,8 @@ type ErrorBody struct {
 	State     *currentState `json:"state,omitzero" jsonschema:"the run's current state, shaped like a stratum_resume answer (status, ready with the current dispatch tokens, waiting, ledger, ...); nothing was changed"`
 	Available []string      `json:"available,omitzero" jsonschema:"the checkpoint labels that exist (checkpoint_not_found)"`
 	HolderPID int           `json:"holderPid,omitzero" jsonschema:"the process holding the run's lock (run_locked)"`
+	// Gate is the gate's current view on a stale gate decision.
+	Gate *engine.GateView `json:"gate,omitzero" jsonschema:"the gate's current round (stale gate decision): gateToken, round, what is under review and its digest; decide again with these"`
 }
 
 // Problem is one positioned problem of a spec or a request value.
@@ -76,7 +78,7 @@ func errorBody(err error) *ErrorBody {
 	var ee *engine.Error
 	if errors.As(err, &ee) {
 		b := &ErrorBody{Code: ee.Code(), Message: ee.Error(), RunID: ee.RunID, StepID: ee.StepID,
-			Available: ee.Available, HolderPID: ee.HolderPID, State: (*currentState)(ee.State)}
+			Available: ee.Available, HolderPID: ee.HolderPID, State: (*currentState)(ee.State), Gate: ee.Gate}
 		switch {
 		case len(ee.Diagnostics) > 0:
 			b.Errors = diagnosticsProblems(ee.Diagnostics)
