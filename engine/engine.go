@@ -311,14 +311,19 @@ func mapStoreErr(runID string, err error) error {
 // revision digest, the checkpoint reverted to).
 func (e *Engine) mutate(ctx context.Context, runID string, fn func(t *txn) error) (*txn, error) {
 	t, err := e.transition(ctx, runID, fn)
-	if err != nil || len(t.effects) == 0 {
+	if err != nil {
 		return t, err
 	}
-	last, err := e.runEffects(ctx, runID, t.effects)
-	if err != nil {
-		return nil, err
+	if len(t.effects) > 0 {
+		last, err := e.runEffects(ctx, runID, t.effects)
+		if err != nil {
+			return nil, err
+		}
+		t.result = laterState(t.result, last)
 	}
-	t.result = laterState(t.result, last)
+	if t.known != nil {
+		t.result = t.result.onlyNew(t.known)
+	}
 	return t, nil
 }
 

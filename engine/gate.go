@@ -44,6 +44,9 @@ type GateRequest struct {
 	// on (WaitingGate.Digest): the decision is refused when the round
 	// under review shows other content.
 	Digest string
+	// OnlyNew asks for an answer listing only the ready entries the
+	// decision issued (see StepDoneRequest.OnlyNew).
+	OnlyNew bool
 }
 
 // GateDecision is what DecideGate did.
@@ -117,6 +120,9 @@ func (e *Engine) DecideGate(ctx context.Context, req GateRequest) (*GateDecision
 		}
 		if req.GateToken == "" && req.CurrentRound {
 			req.GateToken = st.GateToken
+		}
+		if req.OnlyNew {
+			t.known = t.readyTokens()
 		}
 		switch {
 		case req.GateToken == "":

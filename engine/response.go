@@ -31,6 +31,39 @@ type Response struct {
 	RevisionDigest string `json:"revisionDigest,omitzero" jsonschema:"SHA-256 of the run's spec revision (plan and resume)"`
 	// RevertedTo is set by revert.
 	RevertedTo string `json:"revertedTo,omitzero" jsonschema:"the checkpoint label the run was reverted to (revert)"`
+	// StillReady counts the ready entries left out of Ready because the
+	// caller already received them (a call that asked for new entries
+	// only: OnlyNew).
+	StillReady int `json:"stillReady,omitzero" jsonschema:"how many steps issued by earlier calls still await your result: you already have their entries (stratum_resume lists every ready entry again)"`
+}
+
+// onlyNew leaves out of a ready response the entries whose dispatch
+// token the caller already had (known), counting them in StillReady, so
+// that the answers to a run's reports grow with what each report changed
+// rather than with everything still pending.
+func (r *Response) onlyNew(known map[string]bool) *Response {
+	if r == nil || r.Status != StatusReady || len(known) == 0 {
+		return r
+	}
+	out := *r
+	out.Ready = make([]ReadyEntry, 0, len(r.Ready))
+	for _, en := range r.Ready {
+		if known[en.DispatchToken] {
+			out.StillReady++
+			continue
+		}
+		out.Ready = append(out.Ready, en)
+	}
+	return &out
+}
+
+// readyTokens is the set of dispatch tokens of the run's ready entries.
+func (t *txn) readyTokens() map[string]bool {
+	set := map[string]bool{}
+	for _, en := range t.readyEntries() {
+		set[en.DispatchToken] = true
+	}
+	return set
 }
 
 // normalize makes the fields present exactly as the status says: ready

@@ -19,6 +19,10 @@ type StepDoneRequest struct {
 	// DispatchToken is the token of the ready entry being answered.
 	DispatchToken string
 	Result        StepResult
+	// OnlyNew asks for an answer that lists only the ready entries issued
+	// by this report (retries, newly unblocked steps), counting the
+	// others, which the caller already holds, in Response.StillReady.
+	OnlyNew bool
 }
 
 // StepResult is what the agent produced.
@@ -54,6 +58,9 @@ func (e *Engine) StepDone(ctx context.Context, req StepDoneRequest) (*Response, 
 	t, err := e.mutate(ctx, req.RunID, func(t *txn) error {
 		if err := t.guardActive(); err != nil {
 			return err
+		}
+		if req.OnlyNew {
+			t.known = t.readyTokens()
 		}
 		loc, ok := t.locate(req.StepID)
 		if !ok && req.DispatchToken != "" && t.resetNested(req.StepID) {

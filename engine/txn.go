@@ -39,6 +39,9 @@ type txn struct {
 	// verdicts are the judges' answers asked outside the lock for this
 	// transition (see txn.judge).
 	verdicts map[verdictKey]judgeOutcome
+	// known, when set, are the dispatch tokens the caller already holds:
+	// the call's answer lists only the other ready entries (OnlyNew).
+	known map[string]bool
 }
 
 // pendingEffect is one reserved effect to run after its transition.

@@ -127,6 +127,7 @@ func (s *server) tools() []tool {
 		s.stepDoneTool(),
 		s.gateResolveTool(),
 		s.auditTool(),
+		s.gatesTool(),
 		s.flowPollTool(),
 		s.resumeTool(),
 		s.commitTool(),

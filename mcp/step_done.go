@@ -53,7 +53,11 @@ Example: stratum_step_done {"runId": "4b1f…", "stepId": "outline", "dispatchTo
 		if tm := c.raw("result", "telemetry"); tm != nil {
 			res.Telemetry = tm
 		}
-		r, err := s.eng.StepDone(ctx, engine.StepDoneRequest{RunID: in.RunID, StepID: in.StepID, DispatchToken: in.DispatchToken, Result: res})
+		// Only the entries this report issued: the model holds the others
+		// (their count is stillReady), so answers grow with each report's
+		// change, not with everything pending (docs/mcp.md).
+		r, err := s.eng.StepDone(ctx, engine.StepDoneRequest{RunID: in.RunID, StepID: in.StepID, DispatchToken: in.DispatchToken, Result: res,
+			OnlyNew: true})
 		return r, err
 	})
 }
