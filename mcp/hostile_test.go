@@ -30,7 +30,8 @@ type pipeClient struct {
 	stdin  io.WriteCloser
 	out    *bufio.Reader
 	stderr *syncWriter
-	lines  chan []byte // filled by readAll once started
+	lines  chan []byte      // filled in the background once startReading is called
+	queue  []map[string]any // the rest of a batch answer
 	exited bool
 }
 
@@ -115,12 +116,24 @@ func (c *pipeClient) startReading() {
 // next returns the next message read in the background, failing the test
 // when the server says nothing for a long time (a liveness bound far above
 // any answer's cost, not a speed assertion).
+// A batch answer (an array) yields its elements in turn.
 func (c *pipeClient) next() map[string]any {
 	c.t.Helper()
+	if len(c.queue) > 0 {
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		return m
+	}
 	select {
 	case line, ok := <-c.lines:
 		if !ok {
 			c.t.Fatalf("the server closed its output\nstderr:\n%s", c.stderr.String())
+		}
+		if line[0] == '[' {
+			if err := json.Unmarshal(line, &c.queue); err != nil || len(c.queue) == 0 {
+				c.t.Fatalf("stdout carried a bad batch: %.200q", line)
+			}
+			return c.next()
 		}
 		return decodeLine(c.t, line)
 	case <-time.After(2 * time.Minute):
@@ -243,4 +256,110 @@ func TestStdioPipelinedWithoutReading(t *testing.T) {
 	}
 }
 
-var _ = strings.Repeat
+// hostileCase is one frame and the answers it must get: "ID CODE" for a
+// JSON-RPC error, "ID result" for a result (ID as JSON text).
+type hostileCase struct {
+	name  string
+	frame string
+	want  []string
+}
+
+func hostileCases() []hostileCase {
+	deepArrays := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	deepObjects := func(n int) string { return strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n) }
+	validate := func(id, spec string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"stratum_validate","arguments":{"spec":` + spec + `}}}`
+	}
+	huge := `"` + strings.Repeat("x", MaxFrameBytes+1) + `"`
+	return []hostileCase{
+		{"arrays 20,000 deep", validate("101", deepArrays(20000)), []string{"101 -32600"}},
+		{"objects 20,000 deep", validate("102", deepObjects(20000)), []string{"102 -32600"}},
+		{"arrays 5,000 deep", validate("103", deepArrays(5000)), []string{"103 -32600"}},
+		{"deep before the id", `{"jsonrpc":"2.0","method":"tools/list","params":{"x":` + deepArrays(20000) + `},"id":104}`, []string{"104 -32600"}},
+		{"arrays 500 deep are fine", validate("105", deepArrays(500)), []string{"105 result"}},
+		{"invalid UTF-8 between tokens", `{"jsonrpc":"2.0","id":106,"method":"tools/list"` + "\xff}", []string{"106 -32700"}},
+		{"invalid UTF-8 in a string", validate("107", "\"version: 1\\n\xff\xfe\""), []string{"107 result"}},
+		{"truncated", `{"jsonrpc":"2.0","id":108,"method":"tools/call","params":{"name":"stratum_val`, []string{"108 -32700"}},
+		{"truncated after the id", `{"jsonrpc":"2.0","id":"t-109",`, []string{`"t-109" -32700`}},
+		{"truncated inside the id", `{"jsonrpc":"2.0","id":11`, []string{"null -32700"}},
+		{"two id members", `{"jsonrpc":"2.0","id":110,"id":111,"method":"tools/list"}`, []string{"111 -32600"}},
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`, []string{"1.5 -32600"}},
+		{"id beyond 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list"}`, []string{"9007199254740993 -32600"}},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, []string{"null -32600"}},
+		{"an id only inside params", `{"jsonrpc":"2.0","method":"x","params":{"id":5},}`, []string{"null -32700"}},
+		{"huge string id", `{"jsonrpc":"2.0","id":"` + strings.Repeat("i", 1<<20) + `","method":"tools/list"}`, []string{`"` + strings.Repeat("i", 1<<20) + `" result`}},
+		{"over the frame limit, id first", validate("112", huge), []string{"112 -32600"}},
+		{"over the frame limit, id last", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"stratum_validate","arguments":{"spec":` + huge + `}},"id":113}`, []string{"113 -32600"}},
+		{"over the frame limit, no id", `{"jsonrpc":"2.0","method":"notifications/x","params":{"s":` + huge + `}}`, []string{"null -32600"}},
+		{"a response nested 20,000 deep", `{"jsonrpc":"2.0","id":114,"result":` + deepArrays(20000) + `}`, nil},
+		{"batch", `[{"jsonrpc":"2.0","id":115,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":"b","method":"ping"}]`, []string{"115 -32600", `"b" -32600`}},
+		{"batch of notifications", `[{"jsonrpc":"2.0","method":"notifications/x"}]`, nil},
+		{"empty batch", `[]`, []string{"null -32600"}},
+		{"a scalar", `42`, []string{"null -32600"}},
+		{"NUL bytes", "\x00\x00", []string{"null -32700"}},
+		{"wrong version", `{"jsonrpc":"1.0","id":116,"method":"tools/list"}`, []string{"116 -32600"}},
+	}
+}
+
+// TestStdioHostileFrames sends each hostile frame followed by tools/list:
+// the frame gets exactly the answers listed (none for a response or a
+// batch of notifications), with its own id wherever the id could be
+// read, and the server goes on serving.
+func TestStdioHostileFrames(t *testing.T) {
+	c := startPipeClient(t)
+	c.startReading()
+	for i, tc := range hostileCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			c.send(tc.frame)
+			after := fmt.Sprintf(`"after-%d"`, i)
+			c.send(`{"jsonrpc":"2.0","id":` + after + `,"method":"tools/list"}`)
+			// The frame's answers and tools/list's may come in either order
+			// when the SDK handles both; a frame the transport refuses is
+			// answered before the next line is read.
+			var got []string
+			for listed := false; !listed || len(got) < len(tc.want); {
+				m := c.next()
+				if idKey(m) == after {
+					listed = true
+				} else {
+					got = append(got, answerKey(m))
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("answers %.300q, want %.300q", got, tc.want)
+			}
+			c.listTools(fmt.Sprintf(`"list-%d"`, i))
+		})
+	}
+	c.t = t
+	c.finish()
+}
+
+// TestStdioSameIDTwice sends two requests with one id back to back:
+// there are two answers with that id (the second may be a refusal, if the
+// first was still in flight), never one with a null id.
+func TestStdioSameIDTwice(t *testing.T) {
+	c := startPipeClient(t)
+	c.startReading()
+	for round := 0; round < 20; round++ {
+		id := fmt.Sprintf(`"dup-%d"`, round)
+		req := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}`
+		c.send(req + "\n" + req)
+		for k := 0; k < 2; k++ {
+			if m := c.next(); idKey(m) != id {
+				t.Fatalf("round %d: answer %d has id %s: %.300v", round, k, idKey(m), m)
+			}
+		}
+	}
+	c.listTools(`"after"`)
+	c.finish()
+}
+
+// answerKey is "ID result" or "ID CODE" for one answer.
+func answerKey(m map[string]any) string {
+	if e, ok := m["error"].(map[string]any); ok {
+		return fmt.Sprintf("%s %v", idKey(m), e["code"])
+	}
+	return idKey(m) + " result"
+}
