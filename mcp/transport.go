@@ -60,10 +60,11 @@ const drainTimeout = 2 * time.Minute
 //     answers of calls still running when its input ends, so
 //     `stratum mcp < requests` would otherwise lose them.
 func NewStreamTransport(r io.Reader, w io.Writer, log *slog.Logger) sdk.Transport {
-	return newStreamTransport(r, w, log, MaxFrameBytes, defaultGateLimits)
+	t, _ := newStreamTransport(r, w, log, MaxFrameBytes, defaultGateLimits)
+	return t
 }
 
-func newStreamTransport(r io.Reader, w io.Writer, log *slog.Logger, limit int, l gateLimits) sdk.Transport {
+func newStreamTransport(r io.Reader, w io.Writer, log *slog.Logger, limit int, l gateLimits) (*sdk.IOTransport, *gate) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -93,7 +94,7 @@ func newStreamTransport(r io.Reader, w io.Writer, log *slog.Logger, limit int, l
 		pw.CloseWithError(err) // nil: the SDK sees io.EOF
 	}()
 	// The filter bounds frames, so the SDK's own bound is switched off.
-	return &sdk.IOTransport{Reader: pr, Writer: out, MaxLineLength: -1}
+	return &sdk.IOTransport{Reader: pr, Writer: out, MaxLineLength: -1}, g
 }
 
 // frameWriter serialises whole frames from the SDK and the filter (the
@@ -189,7 +190,7 @@ func filterFrames(r io.Reader, g *gate, out *frameWriter, limit int, log *slog.L
 		atEOF := err != nil
 		ok := true
 		if tooLong {
-			log.Warn("refused an over-long frame", "limit", limit, "id", string(scan.answerID()))
+			log.Warn("dropped an over-long frame", "limit", limit, "id", string(scan.answerID()))
 			if !scan.isResponse() {
 				writeError(out, scan.answerID(), rpcInvalidRequest,
 					fmt.Sprintf("invalid request: the message is over the limit of %d bytes per message (docs/mcp.md, limits)", limit),
@@ -211,7 +212,7 @@ func filterFrames(r io.Reader, g *gate, out *frameWriter, limit int, log *slog.L
 func pass(frame []byte, scan *frameScanner, g *gate, out *frameWriter, log *slog.Logger) bool {
 	m, rej := checkFrame(frame, scan)
 	if rej != nil {
-		log.Warn("refused a frame", "reason", rej.msg, "bytes", len(frame), "answers", len(rej.ids))
+		log.Warn("dropped a malformed frame", "reason", rej.msg, "bytes", len(frame), "answers", len(rej.ids))
 		rej.write(out)
 		return true
 	}
