@@ -166,7 +166,10 @@ func responseID(frame []byte) (any, bool) {
 // past). It returns nil at the end of r, or when the SDK side is gone.
 func filterFrames(r io.Reader, g *gate, out *frameWriter, limit int, log *slog.Logger) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var line []byte
+	// The pieces of the current line, copied out of br; joined once at its
+	// end, into a buffer of exactly its size (growing one buffer as the
+	// line arrives would allocate several times the line).
+	var pieces [][]byte
 	scan := &frameScanner{}
 	size, tooLong := 0, false
 	for {
@@ -177,9 +180,9 @@ func filterFrames(r io.Reader, g *gate, out *frameWriter, limit int, log *slog.L
 		size += len(chunk)
 		switch {
 		case size > limit:
-			tooLong, line = true, nil
+			tooLong, pieces = true, nil
 		case !tooLong:
-			line = append(line, chunk...)
+			pieces = append(pieces, bytes.Clone(chunk))
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -196,15 +199,27 @@ func filterFrames(r io.Reader, g *gate, out *frameWriter, limit int, log *slog.L
 					fmt.Sprintf("invalid request: the message is over the limit of %d bytes per message (docs/mcp.md, limits)", limit),
 					map[string]any{"maxFrameBytes": limit})
 			}
-		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
+		} else if frame := bytes.TrimSpace(join(pieces, size)); len(frame) > 0 {
 			ok = pass(frame, scan, g, out, log)
 		}
-		line, size, tooLong = nil, 0, false
+		pieces, size, tooLong = nil, 0, false
 		*scan = frameScanner{buf: scan.buf[:0]}
 		if atEOF || !ok {
 			return nil
 		}
 	}
+}
+
+// join concatenates the pieces of a line of size bytes.
+func join(pieces [][]byte, size int) []byte {
+	if len(pieces) == 1 {
+		return pieces[0]
+	}
+	line := make([]byte, 0, size+1) // +1: room for a final newline
+	for _, p := range pieces {
+		line = append(line, p...)
+	}
+	return line
 }
 
 // pass checks one whole frame and either hands it to g or answers it. It
@@ -216,7 +231,7 @@ func pass(frame []byte, scan *frameScanner, g *gate, out *frameWriter, log *slog
 		rej.write(out)
 		return true
 	}
-	data := append(frame, '\n')
+	data := append(frame, '\n') // in place: the line had a newline or room for one
 	req, ok := m.(*jsonrpc.Request)
 	switch {
 	case !ok: // a response to a call of the server's

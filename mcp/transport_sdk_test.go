@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,10 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/guard"
+	"github.com/stratum-go/stratum/store"
 )
 
 // probeServer is an SDK server with one tool, probe, that records how many
@@ -137,4 +142,52 @@ func TestStreamTransportReusesAnsweredIDs(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Errorf("Run: %v", err)
 	}
+}
+
+// BenchmarkStreamTransportLargeArgument: one stratum_validate call with a
+// 10 MB spec through the stream transport and the real server,
+// in-process. B/op is what the server allocates for such a request
+// (transport, SDK and tool decoding; the validator refuses the spec by
+// its size). With -memprofile it shows where.
+func BenchmarkStreamTransportLargeArgument(b *testing.B) {
+	st, err := store.NewFileStore(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng := engine.New(st, engine.Options{})
+	defer eng.Close()
+	g, err := guard.New(guard.Options{Root: b.TempDir(), Getenv: func(string) string { return "" }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := NewServer(Deps{Engine: eng, Guard: g, Version: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go srv.Run(context.Background(), NewStreamTransport(inR, outW, nil))
+	out := bufio.NewReaderSize(outR, 1<<20)
+	roundTrip := func(frame string) string {
+		go io.WriteString(inW, frame+"\n")
+		line, err := out.ReadString('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		return line
+	}
+	roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"0"}}}`)
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	spec, _ := json.Marshal("version: 1\n# " + strings.Repeat("x", 10<<20) + "\n")
+	frame := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stratum_validate","arguments":{"spec":` + string(spec) + `}}}`
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if line := roundTrip(frame); !strings.Contains(line, `\"status\":\"invalid\"`) {
+			b.Fatalf("answer %.300s", line)
+		}
+	}
+	b.StopTimer()
+	inW.Close()
 }
