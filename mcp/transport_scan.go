@@ -141,34 +141,45 @@ func (s *frameScanner) startValue(c byte) {
 	}
 }
 
-// stringPart scans inside a string from p[i] and returns where it stopped.
+// stringPart scans inside a string from p[i] and returns where it
+// stopped: after the closing quote, or at the end of p. Linear in the
+// string: the closing quote is searched for again only when the one found
+// turns out to be escaped.
 func (s *frameScanner) stringPart(p []byte, i int) int {
-	if s.escaped {
+	start := i
+	if s.escaped { // the escape began at the end of the previous piece
 		s.escaped = false
-		s.add(p[i : i+1])
-		return i + 1
+		i++
 	}
-	rest := p[i:]
-	q := bytes.IndexByte(rest, '"')
-	if q < 0 {
-		q = len(rest)
+	q := -1 // index in p of the next quote at or after i, if known
+	for i < len(p) {
+		if q < i {
+			if q = bytes.IndexByte(p[i:], '"'); q < 0 {
+				q = len(p)
+			} else {
+				q += i
+			}
+		}
+		b := bytes.IndexByte(p[i:q], '\\')
+		if b < 0 {
+			if q == len(p) {
+				break // the string goes on in the next piece
+			}
+			s.add(p[start : q+1])
+			s.inString = false
+			if s.depth == 0 {
+				s.closed = true // a string frame
+			}
+			s.endCapture()
+			return q + 1
+		}
+		i += b + 2 // past the backslash and the byte it escapes
+		if i > len(p) {
+			s.escaped = true
+		}
 	}
-	if b := bytes.IndexByte(rest[:q], '\\'); b >= 0 {
-		s.add(rest[:b+1])
-		s.escaped = true
-		return i + b + 1
-	}
-	s.add(rest[:q])
-	if q == len(rest) {
-		return len(p)
-	}
-	s.inString = false
-	s.add(rest[q : q+1])
-	if s.depth == 0 {
-		s.closed = true // a string frame
-	}
-	s.endCapture()
-	return i + q + 1
+	s.add(p[start:])
+	return len(p)
 }
 
 // begin starts capturing a key or an id value.

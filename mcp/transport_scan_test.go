@@ -42,6 +42,8 @@ func TestFrameScanner(t *testing.T) {
 		{`{"method":"x","params":` + strings.Repeat("[", 50000), `ids=0 id= kind='\x00' method=true result=false depth=50001`},
 		{`{"a":"]]]}}}","id":3}`, `ids=1 id=3 kind='3' method=false result=false depth=1`},
 		{`{"a":"\\","id":4}`, `ids=1 id=4 kind='4' method=false result=false depth=1`},
+		{`{"a":"x\"y\\\"z\n","id":"q\"\\"}`, `ids=1 id="q\"\\" kind='"' method=false result=false depth=1`},
+		{`{"s":"` + strings.Repeat(`ab\n\"`, 1000) + `","method":"m"}`, `ids=0 id= kind='\x00' method=true result=false depth=1`},
 		{`{"id":5} {"id":6}`, `ids=1 id=5 kind='5' method=false result=false depth=1`},
 		{`[{"id":1}]`, `ids=0 id= kind='\x00' method=false result=false depth=2`},
 		{`42`, `ids=0 id= kind='\x00' method=false result=false depth=0`},
@@ -121,4 +123,28 @@ func FuzzFrameScanner(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkFrameScanner: the scan every frame gets, on a step_done-like
+// call carrying 1 MB of YAML-ish text (a newline escape every 40 bytes);
+// BenchmarkFrameValid is json.Valid on the same frame, for scale.
+func BenchmarkFrameScanner(b *testing.B) {
+	frame := benchFrame()
+	b.SetBytes(int64(len(frame)))
+	for b.Loop() {
+		scanFrame(frame)
+	}
+}
+
+func BenchmarkFrameValid(b *testing.B) {
+	frame := benchFrame()
+	b.SetBytes(int64(len(frame)))
+	for b.Loop() {
+		json.Valid(frame)
+	}
+}
+
+func benchFrame() []byte {
+	text, _ := json.Marshal(strings.Repeat(strings.Repeat("x", 39)+"\n", 1<<20/40))
+	return []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"stratum_step_done","arguments":{"runId":"r","stepId":"s","dispatchToken":"t","result":{"output":{"text":` + string(text) + `,"n":[1,2,3]}}}}}`)
 }
