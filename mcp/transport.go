@@ -178,8 +178,12 @@ func filterFrames(r io.Reader, g *gate, out *frameWriter, limit int, log *slog.L
 		// the end of a line must not read as the id 3.
 		scan.feed(bytes.TrimRight(chunk, "\r\n"))
 		size += len(chunk)
+		content := size // the line without its newline
+		if err == nil {
+			content--
+		}
 		switch {
-		case size > limit:
+		case content > limit:
 			tooLong, pieces = true, nil
 		case !tooLong:
 			pieces = append(pieces, bytes.Clone(chunk))

@@ -127,6 +127,8 @@ func TestFilterFrames(t *testing.T) {
 
 		{name: "over-long line", in: call("14", `{"s":"`+strings.Repeat("x", 300)+`"}`) + "\n" + req + "\n", limit: 256, pass: []string{req}, answers: []string{"-32600 14"}},
 		{name: "over-long line, id last", in: `{"jsonrpc":"2.0","method":"x","params":{"s":"` + strings.Repeat("x", 300) + `"},"id":"z"}` + "\n" + req + "\n", limit: 256, pass: []string{req}, answers: []string{`-32600 "z"`}},
+		{name: "a line of exactly the limit passes", in: `{"jsonrpc":"2.0","method":"` + strings.Repeat("x", 256-29) + `"}` + "\n", limit: 256, pass: []string{`{"jsonrpc":"2.0","method":"` + strings.Repeat("x", 256-29) + `"}`}},
+		{name: "a line of one more is refused", in: `{"jsonrpc":"2.0","method":"` + strings.Repeat("x", 256-28) + `"}` + "\n", limit: 256, answers: []string{"-32600 null"}},
 		{name: "over-long final line", in: req + "\n" + strings.Repeat("y", 1000), limit: 256, pass: []string{req}, answers: []string{"-32600 null"}},
 		{name: "over-long response", in: `{"jsonrpc":"2.0","id":15,"result":"` + strings.Repeat("x", 300) + `"}` + "\n", limit: 256},
 
