@@ -15,9 +15,17 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// MaxFrameBytes bounds one inbound JSON-RPC frame (one line). It leaves
-// room for the largest spec the validator accepts, JSON-escaped.
+// MaxFrameBytes bounds one inbound JSON-RPC frame (one line). A spec is at
+// most 4 MiB of text; JSON-escaped it grows at most threefold (a two-byte
+// character sent as \u00XX, as clients that escape all non-ASCII do), so
+// 16 MiB holds the largest spec with 4 MiB to spare for the rest of the
+// call.
 const MaxFrameBytes = 16 << 20
+
+// MaxDepth bounds how deep a frame nests (objects and arrays): the SDK's
+// own decoder refuses deeper input, and the transport says so with the
+// frame's id rather than the SDK's bare decoding error.
+const MaxDepth = 1000
 
 // JSON-RPC error codes the stream filter answers with.
 const (
@@ -31,52 +39,100 @@ const drainTimeout = 2 * time.Minute
 
 // NewStreamTransport returns a transport over a newline-delimited
 // JSON-RPC byte stream (stdin and stdout for `stratum mcp`) that survives
-// any input. The SDK's own stream transport ends the session at the first
-// frame it cannot decode, which would let one malformed line from a
-// client kill the server; here every line is checked first, and a line
-// that is not one JSON-RPC message (broken JSON, a batch, an over-long
-// line) is answered with a JSON-RPC error and dropped, and the server
-// keeps serving.
+// any input and bounds the memory a client can make it hold
+// (docs/mcp.md, "Limits and backpressure"):
 //
-// The end of the input is passed on only once every request read before
-// it has been answered (within drainTimeout): the SDK drops the answers
-// of calls still running when its input ends, so `stratum mcp < requests`
-// would otherwise lose them.
+//   - The SDK's own stream transport ends the session at the first frame
+//     it cannot decode. Here every line is checked first; a line that is
+//     not one JSON-RPC message (broken JSON, a batch, a line over
+//     [MaxFrameBytes], nesting over [MaxDepth], an id the SDK would
+//     change) is answered with a JSON-RPC error and dropped, and the
+//     server keeps serving. The error carries the frame's own id whenever
+//     a scan of its top-level object finds one, so the client is not left
+//     waiting.
+//   - At most [MaxInFlight] requests ([MaxInFlightBytes] of them) are
+//     handed to the SDK before their answers are written; the next ones
+//     wait, and past a few MiB of waiting input the transport stops
+//     reading, so a client that writes without reading blocks instead of
+//     growing the server.
+//   - The end of the input is passed on only once every request read
+//     before it has been answered (within drainTimeout): the SDK drops the
+//     answers of calls still running when its input ends, so
+//     `stratum mcp < requests` would otherwise lose them.
 func NewStreamTransport(r io.Reader, w io.Writer, log *slog.Logger) sdk.Transport {
+	t, _ := newStreamTransport(r, w, log, MaxFrameBytes, defaultGateLimits)
+	return t
+}
+
+func newStreamTransport(r io.Reader, w io.Writer, log *slog.Logger, limit int, l gateLimits) (*sdk.IOTransport, *gate) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	pending := newPending()
-	out := &frameWriter{w: w, pending: pending}
+	g := newGate(l)
+	out := &frameWriter{w: w, gate: g}
 	pr, pw := io.Pipe()
 	go func() {
-		err := filterFrames(r, pw, out, MaxFrameBytes, log, pending.track)
-		if err == nil && !pending.drain(drainTimeout) {
+		g.end(filterFrames(r, g, out, limit, log))
+	}()
+	go func() {
+		for {
+			data, ok := g.next()
+			if !ok {
+				break
+			}
+			if _, err := pw.Write(data); err != nil {
+				g.close() // the session is over
+				return
+			}
+		}
+		g.mu.Lock()
+		err := g.readErr
+		g.mu.Unlock()
+		if err == nil && !g.drain(drainTimeout) {
 			log.Warn("input ended with requests still unanswered", "waited", drainTimeout)
 		}
 		pw.CloseWithError(err) // nil: the SDK sees io.EOF
 	}()
 	// The filter bounds frames, so the SDK's own bound is switched off.
-	return &sdk.IOTransport{Reader: pr, Writer: out, MaxLineLength: -1}
+	return &sdk.IOTransport{Reader: pr, Writer: out, MaxLineLength: -1}, g
 }
 
 // frameWriter serialises whole frames from the SDK and the filter (the
-// SDK writes each message with one Write call) and notes each response
-// the SDK sends.
+// SDK writes each message with one Write call) and tells the gate of each
+// answer the SDK writes.
 type frameWriter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	pending *pending
+	mu   sync.Mutex
+	w    io.Writer
+	gate *gate
 }
 
+// Write writes one frame of the SDK's.
 func (f *frameWriter) Write(p []byte) (int, error) {
+	id, isResponse := responseID(p)
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	n, err := f.w.Write(p)
-	f.mu.Unlock()
-	if id, ok := responseID(p); ok && f.pending != nil {
-		f.pending.done(id)
+	if isResponse {
+		f.gate.answered(id) // under mu: see settle
 	}
 	return n, err
+}
+
+func (f *frameWriter) Close() error { return nil }
+
+// settle waits for a write in progress: once it returns, every answer the
+// client could have read has been noted by the gate.
+func (f *frameWriter) settle() {
+	f.mu.Lock()
+	f.mu.Unlock() //nolint:staticcheck // an empty critical section is the point
+}
+
+// writeFrame writes a frame of the filter's own (an answer to a frame the
+// SDK never sees, so the gate is not told).
+func (f *frameWriter) writeFrame(p []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.w.Write(p)
 }
 
 // responseID reads the id of a response frame from its head. The SDK
@@ -103,80 +159,34 @@ func responseID(frame []byte) (any, bool) {
 	return id.Raw(), true
 }
 
-// pending is the set of requests read but not yet answered, by id.
-type pending struct {
-	mu  sync.Mutex
-	ids map[any]bool
-}
-
-func newPending() *pending { return &pending{ids: map[any]bool{}} }
-
-func (p *pending) add(id any) {
-	p.mu.Lock()
-	p.ids[id] = true
-	p.mu.Unlock()
-}
-
-func (p *pending) done(id any) {
-	p.mu.Lock()
-	delete(p.ids, id)
-	p.mu.Unlock()
-}
-
-// drain waits until every pending request is answered; false on timeout.
-func (p *pending) drain(timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		p.mu.Lock()
-		n := len(p.ids)
-		p.mu.Unlock()
-		if n == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// track notes a request passed on to the SDK (and forgets one the client
-// cancels: a cancelled request gets no answer).
-func (p *pending) track(msg jsonrpc.Message) {
-	req, ok := msg.(*jsonrpc.Request)
-	switch {
-	case !ok:
-	case req.ID.IsValid():
-		p.add(req.ID.Raw())
-	case req.Method == "notifications/cancelled":
-		var params struct {
-			RequestID any `json:"requestId"`
-		}
-		if json.Unmarshal(req.Params, &params) == nil {
-			if id, err := jsonrpc.MakeID(params.RequestID); err == nil && id.IsValid() {
-				p.done(id.Raw())
-			}
-		}
-	}
-}
-
-func (f *frameWriter) Close() error { return nil }
-
-// filterFrames copies r to w line by line, passing on exactly the lines
-// that decode as one JSON-RPC message and answering the others on out.
-// Lines longer than limit bytes are dropped without being buffered. Each
-// message passed on is shown to track first. It returns nil at the end
-// of r.
-func filterFrames(r io.Reader, w io.Writer, out io.Writer, limit int, log *slog.Logger, track func(jsonrpc.Message)) error {
+// filterFrames reads r line by line and passes on, through g, exactly the
+// lines that decode as one JSON-RPC message the SDK reads as sent; it
+// answers the others on out. Lines longer than limit bytes are dropped
+// without being buffered (their id is still looked for as they stream
+// past). It returns nil at the end of r, or when the SDK side is gone.
+func filterFrames(r io.Reader, g *gate, out *frameWriter, limit int, log *slog.Logger) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var line []byte
-	tooLong := false
+	// The pieces of the current line, copied out of br; joined once at its
+	// end, into a buffer of exactly its size (growing one buffer as the
+	// line arrives would allocate several times the line).
+	var pieces [][]byte
+	scan := &frameScanner{}
+	size, tooLong := 0, false
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > limit {
-			tooLong, line = true, line[:0]
-		} else if !tooLong {
-			line = append(line, chunk...)
+		// The line's end is not JSON whitespace here: `"id":3` cut off at
+		// the end of a line must not read as the id 3.
+		scan.feed(bytes.TrimRight(chunk, "\r\n"))
+		size += len(chunk)
+		content := size // the line without its newline
+		if err == nil {
+			content--
+		}
+		switch {
+		case content > limit:
+			tooLong, pieces = true, nil
+		case !tooLong:
+			pieces = append(pieces, bytes.Clone(chunk))
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -185,71 +195,179 @@ func filterFrames(r io.Reader, w io.Writer, out io.Writer, limit int, log *slog.
 			return err
 		}
 		atEOF := err != nil
+		ok := true
 		if tooLong {
-			log.Warn("dropped an over-long frame", "limit", limit)
-			reject(out, nil, rpcInvalidRequest, fmt.Sprintf("invalid request: frame longer than %d bytes", limit))
-		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
-			m, id, code, msg := checkFrame(frame)
-			if m == nil {
-				log.Warn("dropped a malformed frame", "reason", msg, "bytes", len(frame))
-				reject(out, id, code, msg)
-			} else {
-				track(m)
-				if _, err := w.Write(append(frame, '\n')); err != nil {
-					return nil // the session is over
-				}
+			log.Warn("dropped an over-long frame", "limit", limit, "id", string(scan.answerID()))
+			if !scan.isResponse() {
+				writeError(out, scan.answerID(), rpcInvalidRequest,
+					fmt.Sprintf("invalid request: the message is over the limit of %d bytes per message (docs/mcp.md, limits)", limit),
+					map[string]any{"maxFrameBytes": limit})
 			}
+		} else if frame := bytes.TrimSpace(join(pieces, size)); len(frame) > 0 {
+			ok = pass(frame, scan, g, out, log)
 		}
-		line, tooLong = line[:0], false
-		if atEOF {
+		pieces, size, tooLong = nil, 0, false
+		*scan = frameScanner{buf: scan.buf[:0]}
+		if atEOF || !ok {
 			return nil
 		}
 	}
 }
 
-// checkFrame decodes a frame as one JSON-RPC message the SDK can read.
-// When it is not one, the message is nil and checkFrame returns the
-// request id to answer (nil when there is none), a JSON-RPC error code
-// and a message.
-func checkFrame(frame []byte) (m jsonrpc.Message, id json.RawMessage, code int, msg string) {
-	if !json.Valid(frame) {
-		return nil, nil, rpcParseError, "parse error: the line is not one JSON value"
+// join concatenates the pieces of a line of size bytes.
+func join(pieces [][]byte, size int) []byte {
+	if len(pieces) == 1 {
+		return pieces[0]
 	}
-	if frame[0] != '{' {
-		return nil, nil, rpcInvalidRequest, "invalid request: send one JSON-RPC message object per line (batches are not supported)"
+	line := make([]byte, 0, size+1) // +1: room for a final newline
+	for _, p := range pieces {
+		line = append(line, p...)
 	}
-	m, err := jsonrpc.DecodeMessage(frame)
-	if err == nil {
-		return m, nil, 0, ""
-	}
-	var probe struct {
-		ID json.RawMessage `json:"id"`
-	}
-	_ = json.Unmarshal(frame, &probe) // a valid JSON object: cannot fail
-	if len(probe.ID) > 0 && (probe.ID[0] == '"' || probe.ID[0] == '-' || (probe.ID[0] >= '0' && probe.ID[0] <= '9')) {
-		id = probe.ID
-	}
-	return nil, id, rpcInvalidRequest, "invalid request: " + err.Error()
+	return line
 }
 
-// reject writes a JSON-RPC error response.
-func reject(out io.Writer, id json.RawMessage, code int, msg string) {
+// pass checks one whole frame and either hands it to g or answers it. It
+// returns false when the SDK side is gone.
+func pass(frame []byte, scan *frameScanner, g *gate, out *frameWriter, log *slog.Logger) bool {
+	m, rej := checkFrame(frame, scan)
+	if rej != nil {
+		log.Warn("dropped a malformed frame", "reason", rej.msg, "bytes", len(frame), "answers", len(rej.ids))
+		rej.write(out)
+		return true
+	}
+	data := append(frame, '\n') // in place: the line had a newline or room for one
+	req, ok := m.(*jsonrpc.Request)
+	switch {
+	case !ok: // a response to a call of the server's
+		g.pushUrgent(data)
+		return true
+	case req.ID.IsValid():
+		id := req.ID.Raw()
+		if g.inUse(id) {
+			out.settle() // the client may have read its answer a moment ago
+		}
+		if g.inUse(id) {
+			echo, _ := json.Marshal(id)
+			log.Warn("refused a request whose id is in use", "id", string(echo))
+			writeError(out, echo, rpcInvalidRequest, "invalid request: a request with this id is still in progress; use a new id for each request", nil)
+			return true
+		}
+		return g.push(data, id)
+	case req.Method == "notifications/cancelled":
+		var params struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &params) == nil {
+			if id, err := jsonrpc.MakeID(params.RequestID); err == nil && id.IsValid() && g.cancelHeld(id.Raw()) {
+				return true // never passed on, so never answered
+			}
+		}
+		g.pushUrgent(data)
+		return true
+	default:
+		return g.push(data, nil)
+	}
+}
+
+// rejection is the answer to a frame that is not passed on: an error
+// per id (one null id for a frame without a usable one; none for a frame
+// never to be answered), as a batch when the frame was one.
+type rejection struct {
+	ids   []json.RawMessage
+	batch bool
+	code  int
+	msg   string
+	data  any
+}
+
+func (r *rejection) write(out *frameWriter) {
+	if len(r.ids) == 0 {
+		return
+	}
+	if !r.batch {
+		writeError(out, r.ids[0], r.code, r.msg, r.data)
+		return
+	}
+	answers := make([]json.RawMessage, len(r.ids))
+	for i, id := range r.ids {
+		answers[i] = errorFrame(id, r.code, r.msg, r.data)
+	}
+	b, _ := json.Marshal(answers)
+	out.writeFrame(append(b, '\n'))
+}
+
+// checkFrame decodes a whole frame (scanned into scan) as one JSON-RPC
+// message the SDK can read as sent, or says how to answer it.
+func checkFrame(frame []byte, scan *frameScanner) (jsonrpc.Message, *rejection) {
+	refuse := func(code int, msg string, data any) *rejection {
+		r := &rejection{code: code, msg: msg, data: data, ids: []json.RawMessage{scan.answerID()}}
+		if scan.isResponse() {
+			r.ids = nil // a response is never answered
+		}
+		return r
+	}
+	if scan.maxDepth > MaxDepth {
+		return nil, refuse(rpcInvalidRequest, fmt.Sprintf("invalid request: the message nests deeper than %d levels", MaxDepth), map[string]any{"maxDepth": MaxDepth})
+	}
+	if !json.Valid(frame) {
+		return nil, refuse(rpcParseError, "parse error: the line is not one JSON value", nil)
+	}
+	switch frame[0] {
+	case '{':
+	case '[':
+		return nil, refuseBatch(frame)
+	default:
+		return nil, refuse(rpcInvalidRequest, "invalid request: a message must be a JSON-RPC object", nil)
+	}
+	if p := scan.idProblem(); p != "" {
+		return nil, refuse(rpcInvalidRequest, "invalid request: "+p, nil)
+	}
+	m, err := jsonrpc.DecodeMessage(frame)
+	if err != nil {
+		return nil, refuse(rpcInvalidRequest, "invalid request: "+err.Error(), nil)
+	}
+	return m, nil
+}
+
+// refuseBatch answers a batch (valid JSON, nesting within MaxDepth): each
+// request in it gets an error with its id, in one batch answer; a batch
+// of notifications gets none; an empty one gets one error (JSON-RPC 2.0).
+func refuseBatch(frame []byte) *rejection {
+	const msg = "invalid request: batches are not supported; send one JSON-RPC message per line"
+	var elems []json.RawMessage
+	if json.Unmarshal(frame, &elems) != nil || len(elems) == 0 {
+		return &rejection{ids: []json.RawMessage{nil}, code: rpcInvalidRequest, msg: "invalid request: an empty batch"}
+	}
+	r := &rejection{batch: true, code: rpcInvalidRequest, msg: msg}
+	for _, e := range elems {
+		s := scanFrame(e)
+		if s.top == '{' && (s.isResponse() || s.idCount == 0 || s.idKind == 'n') {
+			continue // a response or a notification
+		}
+		r.ids = append(r.ids, s.answerID()) // null for an element that is no object
+	}
+	return r
+}
+
+// errorFrame is a JSON-RPC error response (id nil: null).
+func errorFrame(id json.RawMessage, code int, msg string, data any) json.RawMessage {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	b, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
+	type rpcError struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
-	}{code, msg}})
-	if err != nil {
-		return
+		Data    any    `json:"data,omitempty"`
 	}
-	out.Write(append(b, '\n'))
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{code, msg, data}})
+	return b
+}
+
+// writeError writes a JSON-RPC error response.
+func writeError(out *frameWriter, id json.RawMessage, code int, msg string, data any) {
+	out.writeFrame(append(errorFrame(id, code, msg, data), '\n'))
 }

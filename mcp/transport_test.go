@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -11,91 +12,170 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
+// bigGate never holds anything up: the filter tests see every frame.
+var bigGate = gateLimits{requests: 1 << 20, requestBytes: 1 << 30, heldBytes: 1 << 30, heldFrames: 1 << 20}
+
+// runFilter filters in through a gate nothing drains until the input has
+// ended, and returns the frames passed on and the answers written (each
+// as "CODE ID", a batch answer as "[CODE ID, CODE ID]").
+func runFilter(t testing.TB, in string, limit int) (passed, answers []string) {
+	t.Helper()
+	g := newGate(bigGate)
+	var outBuf bytes.Buffer
+	out := &frameWriter{w: &outBuf, gate: g}
+	if err := filterFrames(strings.NewReader(in), g, out, limit, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	g.end(nil)
+	for {
+		data, ok := g.next()
+		if !ok {
+			break
+		}
+		passed = append(passed, strings.TrimSuffix(string(data), "\n"))
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(outBuf.String(), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		answers = append(answers, answerText(t, line))
+	}
+	return passed, answers
+}
+
+// answerText is "CODE ID" for an error response, or the list of those in
+// brackets for a batch answer.
+func answerText(t testing.TB, line string) string {
+	t.Helper()
+	type errResp struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	one := func(raw []byte) string {
+		var m errResp
+		if err := json.Unmarshal(raw, &m); err != nil || m.JSONRPC != "2.0" || m.Error.Message == "" || len(m.ID) == 0 {
+			t.Fatalf("bad error frame %q: %v", raw, err)
+		}
+		return fmt.Sprintf("%d %s", m.Error.Code, m.ID)
+	}
+	if strings.HasPrefix(line, "[") {
+		var batch []json.RawMessage
+		if err := json.Unmarshal([]byte(line), &batch); err != nil || len(batch) == 0 {
+			t.Fatalf("bad batch answer %q: %v", line, err)
+		}
+		var parts []string
+		for _, e := range batch {
+			parts = append(parts, one(e))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return one([]byte(line))
+}
+
 func TestFilterFrames(t *testing.T) {
 	req := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	call := func(id, params string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
+	}
+	cancel := func(id string) string {
+		return `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `}}`
+	}
 	for _, tc := range []struct {
 		name, in string
-		pass     []string // lines forwarded to the SDK
-		errs     []string // "code id" of each error answered
+		limit    int      // 0: 64 KiB
+		pass     []string // frames passed on, in order
+		answers  []string // "code id" of each error answered
 	}{
-		{"one request", req + "\n", []string{req}, nil},
-		{"no final newline", req, []string{req}, nil},
-		{"crlf and blank lines", "\r\n\n" + req + "\r\n  \n", []string{req}, nil},
-		{"broken json", "{\"jsonrpc\":\n" + req + "\n", []string{req}, []string{"-32700 null"}},
-		{"garbage", "hello\n\xff\xfe\n" + req + "\n", []string{req}, []string{"-32700 null", "-32700 null"}},
-		{"batch", "[" + req + "]\n" + req + "\n", []string{req}, []string{"-32600 null"}},
-		{"scalar", "42\n", nil, []string{"-32600 null"}},
-		{"wrong version keeps the id", `{"jsonrpc":"1.0","id":7,"method":"x"}` + "\n", nil, []string{"-32600 7"}},
-		{"string id", `{"jsonrpc":"1.0","id":"a","method":"x"}` + "\n", nil, []string{`-32600 "a"`}},
-		{"two values on a line", req + " " + req + "\n", nil, []string{"-32700 null"}},
-		{"over-long line", `{"jsonrpc":"2.0","id":1,"method":"` + strings.Repeat("x", 300) + `"}` + "\n" + req + "\n", []string{req}, []string{"-32600 null"}},
-		{"over-long final line", req + "\n" + strings.Repeat("y", 1000), []string{req}, []string{"-32600 null"}},
+		{name: "one request", in: req + "\n", pass: []string{req}},
+		{name: "no final newline", in: req, pass: []string{req}},
+		{name: "crlf and blank lines", in: "\r\n\n" + req + "\r\n  \n", pass: []string{req}},
+		{name: "broken json", in: "{\"jsonrpc\":\n" + req + "\n", pass: []string{req}, answers: []string{"-32700 null"}},
+		{name: "garbage", in: "hello\n\xff\xfe\n" + req + "\n", pass: []string{req}, answers: []string{"-32700 null", "-32700 null"}},
+		{name: "scalar", in: "42\n\"s\"\nnull\n", answers: []string{"-32600 null", "-32600 null", "-32600 null"}},
+		{name: "wrong version keeps the id", in: `{"jsonrpc":"1.0","id":7,"method":"x"}` + "\n", answers: []string{"-32600 7"}},
+		{name: "string id", in: `{"jsonrpc":"1.0","id":"a","method":"x"}` + "\n", answers: []string{`-32600 "a"`}},
+		{name: "two values on a line", in: req + " " + req + "\n", answers: []string{"-32700 1"}},
+
+		{name: "truncated", in: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","argu` + "\n", answers: []string{"-32700 3"}},
+		{name: "truncated at the id", in: `{"jsonrpc":"2.0","id":3` + "\n", answers: []string{"-32700 null"}},
+		{name: "truncated in a string id", in: `{"jsonrpc":"2.0","id":"ab` + "\n", answers: []string{"-32700 null"}},
+		{name: "id after broken params", in: `{"jsonrpc":"2.0","method":"x","params":{"a":[1,}},"id":"late"}` + "\n", answers: []string{`-32700 "late"`}},
+		{name: "invalid UTF-8 between tokens", in: `{"jsonrpc":"2.0","id":4,"method":"x"` + "\xff}\n", answers: []string{"-32700 4"}},
+		{name: "invalid UTF-8 in a string passes", in: call("5", `{"s":"`+"\xff"+`"}`) + "\n", pass: []string{call("5", `{"s":"`+"\xff"+`"}`)}},
+		{name: "escaped id key", in: `{"jsonrpc":"2.0","\u0069d":6,"method":"x",}` + "\n", answers: []string{"-32700 6"}},
+		{name: "id only inside params", in: `{"jsonrpc":"2.0","method":"x","params":{"id":5},}` + "\n", answers: []string{"-32700 null"}},
+
+		{name: "nested 1000 deep passes", in: call("8", `{"a":`+deep(998)+`}`) + "\n", pass: []string{call("8", `{"a":`+deep(998)+`}`)}},
+		{name: "nested 1001 deep", in: call("9", `{"a":`+deep(999)+`}`) + "\n", answers: []string{"-32600 9"}},
+		{name: "nested 20000 deep", in: call(`"d"`, deep(20000)) + "\n", limit: 1 << 20, answers: []string{`-32600 "d"`}},
+		{name: "nested deep before the id", in: `{"jsonrpc":"2.0","method":"x","params":` + deep(20000) + `,"id":10}` + "\n", limit: 1 << 20, answers: []string{"-32600 10"}},
+		{name: "unbalanced deep", in: `{"jsonrpc":"2.0","id":11,"params":` + strings.Repeat("[", 5000) + "\n", answers: []string{"-32600 11"}},
+
+		{name: "two ids", in: `{"jsonrpc":"2.0","id":12,"id":13,"method":"x"}` + "\n", answers: []string{"-32600 13"}},
+		{name: "fractional id", in: `{"jsonrpc":"2.0","id":1.5,"method":"x"}` + "\n", answers: []string{"-32600 1.5"}},
+		{name: "exponent id passes", in: `{"jsonrpc":"2.0","id":1e2,"method":"x"}` + "\n", pass: []string{`{"jsonrpc":"2.0","id":1e2,"method":"x"}`}},
+		{name: "id beyond 2^53", in: `{"jsonrpc":"2.0","id":-9007199254740993,"method":"x"}` + "\n", answers: []string{"-32600 -9007199254740993"}},
+		{name: "boolean id", in: `{"jsonrpc":"2.0","id":true,"method":"x"}` + "\n", answers: []string{"-32600 null"}},
+		{name: "array id", in: `{"jsonrpc":"2.0","id":[1],"method":"x"}` + "\n", answers: []string{"-32600 null"}},
+		{name: "null id is a notification", in: `{"jsonrpc":"2.0","id":null,"method":"x"}` + "\n", pass: []string{`{"jsonrpc":"2.0","id":null,"method":"x"}`}},
+		{name: "same id twice", in: req + "\n" + req + "\n", pass: []string{req}, answers: []string{"-32600 1"}},
+
+		{name: "over-long line", in: call("14", `{"s":"`+strings.Repeat("x", 300)+`"}`) + "\n" + req + "\n", limit: 256, pass: []string{req}, answers: []string{"-32600 14"}},
+		{name: "over-long line, id last", in: `{"jsonrpc":"2.0","method":"x","params":{"s":"` + strings.Repeat("x", 300) + `"},"id":"z"}` + "\n" + req + "\n", limit: 256, pass: []string{req}, answers: []string{`-32600 "z"`}},
+		{name: "a line of exactly the limit passes", in: `{"jsonrpc":"2.0","method":"` + strings.Repeat("x", 256-29) + `"}` + "\n", limit: 256, pass: []string{`{"jsonrpc":"2.0","method":"` + strings.Repeat("x", 256-29) + `"}`}},
+		{name: "a line of one more is refused", in: `{"jsonrpc":"2.0","method":"` + strings.Repeat("x", 256-28) + `"}` + "\n", limit: 256, answers: []string{"-32600 null"}},
+		{name: "over-long final line", in: req + "\n" + strings.Repeat("y", 1000), limit: 256, pass: []string{req}, answers: []string{"-32600 null"}},
+		{name: "over-long response", in: `{"jsonrpc":"2.0","id":15,"result":"` + strings.Repeat("x", 300) + `"}` + "\n", limit: 256},
+
+		{name: "a response passes", in: `{"jsonrpc":"2.0","id":16,"result":{}}` + "\n", pass: []string{`{"jsonrpc":"2.0","id":16,"result":{}}`}},
+		{name: "a broken response is not answered", in: `{"jsonrpc":"2.0","id":17,"result":` + deep(2000) + `}` + "\n" + `{"jsonrpc":"2.0","id":18,"error":{` + "\n"},
+		{name: "batch", in: "[" + req + `,{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":"b","method":"ping"},{"jsonrpc":"2.0","id":2,"result":{}}]` + "\n", answers: []string{`[-32600 1, -32600 "b"]`}},
+		{name: "batch of notifications", in: `[{"jsonrpc":"2.0","method":"n"}]` + "\n"},
+		{name: "empty batch", in: "[]\n", answers: []string{"-32600 null"}},
+
+		{name: "cancel a held request", in: req + "\n" + call("2", "{}") + "\n" + cancel("2") + "\n", pass: []string{req}},
+		{name: "cancel an unknown request passes", in: cancel("99") + "\n", pass: []string{cancel("99")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var w, out bytes.Buffer
-			if err := filterFrames(strings.NewReader(tc.in), &w, &out, 256, slog.New(slog.DiscardHandler), func(jsonrpc.Message) {}); err != nil {
-				t.Fatal(err)
+			limit := tc.limit
+			if limit == 0 {
+				limit = 64 << 10
 			}
-			got := strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n")
-			if w.Len() == 0 {
-				got = nil
+			passed, answers := runFilter(t, tc.in, limit)
+			if strings.Join(passed, "|") != strings.Join(tc.pass, "|") {
+				t.Errorf("passed on %.300q, want %.300q", passed, tc.pass)
 			}
-			if strings.Join(got, "|") != strings.Join(tc.pass, "|") {
-				t.Errorf("forwarded %q, want %q", got, tc.pass)
-			}
-			var errs []string
-			for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-				if line == "" {
-					continue
-				}
-				var m struct {
-					ID    json.RawMessage `json:"id"`
-					Error struct {
-						Code    int    `json:"code"`
-						Message string `json:"message"`
-					} `json:"error"`
-				}
-				if err := json.Unmarshal([]byte(line), &m); err != nil || m.Error.Message == "" {
-					t.Fatalf("bad error frame %q: %v", line, err)
-				}
-				errs = append(errs, strings.TrimSpace(strings.Join([]string{itoa(m.Error.Code), string(m.ID)}, " ")))
-			}
-			if strings.Join(errs, "|") != strings.Join(tc.errs, "|") {
-				t.Errorf("answered %q, want %q", errs, tc.errs)
+			if strings.Join(answers, "|") != strings.Join(tc.answers, "|") {
+				t.Errorf("answered %q, want %q", answers, tc.answers)
 			}
 		})
 	}
 }
 
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
-
-// FuzzFilterFrames: whatever arrives, every line passed on decodes as a
-// JSON-RPC message and every answer is a JSON-RPC error object.
+// FuzzFilterFrames: whatever arrives, every frame passed on decodes as a
+// JSON-RPC message and every answer is a JSON-RPC error object (or a
+// batch of them).
 func FuzzFilterFrames(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n",
 		"{\"jsonrpc\":\n[1]\n\xff\n",
 		`{"jsonrpc":"2.0","id":1,"result":{}}` + "\r\n" + `{"jsonrpc":"2.0","method":"x"}`,
 		strings.Repeat("a", 300) + "\n{}\n",
+		`[{"jsonrpc":"2.0","id":1,"method":"x"}]` + "\n" + `{"id":2,"id":"x"` + "\n",
+		`{"jsonrpc":"2.0","id":"\u0041","method":"x","params":[[[[]]]]}`,
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		var w, out bytes.Buffer
-		if err := filterFrames(strings.NewReader(in), &w, &out, 256, slog.New(slog.DiscardHandler), func(jsonrpc.Message) {}); err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(w.String(), "\n") {
-			if line == "" {
-				continue
-			}
-			if _, err := jsonrpc.DecodeMessage([]byte(line)); err != nil {
-				t.Fatalf("forwarded %q: %v", line, err)
-			}
-		}
-		for _, line := range strings.Split(out.String(), "\n") {
-			if line != "" && !json.Valid([]byte(line)) {
-				t.Fatalf("answered with invalid JSON %q", line)
+		passed, _ := runFilter(t, in, 256) // runFilter checks every answer
+		for _, frame := range passed {
+			if _, err := jsonrpc.DecodeMessage([]byte(frame)); err != nil {
+				t.Fatalf("passed on %q: %v", frame, err)
 			}
 		}
 	})
@@ -121,25 +201,26 @@ func TestResponseID(t *testing.T) {
 	}
 }
 
-func TestPendingDrain(t *testing.T) {
-	p := newPending()
-	decode := func(s string) jsonrpc.Message {
-		m, err := jsonrpc.DecodeMessage([]byte(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
+// TestWriterTellsTheGate: an answer the SDK writes ends its request's
+// time in flight; an error the filter writes itself does not (its id may
+// be that of a request in flight).
+func TestWriterTellsTheGate(t *testing.T) {
+	g := newGate(bigGate)
+	g.push([]byte(`{"jsonrpc":"2.0","id":1,"method":"x"}`+"\n"), int64(1))
+	if _, ok := g.next(); !ok || !g.inUse(int64(1)) {
+		t.Fatal("request 1 not in flight")
 	}
-	p.track(decode(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`))
-	p.track(decode(`{"jsonrpc":"2.0","id":"two","method":"tools/list"}`))
-	p.track(decode(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	if p.drain(10 * time.Millisecond) {
-		t.Fatal("drained with two requests pending")
+	var buf bytes.Buffer
+	out := &frameWriter{w: &buf, gate: g}
+	writeError(out, json.RawMessage("1"), rpcInvalidRequest, "x", nil)
+	if !g.inUse(int64(1)) {
+		t.Error("the filter's own error ended request 1")
 	}
-	id, _ := responseID([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
-	p.done(id)
-	p.track(decode(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"two"}}`))
-	if !p.drain(10 * time.Millisecond) {
-		t.Fatalf("still pending: %v", p.ids)
+	out.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"))
+	if g.inUse(int64(1)) {
+		t.Error("the SDK's answer did not end request 1")
+	}
+	if !g.drain(time.Second) {
+		t.Error("drain with nothing in flight")
 	}
 }

@@ -1,0 +1,162 @@
+package mcp
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ready reports whether next would return at once (test-only peek).
+func (g *gate) ready() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed || len(g.urgent) > 0 || (len(g.held) > 0 && g.admits(g.held[0])) || (g.eof && len(g.held) == 0)
+}
+
+func reqFrame(id int, size int) []byte {
+	f := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x","params":{"p":"%s"}}`+"\n", id, strings.Repeat("p", size))
+	return []byte(f)
+}
+
+func mustNext(t *testing.T, g *gate, want string) {
+	t.Helper()
+	if !g.ready() {
+		t.Fatalf("next would block, want %s", want)
+	}
+	data, ok := g.next()
+	if !ok || !strings.Contains(string(data), want) {
+		t.Fatalf("next = %.80q, %v; want one with %s", data, ok, want)
+	}
+}
+
+func TestGateLimitsRequestsInFlight(t *testing.T) {
+	g := newGate(gateLimits{requests: 2, requestBytes: 1 << 20, heldBytes: 1 << 20, heldFrames: 100})
+	for i := 1; i <= 4; i++ {
+		g.push(reqFrame(i, 0), int64(i))
+	}
+	g.push([]byte(`{"jsonrpc":"2.0","method":"notifications/n"}`+"\n"), nil)
+	mustNext(t, g, `"id":1`)
+	mustNext(t, g, `"id":2`)
+	if g.ready() {
+		t.Fatal("a third request passed with two in flight")
+	}
+	// A response of the client's and a cancellation pass ahead.
+	g.pushUrgent([]byte(`{"jsonrpc":"2.0","id":"s1","result":{}}` + "\n"))
+	mustNext(t, g, `"s1"`)
+	if g.ready() {
+		t.Fatal("still two in flight")
+	}
+	g.answered(int64(1))
+	mustNext(t, g, `"id":3`)
+	if !g.cancelHeld(int64(4)) || g.cancelHeld(int64(4)) || g.inUse(int64(4)) {
+		t.Fatal("cancelling held request 4")
+	}
+	if g.cancelHeld(int64(2)) {
+		t.Fatal("cancelHeld dropped request 2, which is in flight")
+	}
+	// The notification behind request 4 comes next, without waiting.
+	mustNext(t, g, "notifications/n")
+	g.end(nil)
+	if _, ok := g.next(); ok {
+		t.Fatal("next after the end of the input with nothing held")
+	}
+}
+
+func TestGateLimitsBytesInFlight(t *testing.T) {
+	g := newGate(gateLimits{requests: 10, requestBytes: 1000, heldBytes: 1 << 20, heldFrames: 100})
+	g.push(reqFrame(1, 2000), int64(1)) // over the budget alone: admitted, nothing in flight
+	g.push(reqFrame(2, 10), int64(2))
+	mustNext(t, g, `"id":1`)
+	if g.ready() {
+		t.Fatal("request 2 passed while 2 KB were in flight on a 1 KB budget")
+	}
+	g.answered(int64(1))
+	mustNext(t, g, `"id":2`)
+	g.push(reqFrame(3, 10), int64(3))
+	mustNext(t, g, `"id":3`) // small requests share the budget
+}
+
+func TestGateHoldsInOrder(t *testing.T) {
+	g := newGate(gateLimits{requests: 1, requestBytes: 1 << 20, heldBytes: 1 << 20, heldFrames: 100})
+	g.push(reqFrame(1, 0), int64(1))
+	mustNext(t, g, `"id":1`)
+	g.push(reqFrame(2, 0), int64(2))
+	g.push([]byte(`{"jsonrpc":"2.0","method":"after-2"}`+"\n"), nil)
+	if g.ready() {
+		t.Fatal("a notification overtook the request held before it")
+	}
+	g.answered(int64(1))
+	mustNext(t, g, `"id":2`)
+	mustNext(t, g, "after-2")
+}
+
+// TestGateStopsTheReader: push blocks while more than the held bounds
+// wait, and returns once next makes room (or the SDK side goes away).
+func TestGateStopsTheReader(t *testing.T) {
+	for _, bound := range []string{"frames", "bytes"} {
+		t.Run(bound, func(t *testing.T) {
+			l := gateLimits{requests: 1, requestBytes: 1 << 20, heldBytes: 1 << 20, heldFrames: 3}
+			if bound == "bytes" {
+				l.heldBytes, l.heldFrames = 300, 100
+			}
+			g := newGate(l)
+			g.push(reqFrame(1, 0), int64(1))
+			mustNext(t, g, `"id":1`) // in flight: nothing more passes
+			for i := 2; i <= 4; i++ {
+				g.push(reqFrame(i, 40), int64(i))
+			}
+			returned := make(chan bool)
+			go func() { returned <- g.push(reqFrame(5, 40), int64(5)) }()
+			waitFor(t, func() bool { return g.inUse(int64(5)) })
+			select {
+			case <-returned:
+				t.Fatal("push returned with the held frames over their bound")
+			default:
+			}
+			g.answered(int64(1))
+			mustNext(t, g, `"id":2`)
+			if !<-returned {
+				t.Fatal("push reported the SDK side gone")
+			}
+			go func() { returned <- g.push(reqFrame(6, 400), int64(6)) }()
+			waitFor(t, func() bool { return g.inUse(int64(6)) })
+			g.close()
+			if <-returned {
+				t.Fatal("push after close reported the SDK side alive")
+			}
+		})
+	}
+}
+
+// waitFor polls until cond holds (a state to reach, not a deadline: the
+// test's own timeout bounds it).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestGateDrain(t *testing.T) {
+	g := newGate(bigGate)
+	g.push(reqFrame(1, 0), int64(1))
+	g.push(reqFrame(2, 0), "two")
+	mustNext(t, g, `"id":1`)
+	mustNext(t, g, `"id":2`)
+	if g.drain(10 * time.Millisecond) {
+		t.Fatal("drained with two requests in flight")
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.answered(int64(1))
+		g.answered("two")
+	}()
+	if !g.drain(time.Minute) {
+		t.Fatal("still in flight after both answers")
+	}
+	wg.Wait()
+}
