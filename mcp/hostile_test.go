@@ -262,11 +262,19 @@ func TestStdioPipelinedWithoutReading(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20,000 requests")
 	}
+	// 20,000 requests; one in 20 is tools/list (80 KB of answer, about
+	// 2 ms of server CPU each), the others ping: the bound is on requests
+	// held, whatever they are, and this keeps the test near 10 s. The
+	// figure for 20,000 tools/list is in docs/mcp.md.
 	const n = 20000
 	c := startPipeClient(t)
 	done := writeStalled(func(progress *atomic.Int64) {
 		for i := 1; i <= n; i++ {
-			k, err := fmt.Fprintf(c.stdin, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", i)
+			method := "ping"
+			if i%20 == 0 {
+				method = "tools/list"
+			}
+			k, err := fmt.Fprintf(c.stdin, `{"jsonrpc":"2.0","id":%d,"method":"%s"}`+"\n", i, method)
 			if err != nil {
 				t.Errorf("write request %d: %v", i, err)
 				return
@@ -295,10 +303,10 @@ func TestStdioPipelinedWithoutReading(t *testing.T) {
 	c.listTools(`"after"`)
 	peak := c.peakRSS()
 	c.finish()
-	t.Logf("peak RSS of the server over %d pipelined tools/list: %.1f MiB (server CPU %v user, %v system)",
+	t.Logf("peak RSS of the server over %d pipelined requests: %.1f MiB (server CPU %v user, %v system)",
 		n, float64(peak)/(1<<20), c.cmd.ProcessState.UserTime(), c.cmd.ProcessState.SystemTime())
-	if peak > 200<<20 {
-		t.Errorf("peak RSS %d MiB, want under 200 MiB (docs/mcp.md: limits and backpressure)", peak>>20)
+	if peak > 100<<20 {
+		t.Errorf("peak RSS %d MiB, want under 100 MiB (docs/mcp.md: limits and backpressure)", peak>>20)
 	}
 }
 
