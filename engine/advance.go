@@ -62,12 +62,29 @@ func (t *txn) advance() {
 		}
 	}
 	t.finishRoot()
+	if t.e.verifyWrites {
+		if err := t.checkSettled(); err != nil {
+			panic(err) // tests only: a change that made no step a candidate
+		}
+	}
 }
 
-// pass sweeps a scope in declaration order until a sweep changes nothing
+// pass brings a scope's steps up to date: the root scope considers only
+// its candidates (the steps a change of this transition can affect, see
+// schedule.go) unless a full sweep is due; a child scope (a subflow, small)
+// is swept whole.
+func (t *txn) pass(sc *scope) bool {
+	if sc.root() && !sc.full {
+		return t.passCandidates(sc)
+	}
+	sc.full = false
+	return t.sweep(sc)
+}
+
+// sweep sweeps a scope in declaration order until a sweep changes nothing
 // (or the scope ends: the run, or a child's run step, is no longer
 // running).
-func (t *txn) pass(sc *scope) bool {
+func (t *txn) sweep(sc *scope) bool {
 	any := false
 	for sweep := 0; t.scopeLive(sc); sweep++ {
 		if sweep >= maxAdvanceRounds {
@@ -79,16 +96,8 @@ func (t *txn) pass(sc *scope) bool {
 			if !t.scopeLive(sc) {
 				return true
 			}
-			st := sc.state(s)
-			switch st.Status {
-			case StepPending:
-				if t.activate(sc, s, st) {
-					changed = true
-				}
-			case StepRunning:
-				if s.Kind == ir.KindFanout && t.progressFanout(sc, s, st) {
-					changed = true
-				}
+			if t.step(sc, s) {
+				changed = true
 			}
 		}
 		if !changed {
@@ -97,6 +106,27 @@ func (t *txn) pass(sc *scope) bool {
 		any = true
 	}
 	return any
+}
+
+// step lets one step act if it can: a pending step is activated (or
+// skipped), a running fanout promotes or settles its items. It reports
+// whether anything changed.
+func (t *txn) step(sc *scope, s *ir.Step) bool {
+	st := sc.peek(s)
+	if st == nil {
+		st = sc.state(s)
+	}
+	switch st.Status {
+	case StepPending:
+		changed := t.activate(sc, s, st)
+		if changed && s.Kind == ir.KindFanout && st.Status == StepRunning {
+			sc.cand.add(s.Index) // its items are promoted in the next sweep
+		}
+		return changed
+	case StepRunning:
+		return s.Kind == ir.KindFanout && t.progressFanout(sc, s, st)
+	}
+	return false
 }
 
 // activate tries to start a pending step; it reports whether the state

@@ -182,6 +182,7 @@ func (e *Engine) Revert(ctx context.Context, runID, label string) (*Response, er
 		t.st.Rounds, t.st.Carry, t.st.CancelRequested = snap.Rounds, snap.Carry, snap.CancelRequested
 		t.st.Steps = snap.Steps
 		t.root = nil
+		t.fullSweep = true // every step's state was replaced
 		t.st.FlowSpent = live.max(t.st.ReceiptTotal)
 		var restored []string
 		root := t.rootScope()

@@ -179,6 +179,7 @@ func TestResumeTakesOverAnInterruptedEvaluate(t *testing.T) {
 		WorkspaceRoot: h.ws, CreatedAt: now, UpdatedAt: now, Status: StatusRunning, Steps: map[string]*stepState{},
 		Input: Some(mustModel(t, `{"n":1}`)), Spec: c.specJSON, SpecSeq: 1}
 	tx := newTxn(h.ctx, h.e, st, c)
+	tx.fullSweep = true
 	tx.emit(evSpec, "", map[string]any{"json": string(c.specJSON), "revisionDigest": c.digest})
 	tx.advance()
 	if len(tx.effects) != 1 {

@@ -290,6 +290,9 @@ func (t *txn) resetClosure(sc *scope, target *ir.Step, closure []int) {
 		dropped = []string{}
 	}
 	t.emit(EventStepReset, sc.scoped(target.ID), map[string]any{"reason": "revise", "reset": reset, "subflowsDropped": dropped})
+	for _, i := range closure {
+		sc.cand.add(i) // pending again: each may run again
+	}
 	t.engineReceipt()
 	for _, i := range closure {
 		s := sc.flow.Steps[i]

@@ -76,6 +76,7 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 		return nil, fmt.Errorf("engine id source produced an unusable run id: %w", err)
 	}
 	t := newTxn(ctx, e, st, c)
+	t.fullSweep = true // a new run: every step is looked at
 	t.now = now
 	t.emit(evSpec, "", map[string]any{"json": string(c.specJSON), "revisionDigest": c.digest})
 	t.emit(EventPlanned, "", PlannedDetail{Flow: flow.Name, RevisionDigest: c.digest})

@@ -57,6 +57,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Response, error) {
 			return newErr(ErrDigestMismatch, t.st.ID, "run %s: persisted revision digest does not match the effective specification", t.st.ID)
 		}
 		t.emit(EventResumed, "", nil)
+		t.fullSweep, t.root = true, nil // a resumed run is looked at whole
 		if t.st.Status == StatusRunning {
 			t.takeOverEffects()
 			t.advance()

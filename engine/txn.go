@@ -42,6 +42,10 @@ type txn struct {
 	// known, when set, are the dispatch tokens the caller already holds:
 	// the call's answer lists only the other ready entries (OnlyNew).
 	known map[string]bool
+	// fullSweep makes the root scope's next pass consider every step (a
+	// new run, a resume, a revert): otherwise a pass considers only the
+	// steps a change of this transition can affect (see schedule.go).
+	fullSweep bool
 }
 
 // pendingEffect is one reserved effect to run after its transition.
@@ -74,6 +78,7 @@ func (t *txn) emit(typ EventType, stepID string, detail any) {
 		raw, _ = json.Marshal(map[string]any{"stepId": stepID, "detail": map[string]any{"encodeError": err.Error()}})
 	}
 	t.events = append(t.events, store.NewEvent{Type: string(typ), At: t.now, Data: raw})
+	t.touched(stepID)
 }
 
 func (t *txn) token() string { return t.e.newID() }
@@ -92,6 +97,10 @@ type scope struct {
 	// list caches the states by step index (map lookups of every step on
 	// every sweep dominated a long flow's cost).
 	list []*stepState
+	// cand are the steps a change may have made actionable (root scope
+	// only; see schedule.go); full asks the next pass to sweep them all.
+	cand candidates
+	full bool
 }
 
 func (sc *scope) root() bool { return sc.parent == nil }
@@ -138,7 +147,7 @@ func (sc *scope) scoped(id string) string { return sc.prefix + id }
 func (t *txn) rootScope() *scope {
 	if t.root == nil {
 		f := t.c.plan.Flow(t.st.FlowName)
-		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: make([]*stepState, len(f.Steps))}
+		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: make([]*stepState, len(f.Steps)), full: t.fullSweep}
 		t.children = map[int]*scope{}
 	}
 	return t.root
