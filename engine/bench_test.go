@@ -211,3 +211,36 @@ func BenchmarkStoreUpdate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLinearRun drives whole linear runs of N steps and reports the
+// cost per step (ns/step): the cost of a run must grow linearly with its
+// steps, so ns/step at N=10000 stays within 1.5x of N=100. With
+// STRATUM_BENCH_DIR=/dev/shm it measures the engine's CPU, not the disk.
+func BenchmarkLinearRun(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			if n > 1000 && os.Getenv("STRATUM_BENCH_LONG") == "" {
+				b.Skip("set STRATUM_BENCH_LONG=1 for the 10,000-step run")
+			}
+			e, ctx := benchEngine(b)
+			spec := []byte(linearN(n))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r, err := e.Plan(ctx, PlanRequest{Spec: spec})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for r.Status == StatusReady {
+					en := r.Ready[0]
+					if r, err = e.StepDone(ctx, StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken, Result: okOutput}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if r.Status != StatusCompleted {
+					b.Fatalf("run ended %s", r.Status)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+		})
+	}
+}
