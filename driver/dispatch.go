@@ -3,6 +3,8 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,15 +37,23 @@ func NewDispatcher(resolver *agent.Resolver, override string) *Dispatcher {
 
 // Dispatch implements engine.Dispatcher. The agent's misbehaviour is a
 // result with Failure set; the error is non-nil only when the connector
-// cannot run (the engine records it as a failed attempt).
+// cannot run: an agent that cannot run at all (missing, not logged in, no
+// network) wraps engine.ErrAgentUnavailable, so the engine pauses the
+// fanout instead of charging an attempt.
 func (x *Dispatcher) Dispatch(ctx context.Context, req engine.DispatchRequest) (engine.DispatchResult, error) {
 	conn, err := x.resolver.Resolve(x.override, req.Agent)
 	if err != nil {
+		if errors.Is(err, agent.ErrNotFound) || errors.Is(err, agent.ErrUnavailable) {
+			return engine.DispatchResult{}, fmt.Errorf("%w: %w", engine.ErrAgentUnavailable, err)
+		}
 		return engine.DispatchResult{}, err
 	}
 	res, err := conn.Run(ctx, agent.Request{RunID: req.RunID, StepID: req.StepID + "/" + strconv.Itoa(req.ItemIndex),
 		Task: req.Prompt, Agent: req.Agent, Attempt: req.Attempt, Contract: agentContract(req.Plan, req.Contract),
 		PreviousFailure: failureOf(req.PreviousFailure), Workdir: req.Workdir, Sandbox: sandboxOf(req.Sandbox)})
+	if errors.Is(err, agent.ErrUnavailable) {
+		return engine.DispatchResult{}, fmt.Errorf("%w: %w", engine.ErrAgentUnavailable, err)
+	}
 	if err != nil {
 		return engine.DispatchResult{}, err
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/stratum-go/stratum/ir"
@@ -105,6 +106,13 @@ const (
 	// EvaluateParse: its standard output was not one JSON value.
 	EvaluateParse EvaluateFailure = "parse"
 )
+
+// ErrAgentUnavailable is what a Dispatcher's error wraps when the agent
+// could not run at all (not installed, not logged in, no network, out of
+// quota): the item is not charged an attempt; it waits, the fanout stops
+// being driven and a dispatch_unavailable event says why, so that the run
+// can be resumed once the cause is fixed.
+var ErrAgentUnavailable = errors.New("agent unavailable")
 
 // Workspaces performs the git work of fanout items with worktree
 // isolation, outside every transition: one isolated worktree per item,

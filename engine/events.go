@@ -39,6 +39,9 @@ const (
 	// EventEvaluateStarted: an evaluate step's command was reserved and
 	// starts once the transition is durable.
 	EventEvaluateStarted EventType = "evaluate_started" // ReadyDetail
+	// EventDispatchUnavailable: an engine fanout item's agent could not run
+	// at all; the item waits and the fanout is no longer driven.
+	EventDispatchUnavailable EventType = "dispatch_unavailable" // FanoutItemDetail
 	// EventEffectInterrupted: a reserved effect was found unsettled by a
 	// process taking the run over (its holder died); it runs again.
 	EventEffectInterrupted EventType = "effect_interrupted" // ReadyDetail
@@ -47,7 +50,7 @@ const (
 // EventTypes lists every audit event type, sorted.
 func EventTypes() []EventType {
 	return []EventType{EventBudgetExhausted, EventCarryUpdated, EventCheckpointCommitted, EventCheckpointReverted,
-		EventCompleted, EventEffectInterrupted, EventEvaluateStarted, EventFailed, EventFanoutAttemptResult, EventFanoutItemDispatch, EventFanoutItemReady,
+		EventCompleted, EventDispatchUnavailable, EventEffectInterrupted, EventEvaluateStarted, EventFailed, EventFanoutAttemptResult, EventFanoutItemDispatch, EventFanoutItemReady,
 		EventFanoutItemSkipped, EventFanoutLedgerDebit, EventFanoutMerge, EventFlowCancelled, EventGateResolved,
 		EventGateWaiting, EventJudged, EventPlanned, EventReady, EventResult, EventResumed, EventRouted, EventSkipped,
 		EventStepReset, EventUsageDebit}

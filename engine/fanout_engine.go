@@ -301,6 +301,16 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 				return nil
 			}
 			it := st.Fanout.Items[idx]
+			if errors.Is(derr, ErrAgentUnavailable) {
+				// Not an attempt: the agent could not run at all (not
+				// logged in, no network, ...). The item waits, the fanout
+				// stops being driven, and the run can be resumed once the
+				// cause is fixed.
+				it.Status, it.InFlight, it.DispatchToken, it.Task = StepPending, false, "", ""
+				t.emit(EventDispatchUnavailable, sc.scoped(s.ID), FanoutItemDetail{ItemIndex: idx, Reason: cleanText(derr.Error())})
+				stop = true
+				return nil
+			}
 			if derr != nil {
 				t.itemAttemptFailed(sc, s, st, it, len(it.Attempts)+1, kindConnector, cleanText("dispatch failed: "+derr.Error()), Value{}, nil, nil)
 			} else {

@@ -174,3 +174,38 @@ func TestEngineFanoutResume(t *testing.T) {
 		t.Fatalf("item b attempts %s", raw)
 	}
 }
+
+// unavailableDispatcher runs its agent program like a connector does, and
+// reports a program that cannot be started as an agent that cannot run.
+type unavailableDispatcher struct{ program string }
+
+func (d unavailableDispatcher) Dispatch(ctx context.Context, req DispatchRequest) (DispatchResult, error) {
+	if _, err := proc.Run(ctx, proc.Spec{Argv: []string{d.program}, Timeout: 5 * time.Second}); err != nil {
+		return DispatchResult{}, fmt.Errorf("%w: %v", ErrAgentUnavailable, err)
+	}
+	return DispatchResult{Output: "ran"}, nil
+}
+
+// An agent that cannot run at all is not charged an attempt: the item
+// waits, the fanout pauses with a dispatch_unavailable event, and the run
+// stays resumable.
+func TestEngineFanoutPausesWhenTheAgentCannotRun(t *testing.T) {
+	spec := strings.Replace(consumerSpec("all", `            - do: "Inspect ${item}"
+              out: V`), "dispatch: consumer", "dispatch: engine", 1)
+	h := newHarness(t, Options{Dispatcher: unavailableDispatcher{program: "/no/such/agent"}})
+	r := h.plan(spec, map[string]any{"items": []any{"a"}})
+	for deadline := time.Now().Add(20 * time.Second); countPrefix(h.eventTypes(r.RunID), "dispatch_unavailable(fan)") == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no dispatch_unavailable: %v", h.eventTypes(r.RunID))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := h.e.Wait(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := h.e.Status(h.ctx, r.RunID)
+	it := h.stepState(r.RunID, "fan").Fanout.Items[0]
+	if st.Status != StatusRunning || it.Status != StepPending || len(it.Attempts) != 0 {
+		t.Fatalf("status %s, item %s", st.Status, dump(it))
+	}
+}
