@@ -344,7 +344,8 @@ func (t *txn) failAttempt(sc *scope, s *ir.Step, st *stepState, f attemptFailure
 	f.tele.apply(&rec)
 	st.Attempts = append(st.Attempts, rec)
 	st.Failure = fail
-	st.DispatchToken, st.AcceptedDispatchToken, st.Task = "", "", ""
+	st.DispatchToken, st.AcceptedDispatchToken, st.Task, st.GateToken = "", "", "", ""
+	st.Started, st.Interrupted = nil, nil
 	t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: f.attempt, Failure: fail})
 	limit := s.Attempts
 	if limit == 0 {
@@ -448,7 +449,7 @@ func (t *txn) endRun(status RunStatus, fail *Failure) {
 // active reports a step that is doing something (not pending, not
 // terminal).
 func active(status StepStatus) bool {
-	return status == StepReady || status == StepRunning || status == StepWaitingGate
+	return status == StepReady || status == StepRunning || status == StepWaitingGate || status == StepInterrupted
 }
 
 // finishRoot completes the run when every root step is terminal, and

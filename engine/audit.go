@@ -214,6 +214,9 @@ type WaitingGate struct {
 	RunID  string `json:"runId" jsonschema:"the run's id"`
 	Flow   string `json:"flow" jsonschema:"the flow the gate belongs to"`
 	StepID string `json:"stepId" jsonschema:"the gate's id (<runStep>/<gate> inside a subflow): stratum_gate_resolve's stepId"`
+	// Kind is gate, or interrupted for a do step whose attempt was
+	// interrupted (approve runs it again, kill fails it).
+	Kind WaitingKind `json:"kind" jsonschema:"gate, or interrupted: a step's attempt died mid-way; approve runs it again, kill fails it"`
 	// GateToken is the token a decision on this round must present.
 	GateToken string `json:"gateToken" jsonschema:"the token a decision on this round must present"`
 	// Targets are the routes of each decision ("" is null).
@@ -256,6 +259,11 @@ func (t *txn) eachWaitingGate(fn func(sc *scope, s *ir.Step, ss *stepState, wg W
 	visit := func(sc *scope, rounds int) {
 		for _, s := range sc.flow.Steps {
 			ss := sc.peek(s)
+			if ss != nil && s.Kind == ir.KindDo && ss.Status == StepInterrupted {
+				fn(sc, s, ss, WaitingGate{RunID: t.st.ID, Flow: sc.flow.Name, StepID: sc.scoped(s.ID), Kind: WaitInterrupted,
+					GateToken: ss.GateToken})
+				continue
+			}
 			if s.Kind != ir.KindGate || ss == nil || ss.Status != StepWaitingGate {
 				continue
 			}
@@ -266,7 +274,7 @@ func (t *txn) eachWaitingGate(fn func(sc *scope, s *ir.Step, ss *stepState, wg W
 				return sc.scoped(x)
 			}
 			left := revisesLeft(sc.flow, s, ss, rounds)
-			fn(sc, s, ss, WaitingGate{RunID: t.st.ID, Flow: sc.flow.Name, StepID: sc.scoped(s.ID), GateToken: ss.GateToken,
+			fn(sc, s, ss, WaitingGate{RunID: t.st.ID, Flow: sc.flow.Name, StepID: sc.scoped(s.ID), Kind: WaitGate, GateToken: ss.GateToken,
 				OnApprove: scoped(s.Gate.OnApprove), OnRevise: scoped(s.Gate.OnRevise), OnKill: scoped(s.Gate.OnKill),
 				Round: rounds, MaxRounds: rounds + left, RevisesLeft: left, Digest: ss.GateDigest})
 		}

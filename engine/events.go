@@ -39,6 +39,11 @@ const (
 	// EventEvaluateStarted: an evaluate step's command was reserved and
 	// starts once the transition is durable.
 	EventEvaluateStarted EventType = "evaluate_started" // ReadyDetail
+	// EventAttemptStarted: an agent began a ready attempt.
+	EventAttemptStarted EventType = "attempt_started" // AttemptDetail
+	// EventAttemptInterrupted: a resume found an attempt that started
+	// and never reported.
+	EventAttemptInterrupted EventType = "attempt_interrupted" // AttemptDetail
 	// EventDispatchUnavailable: an engine fanout item's agent could not run
 	// at all; the item waits and the fanout is no longer driven.
 	EventDispatchUnavailable EventType = "dispatch_unavailable" // FanoutItemDetail
@@ -49,7 +54,7 @@ const (
 
 // EventTypes lists every audit event type, sorted.
 func EventTypes() []EventType {
-	return []EventType{EventBudgetExhausted, EventCarryUpdated, EventCheckpointCommitted, EventCheckpointReverted,
+	return []EventType{EventAttemptInterrupted, EventAttemptStarted, EventBudgetExhausted, EventCarryUpdated, EventCheckpointCommitted, EventCheckpointReverted,
 		EventCompleted, EventDispatchUnavailable, EventEffectInterrupted, EventEvaluateStarted, EventFailed, EventFanoutAttemptResult, EventFanoutItemDispatch, EventFanoutItemReady,
 		EventFanoutItemSkipped, EventFanoutLedgerDebit, EventFanoutMerge, EventFlowCancelled, EventGateResolved,
 		EventGateWaiting, EventJudged, EventPlanned, EventReady, EventResult, EventResumed, EventRouted, EventSkipped,
@@ -66,6 +71,15 @@ func (ev Event) DecodeDetail(v any) error {
 		return fmt.Errorf("event %d (%s): detail: %w", ev.Seq, ev.Type, err)
 	}
 	return nil
+}
+
+// AttemptDetail is the detail of attempt_started and attempt_interrupted.
+type AttemptDetail struct {
+	Attempt int    `json:"attempt"`
+	By      string `json:"by,omitempty"`
+	// Retried says an interrupted attempt was issued again at once (an
+	// idempotent step, or a fanout item); otherwise a person decides.
+	Retried bool `json:"retried,omitempty"`
 }
 
 // PlannedDetail is the detail of a planned event.

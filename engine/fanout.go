@@ -215,6 +215,7 @@ func (t *txn) itemAttemptFailed(sc *scope, s *ir.Step, st *stepState, it *itemSt
 	it.Failure = f
 	it.DispatchToken, it.AcceptedDispatchToken, it.Task = "", "", ""
 	it.InFlight = false
+	it.Started, it.Interrupted = nil, nil
 	it.StageAttempts++
 	failed := false
 	t.emit(EventFanoutAttemptResult, sc.scoped(s.ID), FanoutItemDetail{ItemIndex: it.Index, Stage: &stage, Attempt: &attempt,
@@ -332,6 +333,7 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *stepState, it *itemState, r 
 	tele.apply(&rec)
 	it.Attempts = append(it.Attempts, rec)
 	it.InFlight = false
+	it.Started, it.Interrupted = nil, nil
 	it.Failure = nil
 	succeeded := true
 	t.emit(EventFanoutAttemptResult, id, FanoutItemDetail{ItemIndex: it.Index, Stage: &stg, Attempt: &attempt, Success: &succeeded})
@@ -459,7 +461,7 @@ func (t *txn) itemEntry(s *ir.Step, st *stepState, it *itemState) ReadyEntry {
 	return ReadyEntry{
 		ID: s.ID + "/" + itoa(it.Index), Do: it.Task, Agent: agentOf(string(stage.Agent)),
 		Attempt: len(it.Attempts) + 1, Epoch: st.Epoch, DispatchToken: it.DispatchToken,
-		PreviousFailure: it.Failure, Contract: contract, Revision: st.Revision,
+		PreviousFailure: it.Failure, Contract: contract, Revision: st.Revision, Interrupted: it.Interrupted,
 		FanoutItem: &FanoutItem{Flow: t.st.FlowName, Step: s.ID, Stage: it.Stage, IsFinalStage: it.Stage == len(s.Fanout.Stages)-1,
 			ItemIndex: it.Index, Item: Some(itemCtx(st, it).item), Generation: it.Generation, ContractDigest: digest,
 			Policy:         ItemPolicy{Isolation: string(s.Fanout.Isolation), Merge: string(s.Fanout.Merge), PreMerge: pre},

@@ -97,6 +97,23 @@ func (e *Engine) DecideGate(ctx context.Context, req GateRequest) (*GateDecision
 			err.Why = UnknownStep
 			return err
 		}
+		if st := loc.sc.peek(loc.step); loc.item == nil && loc.step.Kind == ir.KindDo && st != nil && st.Status == StepInterrupted {
+			if req.GateToken == "" && req.CurrentRound {
+				req.GateToken = st.GateToken
+			}
+			if req.GateToken != st.GateToken {
+				return t.refuse(ErrStaleToken, req.StepID, "decision is stale: %q waits for a decision on its interrupted attempt with another token (stratum_gates lists it)", req.StepID)
+			}
+			if req.OnlyNew {
+				t.known = t.readyTokens()
+			}
+			if err := t.decideInterrupted(loc.sc, loc.step, st, req); err != nil {
+				return err
+			}
+			t.advance()
+			t.result = t.response()
+			return nil
+		}
 		if loc.item != nil || loc.step.Kind != ir.KindGate {
 			kind := "fanout item"
 			if loc.item == nil {

@@ -22,7 +22,7 @@ import (
 
 // ReviewedStep is one step a gate follows, as the person deciding sees it.
 type ReviewedStep struct {
-	StepID string `json:"stepId" jsonschema:"the step whose work is under review"`
+	StepID string     `json:"stepId" jsonschema:"the step whose work is under review"`
 	Status StepStatus `json:"status" jsonschema:"its status (succeeded, skipped, failed)"`
 	Task   string     `json:"task,omitzero" jsonschema:"the task it was given, rendered"`
 	// Output is the step's output, cut to MaxReviewOutput bytes of JSON
@@ -128,6 +128,10 @@ func (t *txn) gateViews() []GateView {
 		return out
 	}
 	t.eachWaitingGate(func(sc *scope, s *ir.Step, ss *stepState, wg WaitingGate) {
+		if wg.Kind == WaitInterrupted { // what was being done when it died
+			out = append(out, GateView{WaitingGate: wg, UnderReview: []ReviewedStep{{StepID: wg.StepID, Status: ss.Status, Task: ss.Task}}})
+			return
+		}
 		out = append(out, GateView{WaitingGate: wg, UnderReview: forView(t.underReview(sc, s))})
 	})
 	return out

@@ -123,6 +123,9 @@ type ReadyEntry struct {
 	Contract        *Contract `json:"contract" jsonschema:"the output the step must produce: contracts[root] maps each field to its type (T? is optional); null when the step declares no output contract"`
 	// Revision is set when a person sent this step's work back at a gate.
 	Revision *Revision `json:"revision,omitzero" jsonschema:"a person sent this step's work back at a gate: their note says what to change, sentBack is the output they reviewed"`
+	// Interrupted is set when an earlier attempt of this entry started and
+	// never reported (its process died): it may have changed files.
+	Interrupted *AttemptStart `json:"interrupted,omitzero" jsonschema:"an earlier attempt started (at, by) and never reported: it may have left changes; inspect the workspace before you start"`
 	// FanoutItem locates a consumer fanout item; nil for a task. Its
 	// fields are part of the entry's JSON when set.
 	*FanoutItem
@@ -244,7 +247,7 @@ func (t *txn) taskEntry(sc *scope, s *ir.Step, st *stepState) ReadyEntry {
 	return ReadyEntry{
 		ID: sc.scoped(s.ID), Do: st.Task, Agent: agentOf(string(s.Agent)),
 		Attempt: len(st.Attempts) + 1, Epoch: st.Epoch, DispatchToken: st.DispatchToken,
-		PreviousFailure: previousFailure(st), Contract: t.c.contract(s.Out), Revision: revisionOf(sc, st),
+		PreviousFailure: previousFailure(st), Contract: t.c.contract(s.Out), Revision: revisionOf(sc, st), Interrupted: st.Interrupted,
 	}
 }
 
@@ -280,6 +283,8 @@ func (t *txn) waiting() []Waiting {
 		switch {
 		case st.Status == StepWaitingGate:
 			out = append(out, Waiting{StepID: s.ID, Kind: WaitGate})
+		case st.Status == StepInterrupted:
+			out = append(out, Waiting{StepID: s.ID, Kind: WaitInterrupted})
 		case s.Kind == ir.KindRun && st.Status == StepRunning:
 			child := t.childScope(root, s)
 			n := len(out)
@@ -287,6 +292,8 @@ func (t *txn) waiting() []Waiting {
 				for _, cs := range child.flow.Steps {
 					if cst := child.peek(cs); cst != nil && cst.Status == StepWaitingGate {
 						out = append(out, Waiting{StepID: child.scoped(cs.ID), Kind: WaitGate})
+					} else if cst != nil && cst.Status == StepInterrupted {
+						out = append(out, Waiting{StepID: child.scoped(cs.ID), Kind: WaitInterrupted})
 					}
 				}
 			}

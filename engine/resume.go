@@ -60,6 +60,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Response, error) {
 		t.fullSweep, t.root = true, nil // a resumed run is looked at whole
 		if t.st.Status == StatusRunning {
 			t.takeOverEffects()
+			t.takeOverAttempts()
 			t.advance()
 			t.engineWork = true
 		}

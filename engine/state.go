@@ -34,6 +34,9 @@ const (
 	StepReady       StepStatus = "ready"
 	StepRunning     StepStatus = "running"
 	StepWaitingGate StepStatus = "waiting_gate"
+	// StepInterrupted: an attempt started and its process died before it
+	// reported; a person decides whether it runs again.
+	StepInterrupted StepStatus = "interrupted"
 	StepSucceeded   StepStatus = "succeeded"
 	StepFailed      StepStatus = "failed"
 	StepSkipped     StepStatus = "skipped"
@@ -57,6 +60,9 @@ const (
 	WaitSubflow WaitingKind = "subflow"
 	// WaitEvaluate: an evaluate step's command is running.
 	WaitEvaluate WaitingKind = "evaluate"
+	// WaitInterrupted: an interrupted attempt waits for a person to
+	// decide whether it runs again (approve) or fails (kill).
+	WaitInterrupted WaitingKind = "interrupted"
 )
 
 // stateFormat names the layout of the engine's state document.
@@ -215,6 +221,13 @@ type stepState struct {
 	// Revision is set on a revise target when a gate sent the work back:
 	// what the reviewer said, shown with every issuance of the new round.
 	Revision *Revision `json:"revision,omitempty"`
+	// Started records that an agent began the ready attempt (the driver
+	// says so before it starts one); a resume that finds it set knows
+	// the attempt was interrupted.
+	Started *AttemptStart `json:"started,omitempty"`
+	// Interrupted is set on an attempt issued again after an interrupted
+	// one, so that the agent can inspect what the first one left.
+	Interrupted *AttemptStart `json:"interrupted,omitempty"`
 
 	// coldSeq is the seq of the internal event holding exactly this
 	// (finished) state; 0 when the state lives in the state document or
@@ -237,6 +250,12 @@ type Revision struct {
 	// SentBack is the step's output before the revise: the work the
 	// reviewer saw and sent back.
 	SentBack Value `json:"sentBack,omitzero" jsonschema:"the output of this step that was reviewed and sent back"`
+}
+
+// AttemptStart is who started an attempt, and when.
+type AttemptStart struct {
+	At time.Time `json:"at" jsonschema:"when the attempt started (RFC 3339)"`
+	By string    `json:"by,omitzero" jsonschema:"what started it (the driver and its agent)"`
 }
 
 // effectState is an effect one transition reserved and a later one
@@ -315,6 +334,9 @@ type itemState struct {
 	Failure *Failure `json:"failure,omitempty"`
 	// InFlight is set while an engine dispatcher holds the item.
 	InFlight bool `json:"inFlight,omitempty"`
+	// Started and Interrupted: see stepState (consumer items).
+	Started     *AttemptStart `json:"started,omitempty"`
+	Interrupted *AttemptStart `json:"interrupted,omitempty"`
 	// PatchSeq is the seq of the internal engine.patch event holding the
 	// changes a succeeded worktree item made, until they are merged into
 	// the workspace (then 0). PatchBytes is the patch's size.
@@ -383,7 +405,7 @@ func (s *stepState) pristine() bool {
 	return s.Status == StepPending && len(s.Attempts) == 0 && s.Epoch == 0 && s.DispatchToken == "" &&
 		s.AcceptedDispatchToken == "" && s.Task == "" && s.GateToken == "" && s.GateDigest == "" && len(s.PastGateTokens) == 0 && s.Decision == "" && !s.Output.Present &&
 		s.Failure == nil && s.Routed == nil && s.Skip == nil && s.Iterations == 0 && s.Fanout == nil &&
-		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero() && s.Effect == nil && s.Revision == nil
+		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero() && s.Effect == nil && s.Revision == nil && s.Started == nil && s.Interrupted == nil
 }
 
 func newStepState() *stepState { return &stepState{Status: StepPending, Attempts: []Attempt{}} }

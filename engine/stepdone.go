@@ -237,6 +237,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 			st.Attempts = append(st.Attempts, rec)
 			st.Failure = f
 			st.DispatchToken, st.AcceptedDispatchToken, st.Task = "", "", ""
+			st.Started, st.Interrupted = nil, nil
 			st.Status = StepPending
 			t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: attempt, Failure: f,
 				Iterate: &IterateProgress{Iteration: st.Iterations, Max: it.Max}})
@@ -255,5 +256,6 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 	st.Failure = nil
 	st.AcceptedDispatchToken = req.DispatchToken
 	st.DispatchToken, st.Task = "", ""
+	st.Started, st.Interrupted = nil, nil
 	t.emit(EventResult, sc.scoped(s.ID), ResultDetail{Attempt: attempt, Result: ev})
 }

@@ -9,23 +9,25 @@ package engine
 
 // StepView is one step's state in an audit.
 type StepView struct {
-	Status   StepStatus `json:"status" jsonschema:"pending, ready, running, waiting_gate, succeeded, failed or skipped"`
+	Status   StepStatus `json:"status" jsonschema:"pending, ready, running, waiting_gate, interrupted (an attempt died: a person decides), succeeded, failed or skipped"`
 	Attempts []Attempt  `json:"attempts" jsonschema:"every attempt, oldest first, each with its result or failure"`
 	Epoch    int        `json:"epoch,omitzero" jsonschema:"how many times a gate revision reset this step"`
 	// DispatchToken is the outstanding issuance of a ready do step.
-	DispatchToken string       `json:"dispatchToken,omitzero" jsonschema:"the dispatch token of the ready issuance, to report it with stratum_step_done"`
-	Task          string       `json:"task,omitzero" jsonschema:"the rendered task while the step is ready"`
-	GateToken     string       `json:"gateToken,omitzero" jsonschema:"while a gate waits: the token a decision on this round must present"`
-	Decision      Decision     `json:"decision,omitzero" jsonschema:"a resolved gate's decision: approve or kill"`
-	Output        Value        `json:"output,omitzero" jsonschema:"the step's output once it succeeded"`
-	Failure       *Failure     `json:"failure,omitzero" jsonschema:"why the last attempt failed"`
-	Routed        *Failure     `json:"routed,omitzero" jsonschema:"the failure (or gate decision) that routed the run to this step"`
-	Skip          *SkipInfo    `json:"skip,omitzero" jsonschema:"why the step was skipped"`
-	Iterations    int          `json:"iterations,omitzero" jsonschema:"iterate cycles of a do step, or the revisions of a gate"`
-	Fanout        *FanoutView  `json:"fanout,omitzero" jsonschema:"a fanout's items"`
-	Sub           *SubflowView `json:"sub,omitzero" jsonschema:"a run step's subflow: its input and steps"`
-	Spent         Ledger       `json:"spent" jsonschema:"what the step has spent: usd, tokens, dispatches, ms"`
-	Revision      *Revision    `json:"revision,omitzero" jsonschema:"set when a gate's revise sent this step's work back"`
+	DispatchToken string        `json:"dispatchToken,omitzero" jsonschema:"the dispatch token of the ready issuance, to report it with stratum_step_done"`
+	Task          string        `json:"task,omitzero" jsonschema:"the rendered task while the step is ready"`
+	GateToken     string        `json:"gateToken,omitzero" jsonschema:"while a gate waits: the token a decision on this round must present"`
+	Decision      Decision      `json:"decision,omitzero" jsonschema:"a resolved gate's decision: approve or kill"`
+	Output        Value         `json:"output,omitzero" jsonschema:"the step's output once it succeeded"`
+	Failure       *Failure      `json:"failure,omitzero" jsonschema:"why the last attempt failed"`
+	Routed        *Failure      `json:"routed,omitzero" jsonschema:"the failure (or gate decision) that routed the run to this step"`
+	Skip          *SkipInfo     `json:"skip,omitzero" jsonschema:"why the step was skipped"`
+	Iterations    int           `json:"iterations,omitzero" jsonschema:"iterate cycles of a do step, or the revisions of a gate"`
+	Fanout        *FanoutView   `json:"fanout,omitzero" jsonschema:"a fanout's items"`
+	Sub           *SubflowView  `json:"sub,omitzero" jsonschema:"a run step's subflow: its input and steps"`
+	Spent         Ledger        `json:"spent" jsonschema:"what the step has spent: usd, tokens, dispatches, ms"`
+	Revision      *Revision     `json:"revision,omitzero" jsonschema:"set when a gate's revise sent this step's work back"`
+	Started       *AttemptStart `json:"started,omitzero" jsonschema:"the ready attempt was started by an agent (at, by)"`
+	Interrupted   *AttemptStart `json:"interrupted,omitzero" jsonschema:"an earlier attempt of the current one was interrupted (at, by)"`
 }
 
 // FanoutView is a fanout's items in an audit.
@@ -75,7 +77,7 @@ func viewSteps(m map[string]*stepState) map[string]*StepView {
 func (s *stepState) view() *StepView {
 	v := &StepView{Status: s.Status, Attempts: nonNilAttempts(s.Attempts), Epoch: s.Epoch, DispatchToken: s.DispatchToken,
 		Task: s.Task, GateToken: s.GateToken, Decision: s.Decision, Output: s.Output, Failure: s.Failure, Routed: s.Routed,
-		Skip: s.Skip, Iterations: s.Iterations, Spent: s.Spent, Revision: s.Revision}
+		Skip: s.Skip, Iterations: s.Iterations, Spent: s.Spent, Revision: s.Revision, Started: s.Started, Interrupted: s.Interrupted}
 	if f := s.Fanout; f != nil {
 		fv := &FanoutView{Over: f.Over, Items: make([]ItemView, len(f.Items))}
 		for i, it := range f.Items {

@@ -209,6 +209,10 @@ type Step struct {
 	Budget   *Budget
 	// OnFail names the recovery step; "" when none.
 	OnFail string
+	// Idempotent says a do step may be attempted again at once when an
+	// attempt was interrupted (its process died mid-attempt) rather than
+	// wait for a person to decide (docs/spec-language.md, "idempotent").
+	Idempotent bool
 	// Set holds a set step's fields in declaration order.
 	Set    []SetField
 	Gate   *Gate

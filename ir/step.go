@@ -47,11 +47,12 @@ var stepFieldTable = [...]stepField{
 	{name: "run", construct: KindRun, check: (*stepBuilder).run},
 	{name: "with", takenBy: kinds(KindRun), check: (*stepBuilder).with},
 	{name: "evaluate", construct: KindEvaluate, check: (*stepBuilder).evaluate},
+	{name: "idempotent", takenBy: kinds(KindDo), check: (*stepBuilder).idempotent},
 }
 
 // numStepFields is len(stepFieldTable), spelt out because the builder's
 // arrays need it before the table exists; the line below checks it.
-const numStepFields = 17
+const numStepFields = 18
 
 var _ = [1]struct{}{}[len(stepFieldTable)-numStepFields]
 
@@ -413,6 +414,16 @@ func (b *stepBuilder) out(val *node) {
 
 func (b *stepBuilder) ensure(val *node) {
 	b.s.Ensure = b.v.ensureList(val, b.path, b.si, -1)
+}
+
+// idempotent (an extension of the reference): the step may be attempted
+// again after an interrupted attempt without asking a person.
+func (b *stepBuilder) idempotent(val *node) {
+	if val.kind != boolNode {
+		b.v.wrongType(val, b.fieldPath("idempotent"), "true or false")
+		return
+	}
+	b.s.Idempotent = val.b
 }
 
 func (b *stepBuilder) attempts(val *node) {
