@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	_ "embed"
-	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -41,28 +40,21 @@ var languageResource = &sdk.Resource{
 	Size:     int64(len(languageDoc)),
 }
 
+// The prompt takes no arguments: Claude Code splits what follows the
+// command on spaces and fills arguments with one word each, but shows the
+// model the whole command line, so the task is read from there (or asked
+// for).
 var writeFlowPrompt = &sdk.Prompt{
 	Name:        WriteFlowPrompt,
 	Title:       "Write and run a Stratum flow",
-	Description: "Write a Stratum flow spec for a task from the language reference, validate it, and run it step by step (gates are left to you).",
-	Arguments: []*sdk.PromptArgument{{
-		Name:        "task",
-		Title:       "Task",
-		Description: "what the flow should do, in your words",
-	}},
+	Description: "Write a Stratum flow spec for a task from the language reference, validate it, and run it step by step (gates are left to you). Give the task after the command.",
 }
 
-// writeFlowText is the prompt's message for a task ("" when none given).
-func writeFlowText(task string) string {
-	task = strings.TrimSpace(task)
-	if task == "" {
-		task = "(none given yet: ask me what the flow should do)"
-	}
-	return "Write a Stratum flow spec for the task below, using the reference that follows. " +
-		"Check it with stratum_validate until it is valid, then run it: stratum_plan, then do and report " +
-		"each ready step with stratum_step_done. When the run waits at a gate, show me what it reviews " +
-		"and ask me; never decide a gate yourself.\n\nTask: " + task + "\n\n---\n\n" + languageDoc
-}
+// writeFlowText is the prompt's message.
+var writeFlowText = "Write a Stratum flow spec for the task I give with this command (if I gave none, ask me what the " +
+	"flow should do), using the reference that follows. Check the spec with stratum_validate until it is valid, " +
+	"then run it: stratum_plan, then do and report each ready step with stratum_step_done. When the run waits at " +
+	"a gate, show me what it reviews and ask me; never decide a gate yourself.\n\n---\n\n" + languageDoc
 
 // addDocs registers the language reference as a resource and a prompt.
 func addDocs(srv *sdk.Server) {
@@ -76,7 +68,7 @@ func addDocs(srv *sdk.Server) {
 			Description: writeFlowPrompt.Description,
 			Messages: []*sdk.PromptMessage{{
 				Role:    "user",
-				Content: &sdk.TextContent{Text: writeFlowText(req.Params.Arguments["task"])},
+				Content: &sdk.TextContent{Text: writeFlowText},
 			}},
 		}, nil
 	})

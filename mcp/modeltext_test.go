@@ -99,7 +99,7 @@ func TestModelFacingText(t *testing.T) {
 		for _, a := range p.Arguments {
 			args = append(args, fmt.Sprintf("%s (%s, required %v)", a.Name, a.Description, a.Required))
 		}
-		gp, err := f.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: p.Name, Arguments: map[string]string{"task": "review the files of a change"}})
+		gp, err := f.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: p.Name})
 		if err != nil {
 			t.Fatalf("get prompt %s: %v", p.Name, err)
 		}
