@@ -9,6 +9,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/speckit"
 )
 
 // Codes that this package adds to the engine's (engine.Code*): refusals
@@ -168,6 +169,8 @@ var refusalHints = map[string]string{
 	string(guard.CodeTampered):            "The resource's record was changed outside Stratum: tell the user; nothing was written.",
 	string(guard.CodeLedgerCorrupt):       "The resource's ledger is damaged: tell the user; nothing was written.",
 	string(guard.CodeOverrideUnavailable): "Only a person can authorize this: ask the user for a signature; never make one up.",
+	string(speckit.DirectoryNotFound):     "Pass the path of the spec-kit tasks directory (absolute, or relative to the server's working directory).",
+	string(speckit.NoTasks):               "The directory holds no task files (*.md): point tasks_dir at the tasks directory itself.",
 	string(guard.CodeInternal):            "This is a fault in Stratum, not in your call: tell the user.",
 }
 
