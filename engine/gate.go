@@ -117,7 +117,7 @@ func (e *Engine) DecideGate(ctx context.Context, req GateRequest) (*GateDecision
 		if loc.item != nil || loc.step.Kind != ir.KindGate {
 			kind := "fanout item"
 			if loc.item == nil {
-				kind = string(loc.step.Kind) + " step"
+				kind = loc.step.Kind.String() + " step"
 			}
 			err := t.refuse(ErrNotAwaiting, req.StepID, "gate is not awaiting a decision: %q of run %s is a %s, not a gate", req.StepID, t.st.ID, kind)
 			err.Why = WrongKind

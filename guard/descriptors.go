@@ -278,11 +278,11 @@ type ApplyUpgradeRequest struct {
 
 // ApplyUpgradeResult is {status: "applied"|"unchanged", ...}.
 type ApplyUpgradeResult struct {
-	Status       string `json:"status"`
-	Checksum     string `json:"checksum"`
-	GraphVersion int64  `json:"graph_version"`
-	LedgerRef    string `json:"ledger_ref,omitempty"`
-	DescriptorID string `json:"descriptor_id"`
+	Status       string `json:"status" jsonschema:"applied, or unchanged when the resource was already at the target policy"`
+	Checksum     string `json:"checksum" jsonschema:"the checksum of the policy now in force"`
+	GraphVersion int64  `json:"graph_version" jsonschema:"the policy version now in force"`
+	LedgerRef    string `json:"ledger_ref,omitempty" jsonschema:"the digest of the graph_version ledger entry recording the change (absent when unchanged)"`
+	DescriptorID string `json:"descriptor_id" jsonschema:"the descriptor applied"`
 	// Warning: see TransitionResult.Warning.
 	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }

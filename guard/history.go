@@ -21,10 +21,10 @@ type HistoryRequest struct {
 // HistoryResult is the resource's current state and every valid ledger
 // entry, oldest first. It has no status key.
 type HistoryResult struct {
-	ResourceID   string        `json:"resource_id"`
-	CurrentState string        `json:"current_state"`
-	GraphVersion int64         `json:"graph_version"`
-	Ledger       []LedgerEntry `json:"ledger"`
+	ResourceID   string        `json:"resource_id" jsonschema:"the guarded resource"`
+	CurrentState string        `json:"current_state" jsonschema:"the state the resource is in now"`
+	GraphVersion int64         `json:"graph_version" jsonschema:"the policy version: 1 at registration, one more per policy change"`
+	Ledger       []LedgerEntry `json:"ledger" jsonschema:"every recorded attempt, applied or refused, override and policy change, oldest first"`
 }
 
 // History reads a resource's ledger without the lock and without the

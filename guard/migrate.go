@@ -25,12 +25,12 @@ func (r MigrateRequest) policy() PolicyInput {
 // MigrateResult is {status: "migrated", ...}; AuthorizedBy is empty for an
 // upgrade.
 type MigrateResult struct {
-	Status       string `json:"status"`
-	Checksum     string `json:"checksum"`
-	GraphVersion int64  `json:"graph_version"`
-	LedgerRef    string `json:"ledger_ref,omitempty"`
-	Rationale    string `json:"rationale"`
-	AuthorizedBy string `json:"authorized_by,omitempty"`
+	Status       string `json:"status" jsonschema:"migrated, or unchanged when the policy was already the one given (upgrade)"`
+	Checksum     string `json:"checksum" jsonschema:"the checksum of the policy now in force"`
+	GraphVersion int64  `json:"graph_version" jsonschema:"the policy version now in force"`
+	LedgerRef    string `json:"ledger_ref,omitempty" jsonschema:"the digest of the graph_version ledger entry recording the change (absent when unchanged)"`
+	Rationale    string `json:"rationale" jsonschema:"the rationale recorded"`
+	AuthorizedBy string `json:"authorized_by,omitempty" jsonschema:"the signer of a migrate: principal and key fingerprint (absent for an upgrade)"`
 	// Warning: see TransitionResult.Warning.
 	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }

@@ -19,14 +19,14 @@ type OverrideRequest struct {
 
 // OverrideResult is {status: "deviation", ...}.
 type OverrideResult struct {
-	Status        string `json:"status"`
-	LedgerRef     string `json:"ledger_ref"`
-	CurrentState  string `json:"current_state"`
-	Rationale     string `json:"rationale"`
-	AuthorizedBy  string `json:"authorized_by"`
-	EntryDigest   string `json:"entry_digest"`
-	PrevDigest    string `json:"prev_digest"`
-	PayloadDigest string `json:"payload_digest"`
+	Status        string `json:"status" jsonschema:"deviation"`
+	LedgerRef     string `json:"ledger_ref" jsonschema:"the digest of the ledger entry that records the override"`
+	CurrentState  string `json:"current_state" jsonschema:"the resource's state after the override (to_state)"`
+	Rationale     string `json:"rationale" jsonschema:"the rationale recorded"`
+	AuthorizedBy  string `json:"authorized_by" jsonschema:"the signer: principal and key fingerprint"`
+	EntryDigest   string `json:"entry_digest" jsonschema:"the ledger entry's digest (same as ledger_ref)"`
+	PrevDigest    string `json:"prev_digest" jsonschema:"the previous ledger entry's digest"`
+	PayloadDigest string `json:"payload_digest" jsonschema:"digest of the request as recorded"`
 	// Warning: see TransitionResult.Warning.
 	Warning string `json:"warning,omitempty" jsonschema:"set only when the attempt was recorded but a write after its commit failed: what happened; the next operation completes the record"`
 }

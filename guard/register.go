@@ -22,9 +22,9 @@ type RegisterRequest struct {
 
 // RegisterResult is {guard_id, checksum, status: registered|exists}.
 type RegisterResult struct {
-	Status   string `json:"status"`
-	GuardID  string `json:"guard_id"`
-	Checksum string `json:"checksum"`
+	Status   string `json:"status" jsonschema:"registered, or exists when the same policy was already registered"`
+	GuardID  string `json:"guard_id" jsonschema:"the guard's id (the resource_id)"`
+	Checksum string `json:"checksum" jsonschema:"the policy checksum (graph, edge predicates, terminal, stakes)"`
 }
 
 // Register validates and stores a policy. Registering the same policy,

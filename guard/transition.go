@@ -30,13 +30,13 @@ type TransitionRequest struct {
 // normal result (status "refused"), not an error.
 type TransitionResult struct {
 	// Status is applied, refused or replayed.
-	Status        string         `json:"status"`
-	Verdict       map[string]any `json:"verdict"`
-	LedgerRef     string         `json:"ledger_ref"`
-	CurrentState  string         `json:"current_state"`
-	EntryDigest   string         `json:"entry_digest"`
-	PrevDigest    string         `json:"prev_digest"`
-	PayloadDigest string         `json:"payload_digest"`
+	Status        string         `json:"status" jsonschema:"applied, refused or replayed"`
+	Verdict       map[string]any `json:"verdict" jsonschema:"each predicate of the edge with whether it held and why (on refused: what to fix)"`
+	LedgerRef     string         `json:"ledger_ref" jsonschema:"the digest of the ledger entry that records this attempt"`
+	CurrentState  string         `json:"current_state" jsonschema:"the resource's state after the attempt"`
+	EntryDigest   string         `json:"entry_digest" jsonschema:"the ledger entry's digest (same as ledger_ref)"`
+	PrevDigest    string         `json:"prev_digest" jsonschema:"the previous ledger entry's digest"`
+	PayloadDigest string         `json:"payload_digest" jsonschema:"digest of the request's evidence as recorded"`
 	// Warning is set only when the attempt was recorded (applied or
 	// refused) but a write after the commit point failed: what happened,
 	// and that the next operation completes the record (docs/guard.md,

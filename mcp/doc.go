@@ -15,8 +15,13 @@
 //     {"status": "error", "error": {"code", "message", ...}}; it is never a
 //     JSON-RPC error and never ends the server.
 //
-// One file per tool (validate.go, plan.go, ...). NewServer registers them;
-// the schemas advertised for each tool are snapshotted under testdata/.
+// One file per tool (validate.go, plan.go, ...). NewServer registers them,
+// and the language reference (language.md, [Language]) as the resource
+// [LanguageURI] and the prompt [WriteFlowPrompt] (docs.go). Everything a
+// model reads besides the answers (instructions.md, the descriptions, the
+// reference) is pinned in testdata/model-facing.golden and the schemas of
+// each tool in testdata/tools/; docs/mcp.md, "What a model sees", says what
+// each host shows of them.
 //
 // mcp imports engine, ir and store types. It must not import cli, and it
 // holds no run state of its own: everything lives in the engine's store.

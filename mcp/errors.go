@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/speckit"
 )
 
 // Codes that this package adds to the engine's (engine.Code*): refusals
@@ -71,10 +73,18 @@ func diagnosticsProblems(ds ir.Diagnostics) []Problem {
 	return out
 }
 
-// errorBody maps an error to the wire error. Engine refusals keep their
-// code and context; anything else is internal (the message is kept: it
-// is for the model and the user, and holds no secret).
-func errorBody(err error) *ErrorBody {
+// errorBody maps an error of a tool to the wire error. Engine refusals
+// keep their code and context; anything else is internal (the message is
+// kept: it is for the model and the user, and holds no secret). Every
+// message says what to do next (refusalHint), and none repeats its code
+// (the code is error.code).
+func errorBody(tool string, err error) *ErrorBody {
+	b := wireError(err)
+	b.Message = withHint(stripCode(b.Code, b.Message), refusalHint(tool, b.Code))
+	return b
+}
+
+func wireError(err error) *ErrorBody {
 	var ee *engine.Error
 	if errors.As(err, &ee) {
 		b := &ErrorBody{Code: ee.Code(), Message: ee.Error(), RunID: ee.RunID, StepID: ee.StepID,
@@ -92,7 +102,7 @@ func errorBody(err error) *ErrorBody {
 	}
 	var ge *guard.Error
 	if errors.As(err, &ge) {
-		return &ErrorBody{Code: string(ge.Code), Message: ge.Error()}
+		return &ErrorBody{Code: string(ge.Code), Message: ge.Message}
 	}
 	var ce *codedError
 	if errors.As(err, &ce) {
@@ -108,17 +118,88 @@ func errorBody(err error) *ErrorBody {
 	return &ErrorBody{Code: CodeInternal, Message: err.Error()}
 }
 
-// argError is a request argument this package refuses before calling the
-// engine (beyond what the input schema checks).
-type argError struct {
-	param string
-	msg   string
+// stripCode drops a leading "code: " that a message repeats (a guard or a
+// wrapped error prints its code first; the code is already error.code).
+func stripCode(code, msg string) string {
+	for code != "" && strings.HasPrefix(msg, code+": ") {
+		msg = strings.TrimPrefix(msg, code+": ")
+	}
+	return msg
 }
 
-func (e *argError) Error() string { return fmt.Sprintf("%s: %s", e.param, e.msg) }
+// withHint appends what to do to a message, as its own sentence.
+func withHint(msg, hint string) string {
+	if hint == "" {
+		return msg
+	}
+	msg = strings.TrimRight(msg, " ")
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg + " " + hint
+}
 
-func argErrorf(param, format string, args ...any) error {
-	return &argError{param: param, msg: fmt.Sprintf(format, args...)}
+// refusalHints say what to do after a refusal, by error code; the engine's
+// and the guard's messages say what went wrong. A code missing here has a
+// message that already says what to do (run_locked: "retry shortly",
+// missing_on_revise: "decide approve or kill", invalid_cursor: "use 0..N").
+var refusalHints = map[string]string{
+	engine.CodeInvalidSpec:                "Fix every problem in error.errors (each has a line, a column and what would be right), check the spec with stratum_validate, then plan again; nothing was created.",
+	engine.CodeInvalidInput:               "Pass input with exactly the entry flow's input fields and types (error.errors lists each problem); nothing was created.",
+	engine.CodeRunNotFound:                "Use the runId that stratum_plan returned.",
+	engine.CodeRunTerminal:                "The run is over: stratum_audit shows how it ended; start a new run with stratum_plan if the work must be done again.",
+	engine.CodeRunCancelled:               "The run was cancelled for good: start a new run with stratum_plan if the work must still be done.",
+	engine.CodeStaleToken:                 "Nothing changed: error.state is the run's current state; report a step only with the dispatchToken of its entry in error.state.ready (a step not listed there needs nothing from you).",
+	engine.CodeNotAwaiting:                "Nothing changed: report only the ids listed in ready, and decide only the gates listed in waiting with kind gate (stratum_resume returns both).",
+	engine.CodeInvalidDecision:            "decision is approve, revise or kill.",
+	engine.CodeCheckpointNotFound:         "Use one of the labels in error.available, or save one first with stratum_commit.",
+	engine.CodeInvalidLabel:               "Pass a non-empty label.",
+	engine.CodeFanoutInFlight:             "Wait until the fanout settles (poll with stratum_flow_poll), then call again.",
+	engine.CodeInvalidReceipt:             "Nothing was recorded: fix the receipt and report it again.",
+	engine.CodeInvalidStep:                "Use a step id of the run (stratum_audit lists them under steps), or leave stepId out.",
+	engine.CodeDigestMismatch:             "The stored spec of this run no longer matches its digest: tell the user; the run cannot continue.",
+	engine.CodeCorrupt:                    "The run's stored record is damaged: tell the user (stratum audit --verify RUN shows where); the run cannot continue.",
+	engine.CodeEffectNotAllowed:           "This server does not allow that effect: change the spec (or ask the user to change the server's policy); nothing was created.",
+	CodeInvalidArguments:                  "Nothing changed: call again with the arguments fixed.",
+	CodeInternal:                          "This is a fault in Stratum, not in your call: tell the user; the server keeps serving.",
+	string(guard.CodeInvalidArgument):     "Nothing changed: call again with the arguments fixed (the tool's input schema lists them).",
+	string(guard.CodeNotFound):            "Register the resource first with stratum_guard_register, or check resource_id.",
+	string(guard.CodeStaleFromState):      "Read the current state with stratum_guard_history and ask for a move from it.",
+	string(guard.CodeIllegalEdge):         "Only the edges of the registered graph can be taken (stratum_guard_history shows the state; the graph is the one you registered).",
+	string(guard.CodeLockTimeout):         "Another process holds the resource: call again in a moment.",
+	string(guard.CodeLockLost):            "Nothing was written: call again.",
+	string(guard.CodeTampered):            "The resource's record was changed outside Stratum: tell the user; nothing was written.",
+	string(guard.CodeLedgerCorrupt):       "The resource's ledger is damaged: tell the user; nothing was written.",
+	string(guard.CodeOverrideUnavailable): "Only a person can authorize this: ask the user for a signature; never make one up.",
+	string(speckit.DirectoryNotFound):     "Pass the path of the spec-kit tasks directory (absolute, or relative to the server's working directory).",
+	string(speckit.NoTasks):               "The directory holds no task files (*.md): point tasks_dir at the tasks directory itself.",
+	string(guard.CodeInternal):            "This is a fault in Stratum, not in your call: tell the user.",
+}
+
+// toolHints override refusalHints for one tool.
+var toolHints = map[[2]string]string{
+	{"stratum_gate_resolve", engine.CodeStaleToken}:  "Nothing changed: read the gate's current gateToken from stratum_audit (steps.<gateId>.gateToken) and check that the person decided on what the gate reviews now.",
+	{"stratum_gate_resolve", engine.CodeNotAwaiting}: "Nothing changed: decide only a gate listed in waiting with kind gate (stratum_resume lists them).",
+}
+
+func refusalHint(tool, code string) string {
+	if h, ok := toolHints[[2]string{tool, code}]; ok {
+		return h
+	}
+	return refusalHints[code]
+}
+
+// argError is a request argument this package refuses before calling the
+// engine (beyond what the input schema checks): a whole sentence naming
+// the argument, what it must be, and what to write instead.
+type argError struct {
+	msg string
+}
+
+func (e *argError) Error() string { return e.msg }
+
+func argErrorf(format string, args ...any) error {
+	return &argError{msg: fmt.Sprintf(format, args...)}
 }
 
 // codedError is a refusal a package reported as a code and a message

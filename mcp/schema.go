@@ -34,9 +34,12 @@ type decisionArg string
 // documentation struct: that is a programming error caught by any test
 // that builds the server.
 func typeSchemas() map[reflect.Type]*jsonschema.Schema {
-	anyJSON := &jsonschema.Schema{}
+	anyJSON := anyJSONSchema()
 	ready := readyEntrySchema()
 	return map[reflect.Type]*jsonschema.Schema{
+		// A Go field of type any (the guard's free-form request and ledger
+		// fields) is any JSON value too.
+		reflect.TypeFor[any]():       anyJSON,
 		reflect.TypeFor[specArg]():   {Types: []string{"string", "object"}},
 		reflect.TypeFor[objectArg](): {Type: "object"},
 		reflect.TypeFor[anyArg]():    anyJSON,
@@ -58,7 +61,7 @@ func typeSchemas() map[reflect.Type]*jsonschema.Schema {
 // fanout items carry, so they are made optional here.
 func readyEntrySchema() *jsonschema.Schema {
 	s := mustInfer(reflect.TypeFor[engine.ReadyEntry](), map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[engine.Value](): {},
+		reflect.TypeFor[engine.Value](): anyJSONSchema(),
 	})
 	item := reflect.TypeFor[engine.FanoutItem]()
 	itemField := map[string]bool{}
@@ -67,6 +70,50 @@ func readyEntrySchema() *jsonschema.Schema {
 		itemField[name] = true
 	}
 	s.Required = slices.DeleteFunc(s.Required, func(n string) bool { return itemField[n] })
+	return s
+}
+
+// jsonTypes is every JSON type: the explicit type of a property that takes
+// any JSON value. A property with no type at all is legal JSON Schema, but
+// some clients drop what they cannot type: Codex shows such a property to
+// its model as {} without its description (docs/mcp.md, "What the clients
+// show"), so every property advertises a type.
+var jsonTypes = []string{"object", "array", "string", "number", "boolean", "null"}
+
+func anyJSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Types: slices.Clone(jsonTypes)}
+}
+
+// looseArgSchemas are the advertised schemas of the guard's arguments that
+// its request structs take as any JSON (package guard checks them itself,
+// with the reference's messages), by argument name. The description of the
+// field is kept.
+var looseArgSchemas = map[string]func() *jsonschema.Schema{
+	"terminal":     stateListSchema,
+	"new_terminal": stateListSchema,
+	"stakes":       stakesSchema,
+	"new_stakes":   stakesSchema,
+}
+
+func stateListSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Types: []string{"array", "null"}, Items: &jsonschema.Schema{Type: "string", Description: "a state name"}}
+}
+
+func stakesSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Types: []string{"object", "null"}, AdditionalProperties: &jsonschema.Schema{Type: "string",
+		Enum: []any{"cheap", "default", "paranoid"}, Description: `the stake of the edge named by the key ("from->to")`}}
+}
+
+// refineLooseArgs replaces the any-JSON schema of each top-level argument
+// named in looseArgSchemas, and returns s.
+func refineLooseArgs(s *jsonschema.Schema) *jsonschema.Schema {
+	for name, p := range s.Properties {
+		if mk, ok := looseArgSchemas[name]; ok && slices.Equal(p.Types, jsonTypes) {
+			r := mk()
+			r.Description = p.Description
+			s.Properties[name] = r
+		}
+	}
 	return s
 }
 
@@ -91,8 +138,8 @@ func advertisedOutput(s *jsonschema.Schema) *jsonschema.Schema {
 			"and message, plus where they apply: errors (every problem: code, path, line, column, message), " +
 			"state (the run's current state, nothing changed), available (checkpoint labels), holderPid, runId, stepId",
 		Properties: map[string]*jsonschema.Schema{
-			"code":    {Type: "string"},
-			"message": {Type: "string"},
+			"code":    {Type: "string", Description: "stable error code"},
+			"message": {Type: "string", Description: "what went wrong and what to do about it"},
 		},
 		Required: []string{"code", "message"},
 	}

@@ -83,12 +83,15 @@ func buildServer(d Deps, useCache bool) (*sdk.Server, error) {
 		&sdk.ServerOptions{
 			Instructions: instructions,
 			Logger:       sdkLogger(log),
-			// Tools only, and the list never changes while serving.
-			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+			// Tools, and the language reference as a resource and a
+			// prompt (docs.go); no list ever changes while serving.
+			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{},
+				Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{}},
 		})
 	for _, t := range s.tools() {
 		t.add(srv)
 	}
+	addDocs(srv)
 	return srv, nil
 }
 

@@ -11,19 +11,19 @@ import (
 // is kept and the positions of diagnostics point into that text.
 func specSource(raw json.RawMessage) ([]byte, error) {
 	if len(raw) == 0 {
-		return nil, argErrorf("spec", "missing: pass the spec as YAML text (a string) or as a JSON object")
+		return nil, argErrorf("spec is missing: pass the spec as YAML text (a string) or as a JSON object")
 	}
 	switch raw[0] {
 	case '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, argErrorf("spec", "not a valid JSON string: %v", err)
+			return nil, argErrorf("spec is not a valid JSON string (%v): pass the YAML text as one JSON string", err)
 		}
 		return []byte(s), nil
 	case '{':
 		return append([]byte(nil), raw...), nil
 	}
-	return nil, argErrorf("spec", "must be YAML text (a string) or a JSON object, not %s", jsonKind(raw))
+	return nil, argErrorf("spec must be YAML text (a string) or a JSON object, not %s", jsonKind(raw))
 }
 
 // jsonKind names the kind of a JSON value for an error message.

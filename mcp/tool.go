@@ -116,7 +116,7 @@ func newTool[In, Out any](s *server, m toolMeta, h handler[In, Out]) tool {
 // of the input schema (for a package that owns its own strict decoding).
 func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMessage) (In, error), h handler[In, Out]) tool {
 	infer := func() (in, out *jsonschema.Schema) {
-		return mustInfer(reflect.TypeFor[In](), s.schemas()), outputSchema[Out](s.schemas(), m)
+		return refineLooseArgs(mustInfer(reflect.TypeFor[In](), s.schemas())), outputSchema[Out](s.schemas(), m)
 	}
 	// The advertised schemas come from the generated cache (schemas.go)
 	// when it has them, else from inference.
@@ -149,7 +149,7 @@ func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMes
 		var v any
 		failed := true
 		if in, err := decode(args); err != nil {
-			v = envelope(errorBody(err))
+			v = envelope(errorBody(m.name, err))
 		} else {
 			v, failed = invoke(ctx, log, m.name, &call{args: args}, in, h)
 		}
@@ -203,21 +203,24 @@ func decodeArgs[In any](args json.RawMessage, schema func() (*jsonschema.Resolve
 	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
-		return in, argErrorf("arguments", "not valid JSON: %v", err)
+		return in, argErrorf("the arguments are not valid JSON (%v): send one JSON object of the tool's parameters", err)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return in, argErrorf("arguments", "must be a JSON object of the tool's parameters, not %s", jsonKind(args))
+		return in, argErrorf("the arguments must be a JSON object of the tool's parameters, not %s", jsonKind(args))
 	}
 	rs, err := schema()
 	if err != nil {
 		return in, fmt.Errorf("input schema: %w", err)
 	}
 	if err := rs.Validate(&v); err != nil {
+		if msg := explainArgs(rs.Schema(), v); msg != "" {
+			return in, argErrorf("%s", msg)
+		}
 		param, msg := schemaProblem(err)
-		return in, argErrorf(param, "%s (see the tool's input schema)", msg)
+		return in, argErrorf("%s: %s (see the tool's input schema)", param, msg)
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
-		return in, argErrorf("arguments", "%v", err)
+		return in, argErrorf("the arguments do not fit the tool's input schema: %v", err)
 	}
 	return in, nil
 }
@@ -233,7 +236,7 @@ func invoke[In, Out any](ctx context.Context, log *slog.Logger, name string, c *
 	}()
 	out, err := h(ctx, c, in)
 	if err != nil {
-		b := errorBody(err)
+		b := errorBody(name, err)
 		if b.Code == CodeInternal {
 			log.Error("tool failed", "tool", name, "err", err)
 		}

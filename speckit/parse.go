@@ -10,17 +10,17 @@ import (
 // of its fields is set.
 type Predicate struct {
 	// Expr is an expression over the step's result ("result.tests_pass == true").
-	Expr string `json:"expr,omitempty" yaml:"expr,omitempty"`
+	Expr string `json:"expr,omitempty" yaml:"expr,omitempty" jsonschema:"an expression over the step's result"`
 	// FileExists is a workspace-relative path that must exist.
-	FileExists string `json:"file_exists,omitempty" yaml:"file_exists,omitempty"`
+	FileExists string `json:"file_exists,omitempty" yaml:"file_exists,omitempty" jsonschema:"a workspace-relative path that must exist"`
 	// FileContains names a file and a text it must contain.
-	FileContains *FileContains `json:"file_contains,omitempty" yaml:"file_contains,omitempty"`
+	FileContains *FileContains `json:"file_contains,omitempty" yaml:"file_contains,omitempty" jsonschema:"a file and a text it must contain"`
 }
 
 // FileContains is the argument of a file_contains predicate.
 type FileContains struct {
-	Path string `json:"path" yaml:"path"`
-	Text string `json:"text" yaml:"text"`
+	Path string `json:"path" yaml:"path" jsonschema:"the workspace-relative path"`
+	Text string `json:"text" yaml:"text" jsonschema:"the text the file must contain"`
 }
 
 // Task is one parsed task file.

@@ -27,14 +27,14 @@ type Response struct {
 
 // StepSummary describes one compiled task.
 type StepSummary struct {
-	ID       string `json:"id"`
-	Title    string `json:"title"`
-	Parallel bool   `json:"parallel"`
+	ID       string `json:"id" jsonschema:"the step id in the compiled spec"`
+	Title    string `json:"title" jsonschema:"the task's title"`
+	Parallel bool   `json:"parallel" jsonschema:"the task is marked [P]: it runs in parallel with its neighbours"`
 	// Ensures are the predicates compiled from the task's criteria (the
 	// step's ensure list without the closing result.done check).
-	Ensures []Predicate `json:"ensures"`
+	Ensures []Predicate `json:"ensures" jsonschema:"the ensure predicates compiled from the acceptance criteria"`
 	// Judgment are the criteria left to the agent's judgment.
-	Judgment []string `json:"judgment"`
+	Judgment []string `json:"judgment" jsonschema:"the criteria left to your judgment (not checked by Stratum)"`
 }
 
 // Response statuses.

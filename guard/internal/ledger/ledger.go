@@ -47,22 +47,22 @@ var ErrCorrupt = errors.New("ledger corrupt")
 // Entry is one ledger line. Nullable fields are pointers; Verdict is the
 // decoded JSON object (or nil).
 type Entry struct {
-	EntryDigest          string  `json:"entry_digest"`
-	PrevDigest           string  `json:"prev_digest"`
-	TsMs                 int64   `json:"ts_ms"`
-	FromState            string  `json:"from_state"`
-	ToState              string  `json:"to_state"`
-	Outcome              string  `json:"outcome"`
-	Kind                 string  `json:"kind"`
-	ResolvedBy           string  `json:"resolved_by"`
-	IdempotencyKey       *string `json:"idempotency_key"`
-	PayloadDigest        *string `json:"payload_digest"`
-	PayloadDigestVersion int     `json:"payload_digest_version"`
-	Rationale            *string `json:"rationale"`
+	EntryDigest          string  `json:"entry_digest" jsonschema:"this entry's digest (sha256 of the entry and prev_digest): the receipt a ledger_ref names"`
+	PrevDigest           string  `json:"prev_digest" jsonschema:"the previous entry's digest (the hash chain)"`
+	TsMs                 int64   `json:"ts_ms" jsonschema:"when the attempt was recorded, in Unix milliseconds"`
+	FromState            string  `json:"from_state" jsonschema:"the state the move started from"`
+	ToState              string  `json:"to_state" jsonschema:"the state the move asked for"`
+	Outcome              string  `json:"outcome" jsonschema:"applied, refused, deviation (a signed override) or graph_version (a policy change)"`
+	Kind                 string  `json:"kind" jsonschema:"transition, deviation or graph_version"`
+	ResolvedBy           string  `json:"resolved_by" jsonschema:"who asked for the move (agent, human, system or a name)"`
+	IdempotencyKey       *string `json:"idempotency_key" jsonschema:"the idempotency_key the move was requested with, or null"`
+	PayloadDigest        *string `json:"payload_digest" jsonschema:"digest of the request's evidence (for a policy change: the new policy checksum), or null"`
+	PayloadDigestVersion int     `json:"payload_digest_version" jsonschema:"how payload_digest was computed (0 for legacy entries)"`
+	Rationale            *string `json:"rationale" jsonschema:"the reason given (overrides and policy changes), or null"`
 	// Verdict is the verdict object, or nil. Entries read from disk keep it
 	// as raw text in VerdictJSON until DecodeVerdict is called: most
 	// operations never look at old verdicts.
-	Verdict     any             `json:"verdict"`
+	Verdict     any             `json:"verdict" jsonschema:"the predicates' verdict object (which held, which failed and why), or null"`
 	VerdictJSON json.RawMessage `json:"-"`
 }
 
