@@ -290,6 +290,11 @@ func (d *Driver) drive(ctx context.Context, e *engine.Engine, resp *engine.Respo
 		r.drain()
 	}()
 	out, err := r.loop(ctx)
+	if limit := limitOf(ctx); err != nil && limit != nil {
+		// Whatever noticed the limit first (an engine call cut short, an
+		// attempt's report), the drive ends the same way.
+		err = r.stopAtLimit(ctx, limit, nil)
+	}
 	if out != nil && out.Finished() {
 		d.consumer.discard(context.WithoutCancel(ctx), r.id, "")
 	}
@@ -348,6 +353,11 @@ func (r *run) loop(ctx context.Context) (*Outcome, error) {
 		if len(stalled) > 0 && gates == 0 && !engineWork && len(r.inflight) == 0 && len(r.resp.Ready) == 0 {
 			return nil, &HaltError{RunID: r.id, StepID: stalled[0], Err: errors.New("the subflow can make no progress: none of its steps can run")}
 		}
+		if r.d.opts.Gates == GateWait {
+			if err := r.announce(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if gates > 0 {
 			switch r.d.opts.Gates {
 			case GateApprove, GateKill:
@@ -357,10 +367,6 @@ func (r *run) loop(ctx context.Context) (*Outcome, error) {
 				continue
 			case GateAsk:
 				if err := r.ask(ctx); err != nil {
-					return nil, err
-				}
-			case GateWait:
-				if err := r.announce(ctx); err != nil {
 					return nil, err
 				}
 			}
