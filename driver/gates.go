@@ -40,7 +40,7 @@ func (r *run) decideAll(ctx context.Context, decision engine.Decision) error {
 	if len(gates) == 0 {
 		return r.refresh(ctx)
 	}
-	answer := GateAnswer{Decision: decision, ResolvedBy: ResolvedBySystem, Note: "every gate of this drive is decided " + string(decision)}
+	answer := GateAnswer{Decision: decision, ResolvedBy: ResolvedBySystem, Note: "decided automatically (gate mode " + string(decision) + ")"}
 	for _, g := range gates {
 		if err := r.resolve(ctx, g, answer); err != nil {
 			return err

@@ -52,7 +52,7 @@ func TestDriveRecordsWhoDecidedAndWhy(t *testing.T) {
 			{Decision: engine.DecisionApprove, ResolvedBy: "alice"},
 		}},
 		{"approve", Options{Gates: GateApprove}, []engine.GateResolvedDetail{
-			{Decision: engine.DecisionApprove, Rationale: "every gate of this drive is decided approve", ResolvedBy: ResolvedBySystem},
+			{Decision: engine.DecisionApprove, Rationale: "decided automatically (gate mode approve)", ResolvedBy: ResolvedBySystem},
 		}},
 	}
 	for _, tt := range tests {
