@@ -295,6 +295,11 @@ func (d *Driver) drive(ctx context.Context, e *engine.Engine, resp *engine.Respo
 		// attempt's report), the drive ends the same way.
 		err = r.stopAtLimit(ctx, limit, nil)
 	}
+	if err != nil {
+		// Show what was recorded before the drive stopped (the attempts
+		// failed at the time limit).
+		_ = r.pump(context.WithoutCancel(ctx))
+	}
 	if out != nil && out.Finished() {
 		d.consumer.discard(context.WithoutCancel(ctx), r.id, "")
 	}
