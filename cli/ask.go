@@ -16,13 +16,17 @@ const maxShownOutput = 600
 
 // askGate asks the person at the terminal to decide gate g: it shows what
 // the gate follows (the outputs of the steps it depends on) and its
-// routes, then reads approve, revise or kill. End of input is
-// driver.ErrNoAnswer; ctx ends when the gate is decided elsewhere.
-func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, plan *ir.Plan, g engine.WaitingGate) (engine.Decision, error) {
+// routes with the effective round limit, reads approve, revise or kill,
+// then an optional note; the answer is recorded as decided by who. Revise
+// is offered only while the gate can take one: past the limit a revise
+// fails the run, and a menu choice must never lose the accepted work. End
+// of input before a decision is driver.ErrNoAnswer; ctx ends when the gate
+// is decided elsewhere.
+func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, plan *ir.Plan, g engine.WaitingGate, who string) (driver.GateAnswer, error) {
 	term.openGate()
 	defer term.closeGate()
 	if ctx.Err() != nil {
-		return "", ctx.Err()
+		return driver.GateAnswer{}, ctx.Err()
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\ngate %s of run %s is waiting for your decision.\n", g.StepID, g.RunID)
@@ -36,13 +40,9 @@ func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, pl
 		return "go to " + target
 	}
 	fmt.Fprintf(&b, "  approve  %s\n", route(g.OnApprove, "continue the flow"))
-	canRevise := g.OnRevise != ""
-	if canRevise {
-		limit := ""
-		if g.MaxRounds > 0 {
-			limit = fmt.Sprintf(", round %d of at most %d", g.Round+1, g.MaxRounds)
-		}
-		fmt.Fprintf(&b, "  revise   send %s back for another round%s\n", g.OnRevise, limit)
+	canRevise := g.OnRevise != "" && g.RevisesLeft > 0
+	if g.OnRevise != "" {
+		fmt.Fprintf(&b, "  revise   %s\n", reviseLine(g))
 	}
 	fmt.Fprintf(&b, "  kill     %s\n", route(g.OnKill, "stop the flow (it fails)"))
 	fmt.Fprintf(&b, "  (or decide from another terminal: stratum gate approve|reject|revise %s %s)\n", g.RunID, g.StepID)
@@ -50,29 +50,57 @@ func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, pl
 	if canRevise {
 		choices = "approve/revise/kill"
 	}
-	prompt := fmt.Sprintf("decision [%s]: ", choices)
-	fmt.Fprint(env.Stderr, b.String()+prompt)
-	for {
+	fmt.Fprintf(env.Stderr, "%sdecision [%s]: ", b.String(), choices)
+	answer := driver.GateAnswer{ResolvedBy: who}
+	for answer.Decision == "" {
 		line, ok := term.next(ctx, true)
 		if !ok {
 			fmt.Fprintln(env.Stderr)
 			if ctx.Err() != nil {
-				return "", ctx.Err()
+				return driver.GateAnswer{}, ctx.Err()
 			}
-			return "", driver.ErrNoAnswer
+			return driver.GateAnswer{}, driver.ErrNoAnswer
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "a", "approve", "y", "yes":
-			return engine.DecisionApprove, nil
+			answer.Decision = engine.DecisionApprove
 		case "k", "kill", "reject", "n", "no":
-			return engine.DecisionKill, nil
+			answer.Decision = engine.DecisionKill
 		case "r", "revise":
 			if canRevise {
-				return engine.DecisionRevise, nil
+				answer.Decision = engine.DecisionRevise
+				continue
 			}
+			if g.OnRevise != "" {
+				fmt.Fprintf(env.Stderr, "revise is not possible any more: it would fail the run and lose the work accepted so far.\n")
+			} else {
+				fmt.Fprintf(env.Stderr, "this gate has no revise route.\n")
+			}
+			fallthrough
+		default:
+			fmt.Fprintf(env.Stderr, "please answer %s: ", choices)
 		}
-		fmt.Fprintf(env.Stderr, "please answer %s: ", choices)
 	}
+	fmt.Fprintf(env.Stderr, "note for the record (optional; Enter for none): ")
+	note, ok := term.next(ctx, true)
+	if !ok {
+		fmt.Fprintln(env.Stderr)
+		if ctx.Err() != nil {
+			return driver.GateAnswer{}, ctx.Err() // decided elsewhere meanwhile
+		}
+	}
+	answer.Note = strings.TrimSpace(note)
+	return answer, nil
+}
+
+// reviseLine describes what a revise of g does, with the effective limit
+// on rounds (the smaller of the flow's and the gate's), or why it is not
+// offered.
+func reviseLine(g engine.WaitingGate) string {
+	if g.RevisesLeft > 0 {
+		return fmt.Sprintf("send %s back for another round (revision %d of at most %d)", g.OnRevise, g.Round+1, g.MaxRounds)
+	}
+	return fmt.Sprintf("not offered: the %s allowed are used up, so a revise would fail the run", plural(g.MaxRounds, "revision"))
 }
 
 // gateInputs describes the outputs of the steps gate g depends on, one

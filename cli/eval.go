@@ -38,8 +38,8 @@ exit 2.
 --bindings names a file (or - for standard input) holding a JSON object
 whose keys are among result, input, item and prev; names it does not bind
 are unknown identifiers. --workspace lets file_exists and file_contains
-look at files, jailed to DIR; without it they fail as they do in a step's
-when and set. An expression that starts with '-' needs no quoting beyond
+look at files, jailed to DIR; without it they fail with a message saying
+to pass --workspace. An expression that starts with '-' needs no quoting beyond
 the shell's ("--" before it also works):
 
   stratum eval --bindings out.json 'result.confidence > 0.7 && len(result.label) > 0'
@@ -77,9 +77,15 @@ func (c *evalCmd) Run(ctx context.Context, env *Env, args []string) error {
 		if !errors.As(err, &e) {
 			return fmt.Errorf("evaluate: %w", err)
 		}
+		msg := e.Message
+		if e.Code == expr.CodeValidation && c.workspace == "" && usesFiles(args[0]) {
+			// Not the expression's fault: this command was given no
+			// directory for the file functions to read.
+			msg = "file_exists and file_contains need a workspace: pass --workspace DIR to let them read the files under DIR"
+		}
 		detail := expr.NewObject(2)
 		detail.Set("code", string(e.Code))
-		detail.Set("message", e.Message)
+		detail.Set("message", msg)
 		out.Set("error", detail)
 	} else {
 		out.Set("value", v)
@@ -122,4 +128,10 @@ func (c *evalCmd) readBindings(env *Env) (expr.Bindings, error) {
 		return expr.Bindings{}, usagef("--bindings %s: %v", c.bindings, err)
 	}
 	return b, nil
+}
+
+// usesFiles reports whether an expression calls a file function.
+func usesFiles(src string) bool {
+	p, err := expr.Compile(src)
+	return err == nil && p.UsesFileFunctions()
 }

@@ -32,7 +32,11 @@ $STRATUM_STATE_ROOT) and prints JSON (two-space indented):
   query gates      every gate awaiting a decision, in every running run:
                    {_schema_version, flow_id, flow_name, step_id, function,
                     on_approve, on_revise, on_kill, timeout, gate_token, round,
-                    max_rounds}
+                    max_rounds, revises_left}
+                   round is how many revisions the gate's flow has had,
+                   max_rounds the effective limit (the smaller of the flow's
+                   and the gate's own), revises_left how many more revise
+                   decisions the gate can take (0: a revise fails the run)
 
 status is complete, failed, killed (a gate's kill ended the run),
 budget_exhausted, cancelled, awaiting_gate or running; terminal_status is the
@@ -108,7 +112,7 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 			out = append(out, gateSummary{
 				SchemaVersion: schemaVersion, FlowID: g.RunID, FlowName: g.Flow, StepID: g.StepID, Function: g.StepID,
 				OnApprove: nullable(g.OnApprove), OnRevise: nullable(g.OnRevise), OnKill: nullable(g.OnKill),
-				GateToken: g.GateToken, Round: g.Round, MaxRounds: g.MaxRounds,
+				GateToken: g.GateToken, Round: g.Round, MaxRounds: g.MaxRounds, RevisesLeft: g.RevisesLeft,
 			})
 		}
 		return writeJSON(env.Stdout, out)
@@ -155,6 +159,8 @@ type gateSummary struct {
 	GateToken     string  `json:"gate_token"`
 	Round         int     `json:"round"`
 	MaxRounds     int     `json:"max_rounds"`
+	// RevisesLeft is an addition: how many more revisions the gate allows.
+	RevisesLeft int `json:"revises_left"`
 }
 
 func nullable(s string) *string {

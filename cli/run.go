@@ -32,6 +32,7 @@ type runCmd struct {
 	json        bool
 	resume      string
 	concurrency int
+	agents      agentFlags
 
 	// textInputs are the --input fields of a non-string type whose value
 	// was not JSON (kept as text for the input contract to judge).
@@ -46,7 +47,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (*runCmd) Name() string { return "run" }
 func (*runCmd) Synopsis() string {
-	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--concurrency N] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--concurrency N] [--json]"
+	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--concurrency N] [AGENT OPTIONS] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--concurrency N] [AGENT OPTIONS] [--json]\n  AGENT OPTIONS: [--sandbox MODE] [--permission-mode MODE] [--model MODEL] [--effort LEVEL]\n       [--allowed-tools RULE]... [--disallowed-tools RULE]... [--thinking MODE]\n       [--attempt-timeout DURATION] [--run-timeout DURATION] [--verbose] [--resolved-by WHO]"
 }
 func (*runCmd) Short() string { return "run a flow end to end with local agents" }
 func (*runCmd) Long() string {
@@ -68,12 +69,25 @@ or a command line run for each attempt, reading the task as JSON on stdin
 and printing the output as JSON on stdout. Without --agent each step's
 agent: decides (claude by default), using the claude or codex CLI on PATH.
 
-Gates (--gate): ask prompts approve/revise/kill on the terminal (the
-default when standard input is a terminal; a decision made elsewhere
-with "stratum gate" is accepted too); approve or kill decide every gate
-(for CI); wait waits for a decision made elsewhere; stop (the default
-otherwise) stops at the gate: decide with "stratum gate" and continue with
-"stratum run --resume RUN".
+Agent options (docs/agents.md, "Options"; they are not part of the run,
+so give them again when resuming): --sandbox says what an agent may
+change (read-only by default; a worktree fanout item may always write
+its worktree); --permission-mode, --allowed-tools, --disallowed-tools and
+--thinking apply to claude; --model and --effort to claude and codex. An
+option an agent cannot honour is refused before the run starts. Each
+attempt is stopped after --attempt-timeout (default 30m; the attempt
+fails) and the drive after --run-timeout (default 4h; the agents at work
+are stopped, their attempts fail, and the run stays resumable); 0 means
+no limit. --verbose shows the agents' progress lines and stderr.
+
+Gates (--gate): ask prompts approve/revise/kill on the terminal, then an
+optional note, recorded with the decision and the decider (--resolved-by,
+default your user name); it is the default when standard input is a
+terminal, and a decision made elsewhere with "stratum gate" is accepted
+too; approve or kill decide every gate (for CI); wait waits for a
+decision made elsewhere, printing how to make it; stop (the default
+otherwise) stops at the gate: decide with "stratum gate" and continue
+with "stratum run --resume RUN".
 
 Progress goes to stderr, one line per event; the flow's output goes to
 stdout as JSON (with --json: the run's final state, {status, runId,
@@ -93,6 +107,7 @@ func (c *runCmd) SetFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print the final run state as JSON")
 	fs.StringVar(&c.resume, "resume", "", "continue the persisted run `RUN`")
 	fs.IntVar(&c.concurrency, "concurrency", driver.DefaultConcurrency, "at most `N` agents at once for do steps")
+	c.agents.set(fs)
 }
 
 func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
@@ -121,6 +136,10 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err := checkAgentFlag(c.agent); err != nil {
 		return err
 	}
+	agentOpts, err := c.agents.options()
+	if err != nil {
+		return err
+	}
 
 	var plan *ir.Plan
 	var req engine.PlanRequest
@@ -138,6 +157,9 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 			_ = writeResult(env.Stderr, "text", display, ds)
 			fmt.Fprintf(env.Stderr, "invalid: %s in %s\n", plural(len(ds), "problem"), display)
 			return exitCode(ExitUsage)
+		}
+		if err := checkOptions(agentOpts, c.agent, plan); err != nil {
+			return err
 		}
 		input, err := c.buildInput(plan.EntryFlow())
 		if err != nil {
@@ -167,7 +189,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 
 	var term *terminal
 	resolver := &agent.Resolver{}
-	if mode == driver.GateAsk || c.agent == "human" || plan == nil || usesHuman(plan) {
+	if mode == driver.GateAsk || c.agent == "human" {
 		term = newTerminal(env.Stdin)
 		resolver.Human = agent.NewHuman(&humanInput{t: term}, env.Stderr)
 	}
@@ -185,11 +207,22 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 				say("%s", d)
 			}
 		},
-		Notice: func(msg string) { say("note: %s", msg) },
+		Notice:     func(msg string) { say("note: %s", msg) },
+		Agents:     driver.AgentSetup{Options: agentOpts},
+		RunTimeout: c.agents.runTimeout,
 	}
-	if mode == driver.GateAsk {
-		opts.AskGate = func(ctx context.Context, g engine.WaitingGate) (engine.Decision, error) {
-			return askGate(ctx, env, term, e, plan, g)
+	if c.agents.verbose {
+		opts.Agents.Progress = func(id, line string) { say("%s", progressLine(id, line)) }
+	}
+	switch mode {
+	case driver.GateAsk:
+		who := c.agents.decider(env)
+		opts.AskGate = func(ctx context.Context, g engine.WaitingGate) (driver.GateAnswer, error) {
+			return askGate(ctx, env, term, e, plan, g, who)
+		}
+	case driver.GateWait:
+		opts.GateWaiting = func(g engine.WaitingGate) {
+			say("%s: waiting for a decision made elsewhere: stratum gate approve|reject|revise %s %s [--note TEXT]", g.StepID, g.RunID, g.StepID)
 		}
 	}
 	d := driver.New(opts)
@@ -207,6 +240,9 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 		if err == nil {
 			plan = p
+			if err := checkOptions(agentOpts, c.agent, plan); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -218,25 +254,6 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		out, err = d.Start(ctx, e, req)
 	}
 	return c.finish(env, out, err, say)
-}
-
-// usesHuman reports whether a step of the plan names the human agent.
-func usesHuman(p *ir.Plan) bool {
-	for _, f := range p.Flows {
-		for _, s := range f.Steps {
-			if s.Agent == "human" {
-				return true
-			}
-			if s.Fanout != nil {
-				for _, st := range s.Fanout.Stages {
-					if st.Agent == "human" {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
 }
 
 // finish reports how the drive ended and picks the exit status.
@@ -267,6 +284,9 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 		return exitCode(ExitUsage)
 	case errors.As(err, &halt):
 		say("stratum run: %v", err)
+		if limit := (*driver.RunTimeLimitError)(nil); errors.As(err, &limit) {
+			say("note: --run-timeout sets that limit (0 for none)")
+		}
 		say("the run is still running; continue it with: stratum run --resume %s%s", halt.RunID, c.agentArg())
 		return exitCode(ExitFailure)
 	case err != nil:
@@ -332,13 +352,13 @@ func checkAgentFlag(value string) error {
 	return nil
 }
 
-// agentArg repeats --agent for a resume hint (the choice is not part of the
-// run).
+// agentArg repeats --agent and the agent options for a resume hint (the
+// choice is not part of the run).
 func (c *runCmd) agentArg() string {
 	if c.agent == "" {
-		return ""
+		return c.agents.args()
 	}
-	return " --agent " + shellQuote(c.agent)
+	return " --agent " + shellQuote(c.agent) + c.agents.args()
 }
 
 func shellQuote(s string) string {

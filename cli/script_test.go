@@ -29,6 +29,13 @@ func TestScripts(t *testing.T) {
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("STRATUM_HOME", filepath.Join(env.WorkDir, ".stratum"))
+			// The outputs of the real claude and codex CLIs captured in
+			// agent/testdata, for fake CLIs to replay.
+			captures, err := filepath.Abs(filepath.Join("..", "agent", "testdata"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("CAPTURES", captures)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

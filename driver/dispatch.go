@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/engine"
@@ -18,21 +17,32 @@ import (
 // Dispatcher runs the items of engine-dispatched fanouts with agent
 // connectors: it is the one engine.Dispatcher of the module, used by
 // `stratum run` (through a Driver) and by `stratum mcp`. It runs one agent
-// task in the directory and with the sandbox the engine chose; worktrees
-// and merging are the engine's.
+// task in the directory the engine chose, with the person's agent options
+// (an item in a worktree may write it); worktrees and merging are the
+// engine's.
 type Dispatcher struct {
 	resolver *agent.Resolver
 	override string
+	agents   AgentSetup
 }
 
 // NewDispatcher returns a Dispatcher. override is the --agent value (empty
 // lets each stage's agent: decide); a nil resolver is a zero
-// agent.Resolver (claude, codex and commands; no human).
+// agent.Resolver (claude, codex and commands; no human). Its agents run
+// with default options until WithAgents says otherwise.
 func NewDispatcher(resolver *agent.Resolver, override string) *Dispatcher {
 	if resolver == nil {
 		resolver = &agent.Resolver{}
 	}
 	return &Dispatcher{resolver: resolver, override: override}
+}
+
+// WithAgents returns a copy of x whose agents run as s configures them.
+// Call it before the Dispatcher is given to an engine.
+func (x *Dispatcher) WithAgents(s AgentSetup) *Dispatcher {
+	y := *x
+	y.agents = s
+	return &y
 }
 
 // Dispatch implements engine.Dispatcher. The agent's misbehaviour is a
@@ -48,54 +58,45 @@ func (x *Dispatcher) Dispatch(ctx context.Context, req engine.DispatchRequest) (
 		}
 		return engine.DispatchResult{}, err
 	}
-	res, err := conn.Run(ctx, agent.Request{RunID: req.RunID, StepID: req.StepID + "/" + strconv.Itoa(req.ItemIndex),
+	id := req.StepID + "/" + strconv.Itoa(req.ItemIndex)
+	areq := agent.Request{RunID: req.RunID, StepID: id,
 		Task: req.Prompt, Agent: req.Agent, Attempt: req.Attempt, Contract: agentContract(req.Plan, req.Contract),
-		PreviousFailure: failureOf(req.PreviousFailure), Workdir: req.Workdir, Sandbox: sandboxOf(req.Sandbox)})
+		PreviousFailure: failureOf(req.PreviousFailure), Workdir: req.Workdir,
+		Options: x.agents.forAttempt(req.StepID, id)}
+	if req.Sandbox == engine.SandboxWorkspaceWrite {
+		areq.Sandbox = agent.SandboxWorkspaceWrite // the item's own worktree
+	}
+	res, err := conn.Run(ctx, areq)
+	x.agents.showStderr(conn, id, res)
 	if errors.Is(err, agent.ErrUnavailable) {
 		return engine.DispatchResult{}, fmt.Errorf("%w: %w", engine.ErrAgentUnavailable, err)
 	}
 	if err != nil {
+		// res.Stderr belongs in the audit with the attempt: the engine's
+		// DispatchResult has no field for it yet.
 		return engine.DispatchResult{}, err
 	}
-	out := engine.DispatchResult{Output: res.Output, Failure: res.Failure}
-	if u := res.Usage; u != nil {
-		out.Usage.Tokens = u.Tokens
-		if u.USD != nil {
-			out.Usage.USD = *u.USD
-		}
-	}
-	if t := res.Telemetry; t != nil {
-		out.Telemetry = &engine.Telemetry{DurationMs: float64(t.DurationMs), Model: modelOf(t.Model)}
-	}
-	return out, nil
-}
-
-func sandboxOf(s string) string {
-	if s == engine.SandboxWorkspaceWrite {
-		return agent.SandboxWorkspaceWrite
-	}
-	return agent.SandboxReadOnly
-}
-
-func modelOf(m string) string {
-	if m = strings.TrimSpace(m); m != "" {
-		return m
-	}
-	return "unknown"
+	return engine.DispatchResult{Output: res.Output, Failure: res.Failure, Usage: ledgerOf(res.Usage),
+		Telemetry: engineTelemetry(res.Telemetry)}, nil
 }
 
 // runEntry runs one attempt of a ready do step or consumer fanout item.
 // The error is non-nil only when the attempt could not run at all (the
-// agent's program is missing, the context ended): the run is left as it
-// is for a later resume.
-func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) (agent.Result, []byte, error) {
+// agent cannot run, the context ended): the run is left as it is for a
+// later resume.
+func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) (res agent.Result, patch []byte, err error) {
 	conn, err := d.resolver.Resolve(d.opts.Agent, entry.Agent)
 	if err != nil {
 		return agent.Result{}, nil, err
 	}
+	step := entry.ID
+	if entry.FanoutItem != nil {
+		step = entry.FanoutItem.Step
+	}
 	req := agent.Request{RunID: r.id, StepID: entry.ID, Task: entry.Do, Agent: entry.Agent, Attempt: entry.Attempt,
 		Contract: agentContract(d.planOf(r.id), entry.Contract), PreviousFailure: failureOf(entry.PreviousFailure),
-		Workdir: r.workspace, Sandbox: agent.SandboxReadOnly}
+		Workdir: r.workspace, Options: d.opts.Agents.forAttempt(step, entry.ID)}
+	defer func() { d.opts.Agents.showStderr(conn, entry.ID, res) }()
 	it := entry.FanoutItem
 	if it == nil || it.Policy.Isolation != string(ir.IsolationWorktree) {
 		res, err := conn.Run(ctx, req)
@@ -110,13 +111,13 @@ func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) 
 		return agent.Result{Failure: err.Error()}, nil, nil
 	}
 	req.Workdir, req.Sandbox = wt.Workdir, agent.SandboxWorkspaceWrite
-	res, err := conn.Run(ctx, req)
+	res, err = conn.Run(ctx, req)
 	if err != nil || res.Failure != "" || !it.IsFinalStage {
 		return res, nil, err
 	}
-	patch, err := d.consumer.capture(ctx, r.id, it.Step, entry.Epoch, it.ItemIndex)
+	patch, err = d.consumer.capture(ctx, r.id, it.Step, entry.Epoch, it.ItemIndex)
 	if err != nil {
-		return agent.Result{Failure: err.Error(), Telemetry: res.Telemetry}, nil, nil
+		return agent.Result{Failure: err.Error(), Usage: res.Usage, Telemetry: res.Telemetry, Stderr: res.Stderr}, nil, nil
 	}
 	if patch == nil {
 		patch = []byte{} // captured, no changes: still the engine's to record
@@ -179,27 +180,6 @@ func failureOf(f *engine.Failure) *agent.Failure {
 		return nil
 	}
 	return &agent.Failure{Attempt: f.Attempt, Reason: f.Reason}
-}
-
-// usageOf is an agent's reported usage in step_done's form: {tokens, usd}.
-func usageOf(u *agent.Usage) json.RawMessage {
-	if u == nil {
-		return nil
-	}
-	b, _ := json.Marshal(struct {
-		Tokens float64  `json:"tokens"`
-		USD    *float64 `json:"usd,omitempty"`
-	}{u.Tokens, u.USD}) // numbers only: cannot fail
-	return b
-}
-
-// telemetryOf is an attempt's telemetry in step_done's form.
-func telemetryOf(t *agent.Telemetry) json.RawMessage {
-	if t == nil {
-		return nil
-	}
-	b, _ := json.Marshal(engine.Telemetry{DurationMs: float64(t.DurationMs), Model: modelOf(t.Model)}) // cannot fail
-	return b
 }
 
 // outputOf is an agent's output (the expr value model) as JSON, in its

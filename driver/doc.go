@@ -8,6 +8,15 @@
 // merges only the consumer fanout items it executes (it is their
 // consumer).
 //
+// The person who runs it configures the agents (AgentSetup: options such
+// as the sandbox, model and attempt time limit, a per-step hook for a
+// policy, a progress view) and bounds each drive (Options.RunTimeout). An
+// attempt's measured wall time is reported as its ms usage. An agent that
+// cannot run at all (agent.ErrUnavailable) halts the drive without using
+// an attempt, so that the run can be resumed once the cause is fixed
+// (docs/agents.md, "When the agent cannot run"). Gate decisions carry who
+// made them and why (GateAnswer).
+//
 // The run is an ordinary persisted run: everything the driver does goes
 // through the engine's public API, so any other process (stratum gate,
 // stratum flow cancel, an MCP client) can observe and act on the same run

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -50,11 +49,26 @@ type Options struct {
 	Resolver *agent.Resolver
 	// Gates is what to do at gates; empty means GateStop.
 	Gates GateMode
-	// AskGate asks for a decision on a gate (GateAsk): it returns
-	// approve, revise or kill, or an error. ctx ends when the gate is
-	// decided elsewhere or the drive ends. ErrNoAnswer means nobody can
-	// answer: the drive then stops at its gates as with GateStop.
-	AskGate func(ctx context.Context, g engine.WaitingGate) (engine.Decision, error)
+	// AskGate asks for a decision on a gate (GateAsk): it returns the
+	// decision (approve, revise or kill) with the note and the decider to
+	// record, or an error. ctx ends when the gate is decided elsewhere or
+	// the drive ends. ErrNoAnswer means nobody can answer: the drive then
+	// stops at its gates as with GateStop.
+	AskGate func(ctx context.Context, g engine.WaitingGate) (GateAnswer, error)
+	// GateWaiting, in GateWait mode, is told once about each gate round
+	// that starts waiting (to say how to decide it elsewhere). Called from
+	// the drive's goroutine.
+	GateWaiting func(g engine.WaitingGate)
+	// Agents is how the agents run: their options, a per-step hook for a
+	// policy, and the progress view. Engine fanout items get the same
+	// through Dispatcher.
+	Agents AgentSetup
+	// RunTimeout bounds one drive (Start or Resume) of a run; zero means
+	// no limit. When it expires the agents still at work are stopped
+	// (their process groups signalled and reaped), each of their attempts
+	// is recorded as failed with a reason naming the limit, and the drive
+	// halts with a *RunTimeLimitError (the run stays resumable).
+	RunTimeout time.Duration
 	// Concurrency bounds concurrent attempts of do steps and consumer
 	// items; zero means DefaultConcurrency. Engine fanouts use their own
 	// declared concurrency.
@@ -151,13 +165,13 @@ func New(opts Options) *Driver {
 		r = &agent.Resolver{}
 	}
 	d := &Driver{opts: opts, resolver: r, consumer: newConsumerTrees(), plans: map[string]*ir.Plan{}}
-	d.dispatch = NewDispatcher(r, opts.Agent)
+	d.dispatch = NewDispatcher(r, opts.Agent).WithAgents(opts.Agents)
 	return d
 }
 
 // Dispatcher is the engine.Dispatcher that runs engine-dispatched fanout
-// items with the Driver's connectors and agent choice (the engine isolates
-// and merges them).
+// items with the Driver's connectors, agent choice and agent setup (the
+// engine isolates and merges them).
 func (d *Driver) Dispatcher() engine.Dispatcher { return d.dispatch }
 
 // Start plans a run on e and drives it.
@@ -193,8 +207,17 @@ func (d *Driver) untrack(runID string) {
 
 // Resume continues a persisted run on e (any process may resume any run)
 // and drives it. A step whose agent was running when the previous drive
-// stopped is handed to an agent again (delivery is at least once).
+// stopped is handed to an agent again (delivery is at least once). A run
+// that has already finished is not touched: its Outcome is its final
+// state, and nothing is recorded.
 func (d *Driver) Resume(ctx context.Context, e *engine.Engine, runID string) (*Outcome, error) {
+	st, err := e.Status(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if terminal(st.Status) {
+		return &Outcome{RunID: runID, Response: st}, nil
+	}
 	// Events already in the log were shown by the drive that made them;
 	// a resumed drive shows what happens from now on.
 	poll, err := e.Poll(ctx, runID, 0)
@@ -223,12 +246,9 @@ type attemptDone struct {
 	// patch is a consumer worktree item's captured changes (final stage).
 	patch []byte
 	err   error
-}
-
-type gateDone struct {
-	gate     engine.WaitingGate
-	decision engine.Decision
-	err      error
+	// started is set once the attempt was handed to its agent (it was not
+	// left waiting for a free slot).
+	started bool
 }
 
 // run is the state of one drive.
@@ -242,6 +262,7 @@ type run struct {
 	workspace string
 	inflight  map[string]bool // dispatch tokens handed to agents
 	asking    map[string]context.CancelFunc
+	announced map[string]bool // gates told to Options.GateWaiting
 	attempts  chan attemptDone
 	decisions chan gateDone
 	sem       chan struct{}
@@ -254,8 +275,13 @@ func (d *Driver) drive(ctx context.Context, e *engine.Engine, resp *engine.Respo
 		return nil, &HaltError{RunID: resp.RunID, Err: err}
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	if limit := d.opts.RunTimeout; limit > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, limit, &RunTimeLimitError{RunID: resp.RunID, Limit: limit})
+		defer stop()
+	}
 	r := &run{d: d, e: e, id: resp.RunID, cursor: cursor, resp: resp, workspace: a.WorkspaceRoot,
-		inflight: map[string]bool{}, asking: map[string]context.CancelFunc{},
+		inflight: map[string]bool{}, asking: map[string]context.CancelFunc{}, announced: map[string]bool{},
 		attempts: make(chan attemptDone), decisions: make(chan gateDone), sem: make(chan struct{}, d.opts.Concurrency)}
 	defer func() {
 		// Stop agents and questions still running (a halt or an interrupt)
@@ -264,6 +290,16 @@ func (d *Driver) drive(ctx context.Context, e *engine.Engine, resp *engine.Respo
 		r.drain()
 	}()
 	out, err := r.loop(ctx)
+	if limit := limitOf(ctx); err != nil && limit != nil {
+		// Whatever noticed the limit first (an engine call cut short, an
+		// attempt's report), the drive ends the same way.
+		err = r.stopAtLimit(ctx, limit, nil)
+	}
+	if err != nil {
+		// Show what was recorded before the drive stopped (the attempts
+		// failed at the time limit).
+		_ = r.pump(context.WithoutCancel(ctx))
+	}
 	if out != nil && out.Finished() {
 		d.consumer.discard(context.WithoutCancel(ctx), r.id, "")
 	}
@@ -322,6 +358,11 @@ func (r *run) loop(ctx context.Context) (*Outcome, error) {
 		if len(stalled) > 0 && gates == 0 && !engineWork && len(r.inflight) == 0 && len(r.resp.Ready) == 0 {
 			return nil, &HaltError{RunID: r.id, StepID: stalled[0], Err: errors.New("the subflow can make no progress: none of its steps can run")}
 		}
+		if r.d.opts.Gates == GateWait {
+			if err := r.announce(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if gates > 0 {
 			switch r.d.opts.Gates {
 			case GateApprove, GateKill:
@@ -345,6 +386,9 @@ func (r *run) loop(ctx context.Context) (*Outcome, error) {
 		}
 		select {
 		case <-ctx.Done():
+			if limit := limitOf(ctx); limit != nil {
+				return nil, r.stopAtLimit(ctx, limit, nil)
+			}
 			return nil, &HaltError{RunID: r.id, Err: context.Cause(ctx)}
 		case done := <-r.attempts:
 			delete(r.inflight, done.entry.DispatchToken)
@@ -352,21 +396,7 @@ func (r *run) loop(ctx context.Context) (*Outcome, error) {
 				return nil, err
 			}
 		case g := <-r.decisions:
-			r.asking[g.gate.StepID]()
-			delete(r.asking, g.gate.StepID)
-			if errors.Is(g.err, ErrNoAnswer) {
-				// Nobody can answer here: stop at the gates once the rest
-				// of the run's work is done.
-				r.d.opts.Gates = GateStop
-				continue
-			}
-			if g.err != nil {
-				if ctx.Err() != nil || errors.Is(g.err, context.Canceled) {
-					continue // withdrawn: the gate was decided elsewhere
-				}
-				return nil, &HaltError{RunID: r.id, StepID: g.gate.StepID, Err: fmt.Errorf("ask for a gate decision: %w", g.err)}
-			}
-			if err := r.resolve(ctx, g.gate, g.decision); err != nil {
+			if err := r.answered(ctx, g); err != nil {
 				return nil, err
 			}
 		case <-ticker.C:
@@ -425,26 +455,34 @@ func (r *run) attempt(ctx context.Context, entry engine.ReadyEntry) {
 	done := attemptDone{entry: entry}
 	select {
 	case r.sem <- struct{}{}:
+		done.started = true
 		done.res, done.patch, done.err = r.d.runEntry(ctx, r, entry)
 		<-r.sem
 	case <-ctx.Done():
 		done.err = context.Cause(ctx)
 	}
-	select {
-	case r.attempts <- done:
-	case <-ctx.Done():
-	}
+	r.attempts <- done // read by the loop, or by drain once it has returned
 }
 
 // report sends an attempt's result to the engine.
 func (r *run) report(ctx context.Context, done attemptDone) error {
+	if limit := limitOf(ctx); limit != nil {
+		return r.stopAtLimit(ctx, limit, &done)
+	}
 	if done.err != nil {
 		if ctx.Err() != nil {
 			return &HaltError{RunID: r.id, Err: context.Cause(ctx)}
 		}
 		return &HaltError{RunID: r.id, StepID: done.entry.ID, Err: done.err}
 	}
+	return r.settle(ctx, done)
+}
+
+// settle sends an attempt's result to the engine.
+func (r *run) settle(ctx context.Context, done attemptDone) error {
 	res := done.res
+	// res.Stderr (the agent's stderr tail) belongs in the audit with the
+	// attempt: the engine's StepResult has no field for it yet.
 	result := engine.StepResult{Failure: res.Failure, Usage: usageOf(res.Usage), Telemetry: telemetryOf(res.Telemetry)}
 	if res.Failure == "" {
 		out, err := outputOf(res.Output)
@@ -490,65 +528,6 @@ func (r *run) refused(ctx context.Context, err error) error {
 		return r.refresh(ctx)
 	}
 	return &HaltError{RunID: r.id, Err: err}
-}
-
-// decideAll resolves every waiting gate with decision.
-func (r *run) decideAll(ctx context.Context, decision engine.Decision) error {
-	gates, err := r.e.ListGates(ctx, r.id)
-	if err != nil {
-		return &HaltError{RunID: r.id, Err: err}
-	}
-	if len(gates) == 0 {
-		return r.refresh(ctx)
-	}
-	for _, g := range gates {
-		if err := r.resolve(ctx, g, decision); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (r *run) resolve(ctx context.Context, g engine.WaitingGate, decision engine.Decision) error {
-	resp, err := r.e.ResolveGate(ctx, engine.GateRequest{RunID: r.id, StepID: g.StepID, Decision: decision, GateToken: g.GateToken})
-	if err != nil {
-		return r.refused(ctx, err)
-	}
-	r.resp = resp
-	return nil
-}
-
-// ask starts a question for every waiting gate not already asked about.
-func (r *run) ask(ctx context.Context) error {
-	if r.d.opts.AskGate == nil {
-		r.d.opts.Gates = GateStop
-		return nil
-	}
-	gates, err := r.e.ListGates(ctx, r.id)
-	if err != nil {
-		return &HaltError{RunID: r.id, Err: err}
-	}
-	sort.Slice(gates, func(i, j int) bool { return gates[i].StepID < gates[j].StepID })
-	for _, g := range gates {
-		if _, ok := r.asking[g.StepID]; ok {
-			continue
-		}
-		qctx, cancel := context.WithCancel(ctx)
-		r.asking[g.StepID] = cancel
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			decision, err := r.d.opts.AskGate(qctx, g)
-			if qctx.Err() != nil && err == nil {
-				err = context.Cause(qctx)
-			}
-			select {
-			case r.decisions <- gateDone{gate: g, decision: decision, err: err}:
-			case <-ctx.Done():
-			}
-		}()
-	}
-	return nil
 }
 
 func (d *Driver) notice(msg string) {

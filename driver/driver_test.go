@@ -318,12 +318,12 @@ func TestDriveGateModes(t *testing.T) {
 	t.Run("ask", func(t *testing.T) {
 		f := newFixture(t)
 		var asked []string
-		ask := func(ctx context.Context, g engine.WaitingGate) (engine.Decision, error) {
+		ask := func(ctx context.Context, g engine.WaitingGate) (GateAnswer, error) {
 			asked = append(asked, g.StepID)
 			if len(asked) == 1 {
-				return engine.DecisionRevise, nil
+				return GateAnswer{Decision: engine.DecisionRevise}, nil
 			}
-			return engine.DecisionApprove, nil
+			return GateAnswer{Decision: engine.DecisionApprove}, nil
 		}
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateAsk, AskGate: ask})
 		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
@@ -336,7 +336,7 @@ func TestDriveGateModes(t *testing.T) {
 	})
 	t.Run("ask without an answer stops", func(t *testing.T) {
 		f := newFixture(t)
-		ask := func(context.Context, engine.WaitingGate) (engine.Decision, error) { return "", ErrNoAnswer }
+		ask := func(context.Context, engine.WaitingGate) (GateAnswer, error) { return GateAnswer{}, ErrNoAnswer }
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateAsk, AskGate: ask})
 		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
 		if err != nil || out.Finished() || len(out.Gates) != 1 {
@@ -348,13 +348,13 @@ func TestDriveGateModes(t *testing.T) {
 		other := engine.New(f.store, engine.Options{}) // another process
 		defer other.Close()
 		withdrawn := make(chan struct{})
-		ask := func(ctx context.Context, g engine.WaitingGate) (engine.Decision, error) {
+		ask := func(ctx context.Context, g engine.WaitingGate) (GateAnswer, error) {
 			if _, err := other.ResolveGate(context.Background(), engine.GateRequest{RunID: g.RunID, StepID: g.StepID, Decision: "approve", GateToken: g.GateToken}); err != nil {
-				return "", err
+				return GateAnswer{}, err
 			}
 			<-ctx.Done() // the question stays open until withdrawn
 			close(withdrawn)
-			return "", ctx.Err()
+			return GateAnswer{}, ctx.Err()
 		}
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateAsk, AskGate: ask})
 		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})

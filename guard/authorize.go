@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"fmt"
 )
 
 // AuthorizeRequest asks for the exact payload to sign for an override or a
@@ -20,7 +21,11 @@ type AuthorizeRequest struct {
 
 // AuthorizeResult is the payload to sign and how.
 type AuthorizeResult struct {
-	Status       string   `json:"status"`
+	Status string `json:"status"`
+	// Warning says plainly when no signature can be accepted at all (the
+	// compiled trust root lists no signer, or is unusable), so that
+	// nobody signs a payload that can never be spent.
+	Warning      string   `json:"warning,omitempty"`
 	Namespace    string   `json:"namespace"`
 	Payload      string   `json:"payload"`
 	Instructions []string `json:"instructions"`
@@ -74,6 +79,7 @@ func (g *Guard) Authorize(ctx context.Context, req AuthorizeRequest) (*Authorize
 	}
 	return &AuthorizeResult{
 		Status:    "ok",
+		Warning:   g.trustWarning(),
 		Namespace: namespace,
 		Payload:   string(payload),
 		Instructions: []string{
@@ -83,4 +89,17 @@ func (g *Guard) Authorize(ctx context.Context, req AuthorizeRequest) (*Authorize
 		},
 		Note: "The payload binds the current ledger head: it is valid only until the resource's ledger changes. Any other mutation of the resource invalidates it; sign and spend it promptly.",
 	}, nil
+}
+
+// trustWarning is AuthorizeResult.Warning: non-empty when the trust root
+// compiled into this binary can accept no signature.
+func (g *Guard) trustWarning() string {
+	trust, err := g.trustRoot()
+	switch {
+	case err != nil:
+		return fmt.Sprintf("no signature can be accepted: the trust root compiled into this stratum binary is unusable (%v); fix guard/guard-signers.allowed and rebuild (docs/guard.md, \"Operator workflow\")", err)
+	case len(trust.Signers()) == 0:
+		return "no signature can be accepted: the trust root compiled into this stratum binary lists no signer, so this payload cannot be spent until an operator enrols a key in guard/guard-signers.allowed and rebuilds stratum (docs/guard.md, \"Operator workflow\")"
+	}
+	return ""
 }

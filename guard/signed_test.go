@@ -114,6 +114,33 @@ func TestOverridePayloadVector(t *testing.T) {
 	wantCode(t, err, CodeOverrideUnavailable)
 }
 
+// Authorize says plainly when no signature could be accepted: an empty
+// or unusable trust root.
+func TestAuthorizeWarnsWithoutSigners(t *testing.T) {
+	alice := newKey(t, "alice", "ed25519")
+	req := AuthorizeRequest{Kind: "override", ResourceID: "r", FromState: "a", ToState: "b", Rationale: "x"}
+	tests := []struct {
+		name, trust, want string
+	}{
+		{"empty", "# no signers\n", "lists no signer"},
+		{"unusable", "alice not-a-key\n", "is unusable"},
+		{"enrolled", alice.allowed("alice"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.g.setTrust([]byte(tt.trust))
+			res, err := f.g.Authorize(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (tt.want == "") != (res.Warning == "") || !strings.Contains(res.Warning, tt.want) {
+				t.Errorf("warning %q, want one containing %q", res.Warning, tt.want)
+			}
+		})
+	}
+}
+
 func TestOverride(t *testing.T) {
 	f := newFixture(t)
 	alice := newKey(t, "alice", "ed25519")

@@ -62,6 +62,12 @@ func TestQuickstartAgent(t *testing.T) {
 			want: `{"text":"text for: Draft a tagline for Stratum","confidence":0.9}`,
 		},
 		{
+			name: "an iteration sent back improves",
+			req: agent.Request{RunID: "r", StepID: "improve", Task: "Improve", Attempt: 2, Contract: &agent.Contract{Fields: []agent.Field{{Name: "quality", Type: "number"}}},
+				PreviousFailure: &agent.Failure{Attempt: 1, Reason: `iterate until "result.quality >= 0.95" failed: evaluated to false`}},
+			want: `{"quality":0.99}`,
+		},
+		{
 			name: "other steps are right at once",
 			req:  agent.Request{RunID: "r", StepID: "review", Task: "Review the draft.\nBe strict.", Attempt: 1, Contract: rich},
 			want: `{"verdict":"approve","score":0.9,"count":1,"ok":true,"labels":["bug"],"notes":["notes for: Review the draft."],` +
