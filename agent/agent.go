@@ -37,6 +37,12 @@ type Request struct {
 	// PreviousFailure is the failure of the previous attempt (or of the
 	// step that routed here), nil on a first attempt.
 	PreviousFailure *Failure
+	// Revision is set when a person sent the step's work back at a gate:
+	// what they asked for.
+	Revision *Revision
+	// Interrupted is set when an earlier attempt started and never
+	// reported (its process died): it may have left changes.
+	Interrupted string
 	// Workdir is the agent's working directory; empty means the caller's.
 	Workdir string
 	// Options configure the agent (model, sandbox, time limit, progress,
@@ -48,6 +54,16 @@ type Request struct {
 	// Sandbox, when non-empty, is this attempt's sandbox mode and overrides
 	// Options.Sandbox (a worktree item that may be written, for instance).
 	Sandbox string
+}
+
+// Revision is a person's request to redo a step's work, from a gate.
+type Revision struct {
+	Gate       string `json:"gate"`
+	Round      int    `json:"round"`
+	Note       string `json:"note,omitempty"`
+	ResolvedBy string `json:"resolvedBy,omitempty"`
+	// SentBack is the output the person reviewed and sent back.
+	SentBack any `json:"sentBack,omitempty"`
 }
 
 // Failure is the failure of an earlier attempt, as the engine records it.

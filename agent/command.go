@@ -71,6 +71,12 @@ type CommandInput struct {
 	Contract *Contract `json:"contract"`
 	// PreviousFailure is null on a first attempt.
 	PreviousFailure *Failure `json:"previousFailure"`
+	// Revision is what a person asked for when they sent the step's work
+	// back at a gate; absent otherwise.
+	Revision *Revision `json:"revision,omitempty"`
+	// Interrupted says an earlier attempt started and never reported:
+	// inspect the workspace first.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // Input is the CommandInput for req.
@@ -79,6 +85,7 @@ func Input(req Request) CommandInput {
 	return CommandInput{
 		RunID: req.RunID, StepID: req.StepID, Task: req.Task, Agent: req.Agent,
 		Attempt: req.Attempt, Contract: req.Contract, PreviousFailure: req.PreviousFailure,
+		Revision: req.Revision, Interrupted: req.Interrupted,
 		Sandbox: o.sandbox(), Model: o.Model, Effort: o.Effort, TimeoutMs: o.Timeout.Milliseconds(),
 	}
 }

@@ -15,6 +15,17 @@ func Prompt(req Request) string {
 	b.WriteString("## Task\n\n")
 	b.WriteString(strings.TrimSpace(req.Task))
 	b.WriteString("\n\n")
+	if r := req.Revision; r != nil {
+		b.WriteString("## Revision requested\n\n")
+		fmt.Fprintf(&b, "A person reviewed this step's earlier work at gate %q and sent it back (revision round %d).", r.Gate, r.Round)
+		if r.Note != "" {
+			fmt.Fprintf(&b, " Their words:\n\n%s\n\nDo exactly what they asked.", strings.TrimSpace(r.Note))
+		}
+		b.WriteString("\n\n")
+	}
+	if req.Interrupted != "" {
+		fmt.Fprintf(&b, "## Interrupted attempt\n\n%s Inspect the workspace for changes it may have left before you start.\n\n", req.Interrupted)
+	}
 	if f := req.PreviousFailure; f != nil {
 		b.WriteString("## Previous attempt\n\n")
 		fmt.Fprintf(&b, "Attempt %d was rejected for this reason:\n\n%s\n\nFix this in your answer.\n\n", f.Attempt, strings.TrimSpace(f.Reason))

@@ -29,6 +29,12 @@ func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, pl
 		return driver.GateAnswer{}, ctx.Err()
 	}
 	var b strings.Builder
+	if g.Kind == engine.WaitInterrupted {
+		fmt.Fprintf(&b, "\nstep %s of run %s: its last attempt started and never reported (its agent died); it may have left changes in the workspace.\n", g.StepID, g.RunID)
+		fmt.Fprintf(&b, "  approve  run the attempt again\n  kill     fail it (the flow's on_fail, if any, applies)\n")
+		fmt.Fprintf(&b, "  (or decide from another terminal: stratum gate approve|reject %s %s)\n", g.RunID, g.StepID)
+		return askDecision(ctx, env, term, b.String(), "approve/kill", false, false, who)
+	}
 	fmt.Fprintf(&b, "\ngate %s of run %s is waiting for your decision.\n", g.StepID, g.RunID)
 	for _, dep := range gateInputs(ctx, e, plan, g) {
 		fmt.Fprintf(&b, "  %s\n", dep)
@@ -50,7 +56,14 @@ func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, pl
 	if canRevise {
 		choices = "approve/revise/kill"
 	}
-	fmt.Fprintf(env.Stderr, "%sdecision [%s]: ", b.String(), choices)
+	return askDecision(ctx, env, term, b.String(), choices, canRevise, g.OnRevise != "", who)
+}
+
+// askDecision shows the question and reads a decision (revise only when
+// canRevise; hasRevise says whether the gate has a revise route at all),
+// then an optional note for the record.
+func askDecision(ctx context.Context, env *Env, term *terminal, question, choices string, canRevise, hasRevise bool, who string) (driver.GateAnswer, error) {
+	fmt.Fprintf(env.Stderr, "%sdecision [%s]: ", question, choices)
 	answer := driver.GateAnswer{ResolvedBy: who}
 	for answer.Decision == "" {
 		line, ok := term.next(ctx, true)
@@ -71,7 +84,7 @@ func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, pl
 				answer.Decision = engine.DecisionRevise
 				continue
 			}
-			if g.OnRevise != "" {
+			if hasRevise {
 				fmt.Fprintf(env.Stderr, "revise is not possible any more: it would fail the run and lose the work accepted so far.\n")
 			} else {
 				fmt.Fprintf(env.Stderr, "this gate has no revise route.\n")

@@ -313,13 +313,26 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 		say("run %s completed", out.RunID)
 		return nil
 	case engine.StatusRunning:
-		ids := make([]string, len(out.Gates))
-		for i, g := range out.Gates {
-			ids[i] = g.StepID
+		var ids []string
+		interrupted := map[string]bool{}
+		for _, g := range out.Gates {
+			ids = append(ids, g.StepID)
+			interrupted[g.StepID] = g.Kind == engine.WaitInterrupted
 		}
 		sort.Strings(ids)
-		say("run %s is waiting at %s %s", out.RunID, plural(len(ids), "gate")[2:], strings.Join(ids, ", "))
+		what := plural(len(ids), "gate")[2:]
 		for _, id := range ids {
+			if interrupted[id] {
+				what = "a decision on"
+			}
+		}
+		say("run %s is waiting at %s %s", out.RunID, what, strings.Join(ids, ", "))
+		for _, id := range ids {
+			if interrupted[id] {
+				say("  %s: its attempt was interrupted (the agent died mid-way and may have left changes)", id)
+				say("  decide:   stratum gate approve|reject %s %s   (approve runs it again, reject fails it)", out.RunID, id)
+				continue
+			}
 			say("  decide:   stratum gate approve|reject|revise %s %s", out.RunID, id)
 		}
 		say("  continue: stratum run --resume %s%s", out.RunID, c.agentArg())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/engine"
@@ -72,12 +73,10 @@ func (x *Dispatcher) Dispatch(ctx context.Context, req engine.DispatchRequest) (
 		return engine.DispatchResult{}, fmt.Errorf("%w: %w", engine.ErrAgentUnavailable, err)
 	}
 	if err != nil {
-		// res.Stderr belongs in the audit with the attempt: the engine's
-		// DispatchResult has no field for it yet.
 		return engine.DispatchResult{}, err
 	}
 	return engine.DispatchResult{Output: res.Output, Failure: res.Failure, Usage: ledgerOf(res.Usage),
-		Telemetry: engineTelemetry(res.Telemetry)}, nil
+		Telemetry: engineTelemetry(res.Telemetry), Stderr: res.Stderr}, nil
 }
 
 // runEntry runs one attempt of a ready do step or consumer fanout item.
@@ -95,7 +94,21 @@ func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) 
 	}
 	req := agent.Request{RunID: r.id, StepID: entry.ID, Task: entry.Do, Agent: entry.Agent, Attempt: entry.Attempt,
 		Contract: agentContract(d.planOf(r.id), entry.Contract), PreviousFailure: failureOf(entry.PreviousFailure),
-		Workdir: r.workspace, Options: d.opts.Agents.forAttempt(step, entry.ID)}
+		Workdir: r.workspace, Options: d.opts.Agents.forAttempt(step, entry.ID), Revision: revisionOf(entry.Revision)}
+	if in := entry.Interrupted; in != nil {
+		req.Interrupted = fmt.Sprintf("An earlier attempt of this step, started at %s by %s, was interrupted before it reported: it may have left changes.",
+			in.At.Format(time.RFC3339), in.By)
+	}
+	// Recorded before the agent starts: if this process dies while the
+	// agent works, a resume knows the attempt was interrupted and never
+	// hands it to a second agent without saying so.
+	who := d.opts.Agent
+	if who == "" {
+		who = entry.Agent
+	}
+	if err := r.e.AttemptStarted(ctx, r.id, entry.ID, entry.DispatchToken, "stratum run (agent "+who+")"); err != nil {
+		return agent.Result{}, nil, err
+	}
 	defer func() { d.opts.Agents.showStderr(conn, entry.ID, res) }()
 	it := entry.FanoutItem
 	if it == nil || it.Policy.Isolation != string(ir.IsolationWorktree) {
@@ -123,6 +136,14 @@ func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) 
 		patch = []byte{} // captured, no changes: still the engine's to record
 	}
 	return res, patch, nil
+}
+
+// revisionOf is a gate's revise request in the agents' terms.
+func revisionOf(r *engine.Revision) *agent.Revision {
+	if r == nil {
+		return nil
+	}
+	return &agent.Revision{Gate: r.Gate, Round: r.Round, Note: r.Note, ResolvedBy: r.ResolvedBy, SentBack: r.SentBack.Data}
 }
 
 // agentContract converts the engine's view of an output contract into the

@@ -344,8 +344,15 @@ func (r *run) loop(ctx context.Context) (*Outcome, error) {
 		gates, engineWork := 0, false
 		var stalled []string
 		for _, w := range r.resp.Waiting {
+			if w.Paused != "" && len(r.inflight) == 0 {
+				// Engine work stopped because its agent cannot run: the
+				// same as a do step's unavailable agent.
+				return nil, &HaltError{RunID: r.id, StepID: w.StepID, Err: errors.New(w.Paused)}
+			}
 			switch w.Kind {
-			case "gate":
+			case engine.WaitGate, engine.WaitInterrupted:
+				// An interrupted attempt is decided like a gate: approve
+				// runs it again, kill fails it.
 				gates++
 			case "subflow":
 				// A subflow with no gate and no ready step waits on
@@ -435,7 +442,7 @@ func (r *run) refresh(ctx context.Context) error {
 	if len(r.asking) > 0 {
 		waiting := map[string]bool{}
 		for _, w := range resp.Waiting {
-			if w.Kind == "gate" {
+			if w.Kind == engine.WaitGate || w.Kind == engine.WaitInterrupted {
 				waiting[w.StepID] = true
 			}
 		}
@@ -473,6 +480,11 @@ func (r *run) report(ctx context.Context, done attemptDone) error {
 		if ctx.Err() != nil {
 			return &HaltError{RunID: r.id, Err: context.Cause(ctx)}
 		}
+		if errors.Is(done.err, agent.ErrUnavailable) || errors.Is(done.err, agent.ErrNotFound) {
+			// Not an attempt: the agent never ran. Withdraw its start so
+			// that a resume does not take it for an interrupted one.
+			_ = r.e.ReleaseAttempt(context.WithoutCancel(ctx), r.id, done.entry.ID, done.entry.DispatchToken, done.err.Error())
+		}
 		return &HaltError{RunID: r.id, StepID: done.entry.ID, Err: done.err}
 	}
 	return r.settle(ctx, done)
@@ -481,9 +493,7 @@ func (r *run) report(ctx context.Context, done attemptDone) error {
 // settle sends an attempt's result to the engine.
 func (r *run) settle(ctx context.Context, done attemptDone) error {
 	res := done.res
-	// res.Stderr (the agent's stderr tail) belongs in the audit with the
-	// attempt: the engine's StepResult has no field for it yet.
-	result := engine.StepResult{Failure: res.Failure, Usage: usageOf(res.Usage), Telemetry: telemetryOf(res.Telemetry)}
+	result := engine.StepResult{Failure: res.Failure, Usage: usageOf(res.Usage), Telemetry: telemetryOf(res.Telemetry), Stderr: res.Stderr}
 	if res.Failure == "" {
 		out, err := outputOf(res.Output)
 		if err != nil {

@@ -74,7 +74,7 @@ func (f *fixture) trace() []string {
 	defer f.mu.Unlock()
 	var out []string
 	for _, ev := range f.events {
-		if strings.HasSuffix(string(ev.Type), "debit") {
+		if strings.HasSuffix(string(ev.Type), "debit") || ev.Type == engine.EventAttemptStarted {
 			continue
 		}
 		s := string(ev.Type)

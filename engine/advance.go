@@ -325,6 +325,8 @@ type attemptFailure struct {
 	noRoute bool
 	// exhaust: a flow budget breach; the run ends budget_exhausted.
 	exhaust bool
+	// stderr is the agent's standard error tail of a reported attempt.
+	stderr string
 }
 
 // failAttempt records a failed attempt and retries, routes or fails
@@ -342,6 +344,7 @@ func (t *txn) failAttempt(sc *scope, s *ir.Step, st *stepState, f attemptFailure
 	fail := &Failure{Attempt: f.attempt, Reason: reason}
 	rec := Attempt{Attempt: f.attempt, At: t.now, Failure: fail, Result: f.evidence, Usage: f.usage, FailureKind: f.kind}
 	f.tele.apply(&rec)
+	rec.Stderr = f.stderr
 	st.Attempts = append(st.Attempts, rec)
 	st.Failure = fail
 	st.DispatchToken, st.AcceptedDispatchToken, st.Task, st.GateToken = "", "", "", ""

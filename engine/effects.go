@@ -67,6 +67,8 @@ type DispatchResult struct {
 	Failure   string
 	Usage     Ledger
 	Telemetry *Telemetry
+	// Stderr is the tail of the agent's standard error, for the audit.
+	Stderr string
 }
 
 // Evaluator runs the command of an evaluate step.

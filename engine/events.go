@@ -41,6 +41,9 @@ const (
 	EventEvaluateStarted EventType = "evaluate_started" // ReadyDetail
 	// EventAttemptStarted: an agent began a ready attempt.
 	EventAttemptStarted EventType = "attempt_started" // AttemptDetail
+	// EventAttemptReleased: an attempt start was withdrawn: the agent
+	// could not run at all (the detail's by says why).
+	EventAttemptReleased EventType = "attempt_released" // AttemptDetail
 	// EventAttemptInterrupted: a resume found an attempt that started
 	// and never reported.
 	EventAttemptInterrupted EventType = "attempt_interrupted" // AttemptDetail
@@ -54,7 +57,7 @@ const (
 
 // EventTypes lists every audit event type, sorted.
 func EventTypes() []EventType {
-	return []EventType{EventAttemptInterrupted, EventAttemptStarted, EventBudgetExhausted, EventCarryUpdated, EventCheckpointCommitted, EventCheckpointReverted,
+	return []EventType{EventAttemptInterrupted, EventAttemptReleased, EventAttemptStarted, EventBudgetExhausted, EventCarryUpdated, EventCheckpointCommitted, EventCheckpointReverted,
 		EventCompleted, EventDispatchUnavailable, EventEffectInterrupted, EventEvaluateStarted, EventFailed, EventFanoutAttemptResult, EventFanoutItemDispatch, EventFanoutItemReady,
 		EventFanoutItemSkipped, EventFanoutLedgerDebit, EventFanoutMerge, EventFlowCancelled, EventGateResolved,
 		EventGateWaiting, EventJudged, EventPlanned, EventReady, EventResult, EventResumed, EventRouted, EventSkipped,

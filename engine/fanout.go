@@ -231,6 +231,7 @@ func (t *txn) itemAttemptFailed(sc *scope, s *ir.Step, st *stepState, it *itemSt
 type itemResult struct {
 	output    any
 	failure   string
+	stderr    string
 	usage     any
 	telemetry any
 	token     string
@@ -329,7 +330,7 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *stepState, it *itemState, r 
 			it.PatchSeq, it.PatchBytes = seq, len(r.capture.patch)
 		}
 	}
-	rec := Attempt{Attempt: attempt, At: t.now, Stage: &stg, Result: ev, Usage: usageRec}
+	rec := Attempt{Attempt: attempt, At: t.now, Stage: &stg, Result: ev, Usage: usageRec, Stderr: cleanText(r.stderr)}
 	tele.apply(&rec)
 	it.Attempts = append(it.Attempts, rec)
 	it.InFlight = false
@@ -368,7 +369,7 @@ func (t *txn) itemDone(loc located, req StepDoneRequest) error {
 	if err := t.checkToken(id, it.Status, it.DispatchToken, it.AcceptedDispatchToken, req.DispatchToken, issued); err != nil {
 		return err
 	}
-	r := itemResult{output: req.Result.Output, failure: req.Result.Failure,
+	r := itemResult{output: req.Result.Output, failure: req.Result.Failure, stderr: req.Result.Stderr,
 		usage: req.Result.Usage, telemetry: req.Result.Telemetry, token: req.DispatchToken}
 	if req.Result.Patch != nil && s.Fanout.Isolation == ir.IsolationWorktree {
 		r.capture = &capture{patch: req.Result.Patch}

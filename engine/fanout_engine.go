@@ -30,6 +30,9 @@ func (e *Engine) kickFanouts(runID string) {
 		if s.Kind != ir.KindFanout || ss == nil || ss.Status != StepRunning || ss.Fanout == nil {
 			continue
 		}
+		if ss.Fanout.Paused != "" {
+			continue // waits for a resume
+		}
 		mergeOnly := consumerFanout(s)
 		if mergeOnly && !awaitsMerge(s, ss) || !mergeOnly && e.opts.Dispatcher == nil {
 			continue // a consumer's items are its own; an engine fanout needs a dispatcher
@@ -307,7 +310,8 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 				// stops being driven, and the run can be resumed once the
 				// cause is fixed.
 				it.Status, it.InFlight, it.DispatchToken, it.Task = StepPending, false, "", ""
-				t.emit(EventDispatchUnavailable, sc.scoped(s.ID), FanoutItemDetail{ItemIndex: idx, Reason: cleanText(derr.Error())})
+				st.Fanout.Paused = cleanText(derr.Error())
+				t.emit(EventDispatchUnavailable, sc.scoped(s.ID), FanoutItemDetail{ItemIndex: idx, Reason: st.Fanout.Paused})
 				stop = true
 				return nil
 			}
@@ -325,7 +329,7 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 				if !res.Usage.IsZero() {
 					usage = res.Usage
 				}
-				t.settleItem(sc, s, st, it, itemResult{output: res.Output, failure: res.Failure, usage: usage, telemetry: tele, token: token,
+				t.settleItem(sc, s, st, it, itemResult{output: res.Output, failure: res.Failure, stderr: res.Stderr, usage: usage, telemetry: tele, token: token,
 					root: root, capture: capt})
 			}
 			done = isTerminalStep(it.Status)

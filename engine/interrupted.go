@@ -51,6 +51,34 @@ func (e *Engine) AttemptStarted(ctx context.Context, runID, stepID, token, by st
 	return err
 }
 
+// ReleaseAttempt withdraws the start of an attempt that could not run at
+// all (the agent was unavailable): the step stays ready, with the same
+// token and attempt number, and a later resume does not count it as
+// interrupted.
+func (e *Engine) ReleaseAttempt(ctx context.Context, runID, stepID, token, reason string) error {
+	_, err := e.transition(ctx, runID, func(t *txn) error {
+		if err := t.guardActive(); err != nil {
+			return err
+		}
+		loc, ok := t.locate(stepID)
+		if !ok {
+			return t.refuse(ErrNotAwaiting, stepID, "step is not awaiting a client result: run %s has no step %q", t.st.ID, stepID)
+		}
+		start := &loc.sc.state(loc.step).Started
+		current := loc.sc.state(loc.step).DispatchToken
+		if loc.item != nil {
+			start, current = &loc.item.Started, loc.item.DispatchToken
+		}
+		if current != token || *start == nil {
+			return nil // nothing started with this token: nothing to release
+		}
+		*start = nil
+		t.emit(EventAttemptReleased, loc.sc.scoped(loc.step.ID), AttemptDetail{By: cleanText(reason)})
+		return nil
+	})
+	return err
+}
+
 // takeOverAttempts records the attempts a resumed run finds started and
 // never reported.
 func (t *txn) takeOverAttempts() {

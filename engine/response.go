@@ -107,7 +107,10 @@ type Waiting struct {
 	StepID string `json:"stepId" jsonschema:"the step the run waits on"`
 	// Kind is gate (a person must decide), fanout (engine work) or
 	// subflow.
-	Kind WaitingKind `json:"kind" jsonschema:"gate (a person must decide), fanout (engine work) or subflow"`
+	Kind WaitingKind `json:"kind" jsonschema:"gate (a person must decide), interrupted (a person decides whether an interrupted attempt runs again), fanout or evaluate (engine work), subflow"`
+	// Paused says why engine work stopped (its agent cannot run): the run
+	// continues on a resume once the cause is fixed.
+	Paused string `json:"paused,omitzero" jsonschema:"engine work stopped because its agent cannot run (not logged in, no network, ...): fix that, then stratum_resume"`
 }
 
 // ReadyEntry is a step (or consumer fanout item) awaiting a result. The
@@ -301,7 +304,11 @@ func (t *txn) waiting() []Waiting {
 				out = append(out, Waiting{StepID: s.ID, Kind: WaitSubflow})
 			}
 		case s.Kind == ir.KindFanout && st.Status == StepRunning && (!consumerFanout(s) || st.Fanout != nil && awaitsMerge(s, st)):
-			out = append(out, Waiting{StepID: s.ID, Kind: WaitFanout})
+			w := Waiting{StepID: s.ID, Kind: WaitFanout}
+			if st.Fanout != nil {
+				w.Paused = st.Fanout.Paused
+			}
+			out = append(out, w)
 		case s.Kind == ir.KindEvaluate && st.Status == StepRunning:
 			out = append(out, Waiting{StepID: s.ID, Kind: WaitEvaluate})
 		}

@@ -7,6 +7,16 @@ import (
 	"github.com/stratum-go/stratum/ir"
 )
 
+// resumeFanouts lets the engine fanouts a missing agent paused be driven
+// again.
+func (t *txn) resumeFanouts() {
+	for _, s := range t.rootScope().flow.Steps {
+		if st := t.rootScope().peek(s); st != nil && st.Fanout != nil && st.Fanout.Paused != "" {
+			st.Fanout.Paused = ""
+		}
+	}
+}
+
 // takeOverEffects re-reserves the effects of a resumed run that no
 // process settled (their holder died, or stopped before it could): each
 // is recorded as interrupted and runs again once the resume is durable.
@@ -56,9 +66,13 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Response, error) {
 		if err != nil || digest != t.st.RevisionDigest {
 			return newErr(ErrDigestMismatch, t.st.ID, "run %s: persisted revision digest does not match the effective specification", t.st.ID)
 		}
-		t.emit(EventResumed, "", nil)
+		if t.st.Status == StatusRunning {
+			// A finished run is answered as it is: nothing is recorded.
+			t.emit(EventResumed, "", nil)
+		}
 		t.fullSweep, t.root = true, nil // a resumed run is looked at whole
 		if t.st.Status == StatusRunning {
+			t.resumeFanouts()
 			t.takeOverEffects()
 			t.takeOverAttempts()
 			t.advance()

@@ -297,6 +297,9 @@ type Attempt struct {
 	// Task is the rendered task of an accepted attempt of a do step: what
 	// the agent was asked, shown to the person deciding a gate after it.
 	Task string `json:"task,omitempty" jsonschema:"the accepted attempt's rendered task"`
+	// Stderr is the tail of the agent's standard error (a driver's
+	// connectors send it), for the audit.
+	Stderr string `json:"stderr,omitempty" jsonschema:"the end of the agent's standard error, when a driver recorded it"`
 }
 
 // subState is the child scope of an active run step.
@@ -313,6 +316,9 @@ type fanoutState struct {
 	Items []*itemState `json:"items"`
 	// Merge is set once merging succeeded items into the workspace began.
 	Merge *mergeState `json:"merge,omitempty"`
+	// Paused says why an engine fanout stopped being driven: its agent
+	// could not run (ErrAgentUnavailable). A resume clears it.
+	Paused string `json:"paused,omitempty"`
 }
 
 // itemState is one fanout item.

@@ -39,6 +39,9 @@ type StepResult struct {
 	Usage json.RawMessage
 	// Telemetry is nil or the JSON object {durationMs, model, effort?}.
 	Telemetry json.RawMessage
+	// Stderr is the tail of the agent's standard error (at most 4 KiB
+	// kept), recorded with the attempt for the audit.
+	Stderr string
 	// Patch is, for the final stage of a consumer fanout item with
 	// worktree isolation, the changes the consumer captured in the item's
 	// worktree (a binary git patch, empty for none; Go callers only, such
@@ -154,6 +157,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 	res := req.Result
 	fail := func(f attemptFailure) {
 		f.attempt = attempt
+		f.stderr = cleanText(res.Stderr)
 		t.failAttempt(sc, s, st, f)
 	}
 	tele, err := parseTelemetry(res.Telemetry)
@@ -234,6 +238,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 			f := &Failure{Attempt: attempt, Reason: reason}
 			rec := Attempt{Attempt: attempt, At: t.now, Failure: f, Result: ev, Usage: usageRec, FailureKind: "iterate"}
 			tele.apply(&rec)
+			rec.Stderr = cleanText(res.Stderr)
 			st.Attempts = append(st.Attempts, rec)
 			st.Failure = f
 			st.DispatchToken, st.AcceptedDispatchToken, st.Task = "", "", ""
@@ -250,6 +255,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 	}
 	rec := Attempt{Attempt: attempt, At: t.now, Result: ev, Usage: usageRec, Task: st.Task}
 	tele.apply(&rec)
+	rec.Stderr = cleanText(res.Stderr)
 	st.Attempts = append(st.Attempts, rec)
 	st.Output = ev
 	st.Status = StepSucceeded
