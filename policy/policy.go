@@ -284,7 +284,9 @@ func (p *Policy) Describe() []string {
 }
 
 // where says where a setting comes from.
-func (p *Policy) where(s interface{ origin() (origin, string, string) }) string {
+func (p *Policy) where(s interface {
+	origin() (origin, string, string)
+}) string {
 	from, key, flag := s.origin()
 	switch from {
 	case fromFlag:
