@@ -284,9 +284,7 @@ func (p *Policy) Describe() []string {
 }
 
 // where says where a setting comes from.
-func (p *Policy) where(s interface {
-	origin() (origin, string, string)
-}) string {
+func (p *Policy) where(s originer) string {
 	from, key, flag := s.origin()
 	switch from {
 	case fromFlag:
@@ -295,6 +293,11 @@ func (p *Policy) where(s interface {
 		return fmt.Sprintf("%s at %s:%d", key, p.file.Path, p.file.Line(key))
 	}
 	return "default of " + p.command
+}
+
+// originer is a setting of any type.
+type originer interface {
+	origin() (origin, string, string)
 }
 
 func (s setting[T]) origin() (origin, string, string) { return s.from, s.key, s.flag }
