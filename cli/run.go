@@ -17,6 +17,7 @@ import (
 	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/policy"
 )
 
 // ExitGate is the exit status of a stratum run that stopped at a gate.
@@ -32,6 +33,7 @@ type runCmd struct {
 	json        bool
 	resume      string
 	concurrency int
+	policy      policy.Flags
 
 	// textInputs are the --input fields of a non-string type whose value
 	// was not JSON (kept as text for the input contract to judge).
@@ -46,7 +48,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (*runCmd) Name() string { return "run" }
 func (*runCmd) Synopsis() string {
-	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--concurrency N] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--concurrency N] [--json]"
+	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--concurrency N] [--json] [POLICY FLAGS]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--concurrency N] [--json] [POLICY FLAGS]\n  POLICY FLAGS: [--allow-commands] [--allow-agents=false] [--allow-root DIR]... [--policy FILE] [--max-command-timeout D]"
 }
 func (*runCmd) Short() string { return "run a flow end to end with local agents" }
 func (*runCmd) Long() string {
@@ -75,13 +77,26 @@ with "stratum gate" is accepted too); approve or kill decide every gate
 otherwise) stops at the gate: decide with "stratum gate" and continue with
 "stratum run --resume RUN".
 
+What the run may do (docs/policy.md) is decided by you, never by the
+spec. Agents are allowed: do steps and engine fanouts go to the agent
+you chose (--allow-agents=false refuses specs whose fanouts would start
+one). Commands are not: a spec with an evaluate step or a pre_merge
+command is refused before anything runs unless you pass
+--allow-commands (each then has at most --max-command-timeout, default
+10m). Workspace files may be read and the judge asked. The effects the
+run may cause are listed on stderr before it starts. --workspace DIR is
+an allowed root; more with --allow-root DIR or a --policy FILE. A
+resumed run is held to the policy of the resuming command: a run whose
+spec needs an effect it does not allow is not resumed (exit 2).
+
 Progress goes to stderr, one line per event; the flow's output goes to
 stdout as JSON (with --json: the run's final state, {status, runId,
 output|failure|waiting, ledger}).
 
 Exit status: 0 completed; 1 failed, killed, budget exhausted, cancelled,
 or stopped by a problem outside the run (resumable); 2 usage, invalid
-spec, invalid input or an unknown --resume RUN; 3 stopped at a gate.`
+spec, invalid input, an effect the policy refuses (nothing was run) or
+an unknown --resume RUN; 3 stopped at a gate.`
 }
 
 func (c *runCmd) SetFlags(fs *flag.FlagSet) {
@@ -93,6 +108,7 @@ func (c *runCmd) SetFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print the final run state as JSON")
 	fs.StringVar(&c.resume, "resume", "", "continue the persisted run `RUN`")
 	fs.IntVar(&c.concurrency, "concurrency", driver.DefaultConcurrency, "at most `N` agents at once for do steps")
+	c.policy.Register(fs)
 }
 
 func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
@@ -157,6 +173,8 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 				return usagef("--workspace %s is not a directory", c.workspace)
 			}
 			req.WorkspaceRoot = abs
+			// The person named it: it is an allowed root.
+			c.policy.Roots = append(c.policy.Roots, abs)
 		}
 	} else if msg := runIDProblem(c.resume); msg != "" {
 		// stdout is the flow's output: a bad --resume is said on stderr
@@ -193,7 +211,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	d := driver.New(opts)
-	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher()})
+	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher(), command: "stratum run", mode: policy.Person, flags: c.policy, agent: c.agent})
 	if err != nil {
 		return err
 	}
@@ -208,6 +226,13 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		if err == nil {
 			plan = p
 		}
+	}
+	if plan != nil && !listEffects(say, sys.policy, plan) {
+		if c.resume == "" {
+			return exitCode(ExitUsage) // the engine would refuse the plan with the same words
+		}
+		say("stratum run: run %s is not resumed here: its spec needs effects this stratum run does not allow (nothing was run)", c.resume)
+		return exitCode(ExitUsage)
 	}
 
 	var out *driver.Outcome
@@ -248,6 +273,10 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 		for _, d := range ee.Diagnostics {
 			say("%d:%d: %s: %s (at %s)", d.Line, d.Column, d.Code, d.Message, d.Path)
 		}
+		return exitCode(ExitUsage)
+	case errors.Is(err, engine.ErrEffectNotAllowed), isWorkspaceRefusal(err):
+		// Nothing was planned or run (the list above already said which).
+		say("stratum run: %v", err)
 		return exitCode(ExitUsage)
 	case errors.As(err, &ee) && errors.Is(err, engine.ErrInvalidInput):
 		say("stratum run: the input does not match the flow's input contract:")

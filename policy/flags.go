@@ -36,16 +36,33 @@ type Flags struct {
 
 // Register defines every policy flag on fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	f.RegisterRoots(fs)
+	f.RegisterEffects(fs)
+	f.registerRoots(fs)
+}
+
+// RegisterEffects defines the flags that decide effects (--policy,
+// --allow-commands, --allow-agents, --max-command-timeout), for a command
+// that plans no run in a workspace of its own (stratum validate, stratum
+// gate).
+func (f *Flags) RegisterEffects(fs *flag.FlagSet) {
+	f.registerFile(fs)
 	fs.Var(&f.Commands, FlagAllowCommands, "allow evaluate steps and fanout pre_merge commands to run (see docs/policy.md)")
 	fs.Var(&f.Agents, FlagAllowAgents, "allow engine-dispatched fanouts to start agents (see docs/policy.md)")
 	fs.Var(&f.MaxCommandTimeout, FlagMaxCommandTimeout, "the longest time limit `DURATION` a command may have (timeout_ms of evaluate steps; pre_merge) (default 10m)")
 }
 
-// RegisterRoots defines only --policy and --allow-root on fs, for a
-// command whose only effect is the guard's workspace jail.
+// RegisterRoots defines only --policy and --allow-root, for a command
+// whose only effect is the guard's workspace jail (stratum guard).
 func (f *Flags) RegisterRoots(fs *flag.FlagSet) {
+	f.registerFile(fs)
+	f.registerRoots(fs)
+}
+
+func (f *Flags) registerFile(fs *flag.FlagSet) {
 	fs.StringVar(&f.File, FlagPolicy, "", "read the effects policy from `FILE` (see docs/policy.md)")
+}
+
+func (f *Flags) registerRoots(fs *flag.FlagSet) {
 	fs.Var(&f.Roots, FlagAllowRoot, "a directory `DIR` workspace roots may lie inside (repeatable; default: the working directory)")
 }
 
