@@ -26,7 +26,7 @@ type mcpCmd struct {
 	policy       policy.Flags
 }
 
-func (*mcpCmd) Name() string     { return "mcp" }
+func (*mcpCmd) Name() string { return "mcp" }
 func (*mcpCmd) Synopsis() string {
 	return "[--allow-commands] [--allow-agents] [--allow-root DIR]... [--policy FILE] [--max-command-timeout D] [--agent CMD] [--log-level LEVEL] [--instructions]"
 }

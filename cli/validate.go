@@ -25,11 +25,11 @@ type validateCmd struct {
 	policy policy.Flags
 }
 
-func (*validateCmd) Name() string     { return "validate" }
+func (*validateCmd) Name() string { return "validate" }
 func (*validateCmd) Synopsis() string {
 	return "[--format text|json|github] [--json] [--for mcp|run] [--policy FILE] [--allow-commands] [--allow-agents] [--max-command-timeout D] FILE..."
 }
-func (*validateCmd) Short() string    { return "check v1 spec files and report every problem" }
+func (*validateCmd) Short() string { return "check v1 spec files and report every problem" }
 func (*validateCmd) Long() string {
 	return `Validate checks each FILE as a Stratum v1 spec (YAML, or JSON) and reports
 every problem at once, each with its error code, position and path in the
