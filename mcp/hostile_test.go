@@ -431,14 +431,14 @@ func TestHostileSpecs(t *testing.T) {
 				refused(t, body, isErr, "invalid_workspace_root", "outside the allowed roots", h.ws, "--allow-root DIR")
 			}
 		}},
-		{"a 2 MiB output", func(t *testing.T) {
+		{"a 10 MB output", func(t *testing.T) {
 			body, isErr := plan(c, fmt.Sprintf(hostileEnsure, `expr: "result.path != ''"`), nil)
 			if isErr {
 				t.Fatalf("plan: %v", body)
 			}
 			ready, _ := body["ready"].([]any)
 			e, _ := ready[0].(map[string]any)
-			res := map[string]any{"output": map[string]any{"path": strings.Repeat("x", 2<<20)}}
+			res := map[string]any{"output": map[string]any{"path": strings.Repeat("x", 10<<20)}}
 			done, isErr := c.tool("stratum_step_done", map[string]any{"runId": body["runId"], "stepId": "probe", "dispatchToken": e["dispatchToken"], "result": res})
 			refused(t, done, isErr, "invalid_input", "over the limit of 1048576 bytes for a step output", "the dispatch token is still valid")
 			// usage.usd null passes the schema and the engine alike.
@@ -613,6 +613,18 @@ func TestHostileClientRoots(t *testing.T) {
 	body, isErr = plan(silent, spec, map[string]any{"workspaceRoot": h.outside})
 	refused(t, body, isErr, "invalid_input", "is outside the allowed roots")
 	silent.tools()
+
+	// From protocol 2026-07-28 on a server may not ask (roots are
+	// deprecated): the person's roots apply.
+	newer := h.start(serverOpts{declareRoots: true, roots: []string{h.outside}, protocol: "2026-07-28"})
+	body, isErr = plan(newer, spec, map[string]any{"workspaceRoot": h.outside})
+	refused(t, body, isErr, "invalid_input", "is outside the allowed roots")
+	if body, isErr := plan(newer, spec, nil); isErr {
+		t.Fatalf("plan in the server's directory under 2026-07-28: %v", body)
+	}
+	if newer.askedCount() != 0 {
+		t.Errorf("asked for roots under 2026-07-28")
+	}
 
 	// --policy with client_roots: false ignores the client's roots.
 	pf := filepath.Join(h.base, "noclient.yaml")
