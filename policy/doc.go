@@ -22,6 +22,7 @@
 // person configured are on in both. Every refusal says which step, which
 // effect, and the flag or policy-file line that would allow it.
 //
-// policy imports engine (the Effect it judges) and yaml.v3, nothing of
-// cli or mcp.
+// policy imports engine (the Effect it judges), yaml.v3 and
+// internal/yamlerr (to place a syntax error of the policy file), nothing
+// of cli or mcp.
 package policy
