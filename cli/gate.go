@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/policy"
 )
 
 // gateCmd is "stratum gate approve|reject|revise RUN STEP": resolve a gate
@@ -16,11 +17,12 @@ type gateCmd struct {
 	token      string
 	note       string
 	resolvedBy string
+	policy     policy.Flags
 }
 
 func (*gateCmd) Name() string { return "gate" }
 func (*gateCmd) Synopsis() string {
-	return "approve|reject|revise RUN STEP [--token T] [--note TEXT] [--resolved-by WHO]"
+	return "approve|reject|revise RUN STEP [--token T] [--note TEXT] [--resolved-by WHO] [--allow-commands] [--allow-agents] [--policy FILE] [--max-command-timeout D]"
 }
 func (*gateCmd) Short() string { return "approve, reject (kill) or revise a waiting gate" }
 func (*gateCmd) Long() string {
@@ -43,16 +45,26 @@ Output (JSON) and exit status:
   {"error": {code, message}}                                               1
       unknown run (NOT_FOUND), not a gate (not_a_gate_step), revise
       without a revise route (missing_on_revise), a stale --token
-      (stale_token), ...
+      (stale_token), commands this command may not run
+      (effect_not_allowed: nothing was decided), ...
 
 A stratum run waiting at this gate in another terminal continues as soon
-as the decision is recorded.`
+as the decision is recorded.
+
+The run continues in this command until it needs an agent or a person:
+commands the decision reaches (evaluate steps, pre_merge) run here, so
+this command has the policy flags of stratum run (docs/policy.md). When
+the run's spec runs commands and they are not allowed here (no
+--allow-commands), the decision is refused before it is made
+(effect_not_allowed): decide again with --allow-commands, as the run
+was started.`
 }
 
 func (c *gateCmd) SetFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.token, "token", "", "apply only to the gate round with this gate `TOKEN`")
 	fs.StringVar(&c.note, "note", "", "a note explaining the decision, as `TEXT` (recorded in the run)")
 	fs.StringVar(&c.resolvedBy, "resolved-by", "human", "who decided, `WHO`: human, agent or system (recorded in the run)")
+	c.policy.RegisterEffects(fs)
 }
 
 type gateResult struct {
@@ -99,11 +111,28 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err := checkRunID(env, runID); err != nil {
 		return err
 	}
-	sys, err := openSystem(env, systemConfig{})
+	sys, err := openSystem(env, systemConfig{command: "stratum gate", mode: policy.Person, flags: c.policy})
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return err // a policy file or --allow-root that cannot be used
+	}
 	if err != nil {
 		return fail(env, "INVALID", err.Error())
 	}
 	defer sys.Close()
+	if plan, err := sys.engine.RunPlan(ctx, runID); err == nil {
+		// A decision continues the run here: a command it reaches that
+		// this process may not run would fail the run, so the decision
+		// is refused before it is made.
+		for _, f := range engine.SpecEffects(plan) {
+			if f.Kind != engine.EffectCommand {
+				continue // agents are dispatched by the run's driver, not here
+			}
+			if err := sys.policy.Allow(f); err != nil {
+				return fail(env, engine.CodeEffectNotAllowed, fmt.Sprintf("the decision was not made: it would continue run %s in this command, and %v", runID, err))
+			}
+		}
+	}
 	conflict := func(detail string) error {
 		_ = writeJSON(env.Stdout, conflictDoc{SchemaVersion: schemaVersion, Conflict: true, FlowID: runID, StepID: stepID, Detail: detail})
 		fmt.Fprintf(env.Stderr, "stratum gate: %s\n", detail)

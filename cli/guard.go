@@ -12,6 +12,7 @@ import (
 
 	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/judge"
+	"github.com/stratum-go/stratum/policy"
 )
 
 // maxGuardInput bounds the JSON read from stdin.
@@ -20,14 +21,15 @@ const maxGuardInput = 16 << 20
 type guardCmd struct {
 	// head: verify --head HEAD, a head kept from an earlier verify.
 	head string
-	// allowRoots: --allow-root DIR, the roots a workspace_root may lie in
-	// (default: the working directory).
-	allowRoots multiFlag
+	// roots: --allow-root DIR and --policy FILE, the roots a
+	// workspace_root may lie in (default: the working directory), from
+	// the same policy as every other command (docs/policy.md).
+	roots policy.Flags
 }
 
 func (*guardCmd) Name() string { return "guard" }
 func (*guardCmd) Synopsis() string {
-	return "ACTION [--allow-root DIR]...  (JSON arguments on stdin; verify [--head HEAD] takes RESOURCE_ID)"
+	return "ACTION [--allow-root DIR]... [--policy FILE]  (JSON arguments on stdin; verify [--head HEAD] takes RESOURCE_ID)"
 }
 func (*guardCmd) Short() string {
 	return "evidence-gated state machines for external trackers (register, transition, ...)"
@@ -71,8 +73,9 @@ Actions and their arguments (? = optional):
                verify --head HEAD RESOURCE_ID also proves the history still
                contains it (what no local check can catch).
 
-A workspace_root must lie inside an allowed root: the working directory, or
-each --allow-root DIR given.
+A workspace_root must lie inside an allowed root: the working directory
+(unless it is /), or each --allow-root DIR given and each of the roots: of
+a --policy FILE (docs/policy.md).
 
 Signed upgrade descriptors are applied with the MCP tool
 stratum_guard_apply_upgrade only.
@@ -88,7 +91,7 @@ Environment:
 
 func (c *guardCmd) SetFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.head, "head", "", "verify only: a `HEAD` printed by an earlier verify (or an entry digest) that the history must still contain")
-	fs.Var(&c.allowRoots, "allow-root", "a directory `DIR` that workspace_root may lie inside (repeatable; default: the working directory)")
+	c.roots.RegisterRoots(fs)
 }
 
 // guardAction decodes its request from stdin and calls the guard.
@@ -158,7 +161,11 @@ func (c *guardCmd) Run(ctx context.Context, env *Env, args []string) error {
 	} else if c.head != "" {
 		return usagef("--head is an option of guard verify only")
 	}
-	g, err := newGuard(env, c.allowRoots)
+	pol, err := newPolicy(systemConfig{command: "stratum guard", mode: policy.Person, flags: c.roots})
+	if err != nil {
+		return err
+	}
+	g, err := newGuard(env, pol.Roots())
 	if err != nil {
 		return printGuard(env, nil, err)
 	}

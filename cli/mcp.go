@@ -12,8 +12,10 @@ import (
 
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/driver"
+	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/judge"
 	"github.com/stratum-go/stratum/mcp"
+	"github.com/stratum-go/stratum/policy"
 )
 
 // mcpCmd is "stratum mcp": the MCP server over stdio.
@@ -21,10 +23,13 @@ type mcpCmd struct {
 	logLevel     string
 	instructions bool
 	agent        string
+	policy       policy.Flags
 }
 
-func (*mcpCmd) Name() string     { return "mcp" }
-func (*mcpCmd) Synopsis() string { return "[--log-level LEVEL] [--agent CMD] [--instructions]" }
+func (*mcpCmd) Name() string { return "mcp" }
+func (*mcpCmd) Synopsis() string {
+	return "[--allow-commands] [--allow-agents] [--allow-root DIR]... [--policy FILE] [--max-command-timeout D] [--agent CMD] [--log-level LEVEL] [--instructions]"
+}
 func (*mcpCmd) Short() string {
 	return "serve Stratum's tools to an MCP host (Claude Code, Codex) over stdio"
 }
@@ -45,10 +50,35 @@ they fail closed). Any number of servers and CLI commands may
 share that state: every change to a run happens under the run's lock, and
 a run started by one server can be continued by another.
 
+What runs may do on this machine is yours to decide, never the spec's
+(docs/policy.md). By default the server runs no command (evaluate steps,
+fanout pre_merge) and starts no agent (engine-dispatched fanouts): a spec
+that needs one is refused at stratum_plan, before anything is created,
+with the flag that would allow it. Workspace files may be read and the
+judge asked. Turn effects on with:
+
+  --allow-commands          evaluate steps and pre_merge commands run
+  --allow-agents            engine fanouts start their agents
+  --max-command-timeout D   the longest timeout_ms a command may declare
+                            (default 10m); a longer one is refused
+  --policy FILE             a policy file (agents by name, how much they
+                            may write, file reads, judges, roots)
+
+  claude mcp add stratum -- stratum mcp --allow-commands --allow-agents
+
+A run's workspaceRoot must be a directory inside the allowed roots: the
+server's working directory (not when it is /), each --allow-root DIR, and
+the roots the MCP client declares. Anything else ("/", "..", a file, a
+path through a symbolic link) is refused at stratum_plan. The guard's
+workspace_root must lie inside the same roots (the client's excepted).
+The tool annotations follow this policy: with commands or agents on, the
+tools that advance runs are not annotated read-only or closed-world.
+
 --agent CMD runs the items of engine-dispatched fanouts with an agent
 command (claude, codex, or a command line speaking the protocol of
 docs/agents.md); without it each item uses its step's agent: (claude or
-codex). Steps reported by the MCP client itself are never affected. With
+codex). Naming the agent does not allow dispatch: --allow-agents does.
+Steps reported by the MCP client itself are never affected. With
 isolation: worktree each item works in its own git worktree and the
 changes of the items that succeeded are merged into the workspace when
 the fanout settles, as with stratum run.
@@ -58,14 +88,16 @@ agent should use the tools) and exits. See docs/mcp.md for every tool.
 
 Exit status: 0 when standard input ends or on SIGINT/SIGTERM (or after
 --instructions); 1 when the server cannot start or its transport fails
-(the state root or guard store is unusable, ...); 2 for a usage error or
-an --agent that cannot run.`
+(the state root or guard store is unusable, ...); 2 for a usage error, an
+--agent that cannot run, or a policy file or --allow-root that cannot be
+used.`
 }
 
 func (c *mcpCmd) SetFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL` of logs on stderr: debug, info, warn or error")
 	fs.BoolVar(&c.instructions, "instructions", false, "print the server instructions and exit")
 	fs.StringVar(&c.agent, "agent", "", "agent for engine-dispatched fanout items: claude, codex or a command line `CMD`")
+	c.policy.Register(fs)
 }
 
 func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
@@ -88,11 +120,15 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	sys, err := openSystem(env, systemConfig{dispatcher: driver.NewDispatcher(&agent.Resolver{}, c.agent), log: log})
+	sys, err := openSystem(env, systemConfig{dispatcher: driver.NewDispatcher(&agent.Resolver{}, c.agent), log: log,
+		command: "stratum mcp", mode: policy.Server, flags: c.policy, agent: c.agent})
 	if err != nil {
 		return err
 	}
 	defer sys.Close()
+	for _, line := range sys.policy.Describe() {
+		log.Info("policy: " + line)
+	}
 	if sys.judge == nil {
 		log.Info("no judge configured: judged ensures and verified/judged guard predicates fail closed", "set", judge.EnvCommand)
 	}
@@ -102,7 +138,10 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	eng := sys.engine
 	root := sys.root
-	srv, err := mcp.NewServer(mcp.Deps{Engine: eng, Guard: g, Version: Version, Logger: log})
+	effects := mcp.Effects{Commands: sys.policy.Commands(), Agents: sys.policy.Agents(), Judge: sys.judge != nil,
+		GuardCommands: env.getenv(guard.EnvAllowCommands) == "1"}
+	srv, err := mcp.NewServer(mcp.Deps{Engine: eng, Guard: g, Version: Version, Logger: log,
+		Effects: effects, ClientRoots: sys.policy.UsesClientRoots()})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/policy"
 )
 
 // ExitGate is the exit status of a stratum run that stopped at a gate.
@@ -33,6 +34,7 @@ type runCmd struct {
 	resume      string
 	concurrency int
 	agents      agentFlags
+	policy      policy.Flags
 
 	// textInputs are the --input fields of a non-string type whose value
 	// was not JSON (kept as text for the input contract to judge).
@@ -47,7 +49,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (*runCmd) Name() string { return "run" }
 func (*runCmd) Synopsis() string {
-	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--concurrency N] [AGENT OPTIONS] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--concurrency N] [AGENT OPTIONS] [--json]\n  AGENT OPTIONS: [--sandbox MODE] [--permission-mode MODE] [--model MODEL] [--effort LEVEL]\n       [--allowed-tools RULE]... [--disallowed-tools RULE]... [--thinking MODE]\n       [--attempt-timeout DURATION] [--run-timeout DURATION] [--verbose] [--resolved-by WHO]"
+	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--concurrency N] [AGENT OPTIONS] [POLICY FLAGS] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--concurrency N] [AGENT OPTIONS] [POLICY FLAGS] [--json]\n  AGENT OPTIONS: [--sandbox MODE] [--permission-mode MODE] [--model MODEL] [--effort LEVEL]\n       [--allowed-tools RULE]... [--disallowed-tools RULE]... [--thinking MODE]\n       [--attempt-timeout DURATION] [--run-timeout DURATION] [--verbose] [--resolved-by WHO]\n  POLICY FLAGS: [--allow-commands] [--allow-agents=false] [--allow-root DIR]... [--policy FILE] [--max-command-timeout D]"
 }
 func (*runCmd) Short() string { return "run a flow end to end with local agents" }
 func (*runCmd) Long() string {
@@ -89,13 +91,26 @@ decision made elsewhere, printing how to make it; stop (the default
 otherwise) stops at the gate: decide with "stratum gate" and continue
 with "stratum run --resume RUN".
 
+What the run may do (docs/policy.md) is decided by you, never by the
+spec. Agents are allowed: do steps and engine fanouts go to the agent
+you chose (--allow-agents=false refuses specs whose fanouts would start
+one). Commands are not: a spec with an evaluate step or a pre_merge
+command is refused before anything runs unless you pass
+--allow-commands (each then has at most --max-command-timeout, default
+10m). Workspace files may be read and the judge asked. The effects the
+run may cause are listed on stderr before it starts. --workspace DIR is
+an allowed root; more with --allow-root DIR or a --policy FILE. A
+resumed run is held to the policy of the resuming command: a run whose
+spec needs an effect it does not allow is not resumed (exit 2).
+
 Progress goes to stderr, one line per event; the flow's output goes to
 stdout as JSON (with --json: the run's final state, {status, runId,
 output|failure|waiting, ledger}).
 
 Exit status: 0 completed; 1 failed, killed, budget exhausted, cancelled,
 or stopped by a problem outside the run (resumable); 2 usage, invalid
-spec, invalid input or an unknown --resume RUN; 3 stopped at a gate.`
+spec, invalid input, an effect the policy refuses (nothing was run) or
+an unknown --resume RUN; 3 stopped at a gate.`
 }
 
 func (c *runCmd) SetFlags(fs *flag.FlagSet) {
@@ -108,6 +123,7 @@ func (c *runCmd) SetFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.resume, "resume", "", "continue the persisted run `RUN`")
 	fs.IntVar(&c.concurrency, "concurrency", driver.DefaultConcurrency, "at most `N` agents at once for do steps")
 	c.agents.set(fs)
+	c.policy.Register(fs)
 }
 
 func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
@@ -179,6 +195,8 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 				return usagef("--workspace %s is not a directory", c.workspace)
 			}
 			req.WorkspaceRoot = abs
+			// The person named it: it is an allowed root.
+			c.policy.Roots = append(c.policy.Roots, abs)
 		}
 	} else if msg := runIDProblem(c.resume); msg != "" {
 		// stdout is the flow's output: a bad --resume is said on stderr
@@ -226,7 +244,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	d := driver.New(opts)
-	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher()})
+	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher(), command: "stratum run", mode: policy.Person, flags: c.policy, agent: c.agent})
 	if err != nil {
 		return err
 	}
@@ -244,6 +262,13 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 				return err
 			}
 		}
+	}
+	if plan != nil && !listEffects(say, sys.policy, plan) {
+		if c.resume == "" {
+			return exitCode(ExitUsage) // the engine would refuse the plan with the same words
+		}
+		say("stratum run: run %s is not resumed here: its spec needs effects this stratum run does not allow (nothing was run)", c.resume)
+		return exitCode(ExitUsage)
 	}
 
 	var out *driver.Outcome
@@ -265,6 +290,10 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 		for _, d := range ee.Diagnostics {
 			say("%d:%d: %s: %s (at %s)", d.Line, d.Column, d.Code, d.Message, d.Path)
 		}
+		return exitCode(ExitUsage)
+	case errors.Is(err, engine.ErrEffectNotAllowed), isWorkspaceRefusal(err):
+		// Nothing was planned or run (the list above already said which).
+		say("stratum run: %v", err)
 		return exitCode(ExitUsage)
 	case errors.As(err, &ee) && errors.Is(err, engine.ErrInvalidInput):
 		say("stratum run: the input does not match the flow's input contract:")

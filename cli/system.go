@@ -8,6 +8,7 @@ import (
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/judge"
+	"github.com/stratum-go/stratum/policy"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -21,11 +22,16 @@ import (
 // What differs between commands is only what the person gave them: a
 // dispatcher for the commands that drive runs ("stratum run", "stratum
 // mcp"); the others leave engine-dispatched work for the process driving
-// the run.
+// the run. The effects policy (docs/policy.md) is built here too, from the
+// policy flags the command was given, so that two commands started with
+// the same flags allow the same effects in the same roots: the engine
+// asks it at plan time and before every command and agent, and the guard
+// takes its workspace roots from it.
 type system struct {
 	root   string
 	store  *store.FileStore
 	judge  judge.Judge
+	policy *policy.Policy
 	engine *engine.Engine
 	log    *slog.Logger
 }
@@ -37,6 +43,33 @@ type systemConfig struct {
 	dispatcher engine.Dispatcher
 	// log receives the store's repair notices; nil discards them.
 	log *slog.Logger
+	// command names the command in the policy's refusals ("stratum
+	// run"); empty is "stratum".
+	command string
+	// mode picks the policy's defaults: policy.Server (the zero value,
+	// the strictest) for stratum mcp and the commands that cause no
+	// effect, policy.Person for the commands a person types to drive or
+	// decide a run.
+	mode policy.Mode
+	// flags are the policy flags the person gave the command.
+	flags policy.Flags
+	// agent is the command's --agent value (the agent engine-dispatched
+	// items run), for the policy's agents list.
+	agent string
+}
+
+// newPolicy builds the effects policy of a command. A policy file or an
+// --allow-root that cannot be used is a usage error.
+func newPolicy(cfg systemConfig) (*policy.Policy, error) {
+	command := cfg.command
+	if command == "" {
+		command = "stratum"
+	}
+	p, err := policy.New(policy.Options{Command: command, Mode: cfg.mode, Flags: cfg.flags, Agent: cfg.agent})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return p, nil
 }
 
 // openSystem builds the composition root. The caller closes it.
@@ -55,13 +88,20 @@ func openSystem(env *Env, cfg systemConfig) (*system, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the run store %s: %w", root, err)
 	}
+	pol, err := newPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
 	j, err := judge.FromEnv(env.getenv)
 	if err != nil {
 		return nil, usagef("judge configuration: %v", err)
 	}
+	if !pol.Judges() {
+		j = nil // judged ensures and predicates fail closed, as without a judge
+	}
 	opts := engine.Options{Judge: j, Dispatcher: cfg.dispatcher, DeferDispatch: cfg.dispatcher == nil,
-		Evaluator: driver.Shell{}, Workspaces: &driver.GitWorkspaces{}}
-	return &system{root: root, store: st, judge: j, engine: engine.New(st, opts), log: log}, nil
+		Evaluator: driver.Shell{}, Workspaces: &driver.GitWorkspaces{CommandTimeout: pol.MaxCommandTimeout()}, Policy: pol}
+	return &system{root: root, store: st, judge: j, policy: pol, engine: engine.New(st, opts), log: log}, nil
 }
 
 // Close stops the engine's background work (everything acknowledged stays
@@ -74,7 +114,7 @@ func (s *system) openGuard(env *Env) (*guard.Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := guard.New(guard.Options{Root: root, Getenv: env.getenv, Judge: s.judge})
+	g, err := guard.New(guard.Options{Root: root, Getenv: env.getenv, Judge: s.judge, AllowedRoots: s.policy.Roots()})
 	if err != nil {
 		return nil, fmt.Errorf("guard store %s: %w", root, err)
 	}

@@ -68,6 +68,9 @@ func (Shell) Evaluate(ctx context.Context, req engine.EvaluateRequest) (engine.E
 type GitWorkspaces struct {
 	// TempDir is where item worktrees are made; empty means os.TempDir().
 	TempDir string
+	// CommandTimeout bounds each pre_merge command (the policy's longest
+	// command time limit, docs/policy.md); zero means 30 minutes.
+	CommandTimeout time.Duration
 	// mu serialises making and removing worktrees: git does not support
 	// concurrent `git worktree add` on one repository (one can read
 	// another's half-written administrative files).
@@ -94,7 +97,7 @@ func (g *GitWorkspaces) Apply(ctx context.Context, workspace string, patch []byt
 
 // RunCommand implements engine.Workspaces.
 func (g *GitWorkspaces) RunCommand(ctx context.Context, workspace, command string) error {
-	return worktree.RunCommand(ctx, workspace, command, 0)
+	return worktree.RunCommand(ctx, workspace, command, g.CommandTimeout)
 }
 
 // Sweep implements engine.Workspaces.

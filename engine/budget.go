@@ -191,7 +191,7 @@ func parseTelemetry(v any) (*Telemetry, error) {
 	}
 	o, ok := m.(*expr.Object)
 	if !ok {
-		return nil, errShape
+		return nil, shapef("telemetry must be an object {durationMs, model, effort?}, not %s", kindOf(m))
 	}
 	tl := &Telemetry{}
 	seen := 0
@@ -201,36 +201,74 @@ func parseTelemetry(v any) (*Telemetry, error) {
 		case "durationMs":
 			f, ok := x.(float64)
 			if !ok || !validAmount(f) {
-				return nil, errShape
+				return nil, shapef("telemetry.durationMs must be a number from 0 to %g, not %s", float64(maxAmount), shown(x))
 			}
 			tl.DurationMs = f
 			seen++
 		case "model":
 			s, ok := x.(string)
 			if !ok || s == "" {
-				return nil, errShape
+				return nil, shapef("telemetry.model must be a non-empty string, not %s", shown(x))
 			}
 			tl.Model = s
 			seen++
 		case "effort":
 			s, ok := x.(string)
 			if !ok || s == "" {
-				return nil, errShape
+				return nil, shapef("telemetry.effort must be a non-empty string, not %s", shown(x))
 			}
 			tl.Effort = s
 		default:
-			return nil, errShape
+			return nil, shapef("telemetry has no field %q (fields: durationMs, model, effort)", k)
 		}
 	}
 	if seen != 2 {
-		return nil, errShape
+		return nil, shapef("telemetry needs both durationMs and model")
 	}
 	return tl, nil
 }
 
+// shapef is an errShape saying what is wrong.
+func shapef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errShape, fmt.Sprintf(format, args...))
+}
+
+// shown is a reported value as a message quotes it.
+func shown(x any) string {
+	if x == nil {
+		return "null"
+	}
+	if f, ok := x.(float64); ok {
+		return fmt.Sprintf("%g", f)
+	}
+	if s, ok := x.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return kindOf(x)
+}
+
+// kindOf names the JSON kind of a model value.
+func kindOf(x any) string {
+	switch x.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case *expr.Object:
+		return "an object"
+	}
+	return "an array"
+}
+
 // parseUsage checks a reported usage object: keys among usd, tokens,
-// dispatches, ms with finite non-negative numbers. It returns the amount
-// without dispatches and whether dispatches were reported.
+// dispatches, ms with finite non-negative numbers, or null for an amount
+// not known (the same as leaving the key out, as the tool schemas say).
+// It returns the amount without dispatches and whether dispatches were
+// reported.
 func parseUsage(v any) (Ledger, bool, error) {
 	if absent(v) {
 		return Ledger{}, false, nil
@@ -241,15 +279,23 @@ func parseUsage(v any) (Ledger, bool, error) {
 	}
 	o, ok := m.(*expr.Object)
 	if !ok {
-		return Ledger{}, false, errShape
+		return Ledger{}, false, shapef("usage must be an object {usd?, tokens?, ms?}, not %s", kindOf(m))
 	}
 	var l Ledger
 	dispatches := false
 	for _, k := range o.Keys() {
 		x, _ := o.Get(k)
+		switch k {
+		case "usd", "tokens", "ms", "dispatches":
+		default:
+			return Ledger{}, false, shapef("usage has no field %q (fields: usd, tokens, ms)", k)
+		}
+		if x == nil {
+			continue // not known: not reported
+		}
 		f, ok := x.(float64)
 		if !ok || !validAmount(f) {
-			return Ledger{}, false, errShape
+			return Ledger{}, false, shapef("usage.%s must be a number from 0 to %g (or null when not known), not %s", k, float64(maxAmount), shown(x))
 		}
 		switch k {
 		case "usd":
@@ -260,8 +306,6 @@ func parseUsage(v any) (Ledger, bool, error) {
 			l.MS = f
 		case "dispatches":
 			dispatches = true
-		default:
-			return Ledger{}, false, errShape
 		}
 	}
 	return l, dispatches, nil

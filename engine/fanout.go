@@ -257,7 +257,11 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *stepState, it *itemState, r 
 	tele, terr := parseTelemetry(r.telemetry)
 	usage, dispatches, uerr := parseUsage(r.usage)
 	if terr != nil || uerr != nil {
-		t.itemAttemptFailed(sc, s, st, it, attempt, kindUsage, "invalid connector telemetry or usage", Value{}, nil, nil)
+		why := terr
+		if why == nil {
+			why = uerr
+		}
+		t.itemAttemptFailed(sc, s, st, it, attempt, kindUsage, "invalid connector telemetry or usage: "+shapeReason(why), Value{}, nil, nil)
 		return
 	}
 	var usageRec *Ledger

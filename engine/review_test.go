@@ -430,9 +430,9 @@ flows:
 		spent  Ledger // flow spend after the report (1 dispatch each issuance)
 	}{
 		{"telemetry before usage", StepResult{Output: js(good), Telemetry: js(map[string]any{"model": "m"}), Usage: js(map[string]any{"usd": -1})},
-			"invalid connector telemetry (nothing recorded)", Ledger{Dispatches: 2}},
+			"invalid connector telemetry (nothing recorded): telemetry needs both durationMs and model", Ledger{Dispatches: 2}},
 		{"usage shape before budget", StepResult{Output: js(good), Usage: js(map[string]any{"usd": 1, "tokens": "9"})},
-			"invalid usage ledger entry (nothing recorded)", Ledger{Dispatches: 2}},
+			`invalid usage ledger entry (nothing recorded): usage.tokens must be a number from 0 to 1e+15 (or null when not known), not "9"`, Ledger{Dispatches: 2}},
 		{"task budget before dispatches and failure", StepResult{Failure: "no", Usage: js(map[string]any{"tokens": 101, "dispatches": 1}), Telemetry: js(tele)},
 			"task budget exhausted", Ledger{Tokens: 101, Dispatches: 1}},
 		{"dispatches before failure", StepResult{Failure: "no", Usage: js(map[string]any{"tokens": 5, "dispatches": 1})},

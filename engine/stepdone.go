@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/stratum-go/stratum/expr"
 	"github.com/stratum-go/stratum/ir"
@@ -58,6 +59,9 @@ type StepResult struct {
 // run's next actionable state (a retry is a ready entry for the same id
 // with previousFailure).
 func (e *Engine) StepDone(ctx context.Context, req StepDoneRequest) (*Response, error) {
+	if err := checkResultSize(req); err != nil {
+		return nil, err
+	}
 	t, err := e.mutate(ctx, req.RunID, func(t *txn) error {
 		if err := t.guardActive(); err != nil {
 			return err
@@ -81,6 +85,45 @@ func (e *Engine) StepDone(ctx context.Context, req StepDoneRequest) (*Response, 
 		return nil, err
 	}
 	return t.result, nil
+}
+
+// Size limits of a reported result (docs/engine.md, "Limits"): a step's
+// output is kept in the run's state, which every later transition
+// rewrites, and is read back by every audit; a failure text goes to the
+// next attempt as previousFailure.
+const (
+	// MaxOutputBytes bounds the JSON text of a reported output (the same
+	// limit as the standard output of an evaluate command or an agent).
+	MaxOutputBytes = 1 << 20
+	// MaxFailureBytes bounds a reported failure text.
+	MaxFailureBytes = 64 << 10
+)
+
+// checkResultSize refuses an oversized result before anything is read or
+// changed: the dispatch token stays valid for a smaller report.
+func checkResultSize(req StepDoneRequest) error {
+	refuse := func(path, what string, n, limit int, fix string) error {
+		msg := fmt.Sprintf("result.%s is %d bytes, over the limit of %d bytes for %s; nothing was recorded and the dispatch token is still valid: %s",
+			path, n, limit, what, fix)
+		return &Error{Kind: ErrInvalidInput, RunID: req.RunID, StepID: req.StepID, Message: msg,
+			Details: []Detail{{Code: "RESULT_TOO_LARGE", Path: "result." + path, Message: msg}}}
+	}
+	if n := len(req.Result.Output); n > MaxOutputBytes {
+		return refuse("output", "a step output", n, MaxOutputBytes, "put large content in a file of the workspace and report its path (or a summary) instead")
+	}
+	if n := len(req.Result.Failure); n > MaxFailureBytes {
+		return refuse("failure", "a failure text", n, MaxFailureBytes, "report the cause in a few lines (the end of a log, not all of it)")
+	}
+	return nil
+}
+
+// shapeReason is the message of a usage or telemetry shape error.
+func shapeReason(err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, errShape.Error()+": "); ok {
+		return rest
+	}
+	return msg
 }
 
 // guardActive refuses changes to cancelled and terminal runs, with the
@@ -162,12 +205,12 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 	}
 	tele, err := parseTelemetry(res.Telemetry)
 	if err != nil {
-		fail(attemptFailure{reason: "invalid connector telemetry (nothing recorded)"})
+		fail(attemptFailure{reason: "invalid connector telemetry (nothing recorded): " + shapeReason(err)})
 		return
 	}
 	usage, dispatches, err := parseUsage(res.Usage)
 	if err != nil {
-		fail(attemptFailure{reason: "invalid usage ledger entry (nothing recorded)", tele: tele})
+		fail(attemptFailure{reason: "invalid usage ledger entry (nothing recorded): " + shapeReason(err), tele: tele})
 		return
 	}
 	var usageRec *Ledger

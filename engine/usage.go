@@ -63,7 +63,10 @@ func (e *Engine) UsageReport(ctx context.Context, runID string, rc Receipt) (*Us
 		return nil, bad("dispatchId, source, stepId and usdSource must be valid UTF-8")
 	}
 	usage, dispatches, err := parseUsage(rc.Usage)
-	if err != nil || rc.Usage == nil {
+	if err != nil {
+		return nil, bad("usage: %s", shapeReason(err))
+	}
+	if rc.Usage == nil {
 		return nil, bad("usage must be an object with non-negative usd, tokens, ms")
 	}
 	if dispatches {
@@ -74,7 +77,7 @@ func (e *Engine) UsageReport(ctx context.Context, runID string, rc Receipt) (*Us
 	}
 	tele, err := parseTelemetry(rc.Telemetry)
 	if err != nil {
-		return nil, bad("telemetry must be {durationMs, model, effort?}")
+		return nil, bad("telemetry must be {durationMs, model, effort?}: %s", shapeReason(err))
 	}
 	t, err := e.mutate(ctx, runID, func(t *txn) error {
 		if t.st.Status == StatusCancelled || t.st.CancelRequested {

@@ -67,7 +67,8 @@ type Options struct {
 	// when a root is checked). They are chosen by the person who starts
 	// Stratum — the composition root passes the roots of its policy, e.g.
 	// every --allow-root DIR — never by a caller of a guard operation.
-	// Empty means the server's working directory (at New). See
+	// Empty means the server's working directory (at New), unless it is
+	// the filesystem root (then none is allowed). See
 	// docs/guard.md, "The workspace jail".
 	AllowedRoots []string
 }
@@ -126,9 +127,10 @@ func New(opts Options) (*Guard, error) {
 	g.locks.m = map[string]*lockEntry{}
 	roots := opts.AllowedRoots
 	if len(roots) == 0 {
-		// Unreadable: no root is allowed, and every workspace_root is
-		// refused with a message that says how to allow one.
-		if wd, err := os.Getwd(); err == nil {
+		// Unreadable, or the filesystem root (which would jail nothing):
+		// no root is allowed, and every workspace_root is refused with a
+		// message that says how to allow one.
+		if wd, err := os.Getwd(); err == nil && filepath.Dir(wd) != wd {
 			roots = []string{wd}
 		}
 	}

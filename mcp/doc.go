@@ -15,6 +15,12 @@
 //     {"status": "error", "error": {"code", "message", ...}}; it is never a
 //     JSON-RPC error and never ends the server.
 //
+// The tool annotations tell the truth about the effects policy the server
+// was started with (Deps.Effects; docs/policy.md), and stratum_plan passes
+// the roots a client declares (roots/list, cached per session: roots.go)
+// for the engine's policy to judge a workspace root by.
+//
+//
 // One file per tool (validate.go, plan.go, ...). NewServer registers them,
 // and the language reference (language.md, [Language]) as the resource
 // [LanguageURI] and the prompt [WriteFlowPrompt] (docs.go). Everything a

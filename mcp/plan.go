@@ -31,7 +31,11 @@ Example: stratum_plan {"spec": "<the YAML you validated>", "input": {"topic": "r
 		if input == nil {
 			input = json.RawMessage(`{}`)
 		}
-		r, err := s.eng.Plan(ctx, engine.PlanRequest{Spec: src, Input: input, WorkspaceRoot: in.WorkspaceRoot})
+		req := engine.PlanRequest{Spec: src, Input: input, WorkspaceRoot: in.WorkspaceRoot}
+		if s.clientRoots {
+			req.ClientRoots = s.roots.get(ctx, c.session)
+		}
+		r, err := s.eng.Plan(ctx, req)
 		return r, err
 	})
 }

@@ -30,6 +30,21 @@ type anyArg any
 // decisionArg is a gate decision.
 type decisionArg string
 
+// amountArg is a reported amount (usage usd, tokens, ms): what the engine
+// accepts, a number from 0 to 1e15, or null when not known
+// (docs/engine.md, "Limits").
+type amountArg float64
+
+// durationArg is a reported duration in milliseconds, within the same
+// bounds (not null).
+type durationArg float64
+
+// nameArg is a non-empty name (a model, an effort).
+type nameArg string
+
+// maxAmount is the engine's bound on one reported amount.
+const maxAmount = 1e15
+
 // typeSchemas returns the schema overrides. It panics on a broken
 // documentation struct: that is a programming error caught by any test
 // that builds the server.
@@ -45,6 +60,9 @@ func typeSchemas() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[anyArg]():    anyJSON,
 		reflect.TypeFor[decisionArg](): {Type: "string",
 			Enum: []any{engine.DecisionApprove, engine.DecisionRevise, engine.DecisionKill}},
+		reflect.TypeFor[amountArg]():         {Types: []string{"null", "number"}, Minimum: ptr(0.0), Maximum: ptr(maxAmount)},
+		reflect.TypeFor[durationArg]():       {Type: "number", Minimum: ptr(0.0), Maximum: ptr(maxAmount)},
+		reflect.TypeFor[nameArg]():           {Type: "string", MinLength: ptr(1)},
 		reflect.TypeFor[json.RawMessage]():   anyJSON,
 		reflect.TypeFor[engine.Value]():      anyJSON,
 		reflect.TypeFor[engine.ReadyEntry](): ready,
@@ -116,6 +134,8 @@ func refineLooseArgs(s *jsonschema.Schema) *jsonschema.Schema {
 	}
 	return s
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func mustInfer(t reflect.Type, overrides map[reflect.Type]*jsonschema.Schema) *jsonschema.Schema {
 	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: overrides})

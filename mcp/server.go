@@ -36,6 +36,30 @@ type Deps struct {
 	// Logger receives the server's logs (never stdout, which carries the
 	// protocol). Nil discards them.
 	Logger *slog.Logger
+	// Effects are what the engine's policy lets runs do on this machine;
+	// the tool annotations tell clients so (docs/policy.md, "What the
+	// annotations say"). The zero value is a server that runs no command
+	// and starts no agent.
+	Effects Effects
+	// ClientRoots makes stratum_plan ask each client for its roots
+	// (roots/list, once per session) and pass them to the engine as
+	// PlanRequest.ClientRoots, for the policy to accept workspace roots
+	// inside them.
+	ClientRoots bool
+}
+
+// Effects are the effects the server's policy allows, as far as the tool
+// annotations are concerned.
+type Effects struct {
+	// Commands: evaluate steps and pre_merge commands may run.
+	Commands bool
+	// Agents: engine-dispatched fanouts may start agents.
+	Agents bool
+	// Judge: a judge is configured (it may reach outside the machine).
+	Judge bool
+	// GuardCommands: guard predicates may run commands
+	// (STRATUM_GUARD_ALLOW_COMMANDS=1).
+	GuardCommands bool
 }
 
 // server holds the dependencies the tool handlers close over.
@@ -48,6 +72,11 @@ type server struct {
 	schemas func() map[reflect.Type]*jsonschema.Schema
 	// cache is the generated schema cache (schemas.go).
 	cache map[string]cachedTool
+	// effects decide the annotations of the tools that can cause them.
+	effects Effects
+	// clientRoots: ask clients for their roots (Deps.ClientRoots).
+	clientRoots bool
+	roots       rootsCache
 }
 
 func newServer(eng *engine.Engine, log *slog.Logger) *server {
@@ -76,6 +105,7 @@ func buildServer(d Deps, useCache bool) (*sdk.Server, error) {
 	}
 	s := newServer(d.Engine, log)
 	s.guard = d.Guard
+	s.effects, s.clientRoots = d.Effects, d.ClientRoots
 	if !useCache {
 		s.cache = nil
 	}
@@ -87,6 +117,8 @@ func buildServer(d Deps, useCache bool) (*sdk.Server, error) {
 			// prompt (docs.go); no list ever changes while serving.
 			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{},
 				Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{}},
+			// A client whose roots changed is asked again at its next plan.
+			RootsListChangedHandler: func(_ context.Context, req *sdk.RootsListChangedRequest) { s.roots.forget(req.Session) },
 		})
 	for _, t := range s.tools() {
 		t.add(srv)

@@ -151,7 +151,8 @@ func (p *serverProc) stop() {
 
 func TestStdioExamples(t *testing.T) {
 	home := t.TempDir()
-	p := startServer(t, home)
+	// five-constructs has an engine fanout: its agents must be allowed.
+	p := startServer(t, home, "--allow-agents")
 	for _, name := range examples(t) {
 		t.Run(strings.TrimSuffix(name, ".stratum.yaml"), func(t *testing.T) {
 			call := func(tool string, args any) result {

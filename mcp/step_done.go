@@ -21,15 +21,15 @@ type stepResultArg struct {
 }
 
 type usageArg struct {
-	USD    *float64 `json:"usd,omitzero" jsonschema:"cost in US dollars (non-negative)"`
-	Tokens *float64 `json:"tokens,omitzero" jsonschema:"tokens used (non-negative)"`
-	MS     *float64 `json:"ms,omitzero" jsonschema:"milliseconds spent (non-negative)"`
+	USD    *amountArg `json:"usd,omitzero" jsonschema:"cost in US dollars (non-negative)"`
+	Tokens *amountArg `json:"tokens,omitzero" jsonschema:"tokens used (non-negative)"`
+	MS     *amountArg `json:"ms,omitzero" jsonschema:"milliseconds spent (non-negative)"`
 }
 
 type telemetryArg struct {
-	DurationMs float64 `json:"durationMs" jsonschema:"how long the attempt took, in milliseconds"`
-	Model      string  `json:"model" jsonschema:"the model that did the work"`
-	Effort     string  `json:"effort,omitzero" jsonschema:"the reasoning effort used, if any"`
+	DurationMs durationArg `json:"durationMs" jsonschema:"how long the attempt took, in milliseconds"`
+	Model      nameArg     `json:"model" jsonschema:"the model that did the work"`
+	Effort     nameArg     `json:"effort,omitzero" jsonschema:"the reasoning effort used, if any"`
 }
 
 func (s *server) stepDoneTool() tool {

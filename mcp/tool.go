@@ -31,6 +31,44 @@ type toolMeta struct {
 	readOnly, idempotent, destructive bool
 }
 
+// advancingTools may advance a run into the steps that cause effects
+// (evaluate commands, engine fanouts and their pre_merge commands, judged
+// ensures): every call that decides a step, a gate or a revert, or takes
+// over a run's pending work. Their annotations follow the server's policy
+// (annotations). Listed in one place so that a new tool is checked
+// against it (TestAnnotationsFollowPolicy).
+var advancingTools = map[string]bool{
+	"stratum_plan": true, "stratum_step_done": true, "stratum_gate_resolve": true,
+	"stratum_resume": true, "stratum_revert": true,
+}
+
+// guardEvidenceTools check guard predicates: commands when the guard
+// allows them, the judge.
+var guardEvidenceTools = map[string]bool{"stratum_guard_transition": true}
+
+// annotations are a tool's hints as the server's policy makes them true
+// (docs/policy.md, "What the annotations say"): a tool that may run a
+// command or start an agent is neither read-only, nor idempotent, nor
+// non-destructive, nor closed-world; one that may ask the judge is not
+// closed-world.
+func (s *server) annotations(m toolMeta) *sdk.ToolAnnotations {
+	readOnly, idempotent, destructive, openWorld := m.readOnly, m.idempotent, m.destructive, false
+	advances, guarded := advancingTools[m.name], guardEvidenceTools[m.name]
+	if advances && (s.effects.Commands || s.effects.Agents) || guarded && s.effects.GuardCommands {
+		readOnly, idempotent, destructive, openWorld = false, false, true, true
+	}
+	if (advances || guarded) && s.effects.Judge {
+		openWorld = true
+	}
+	return &sdk.ToolAnnotations{
+		Title:           m.title,
+		ReadOnlyHint:    readOnly,
+		IdempotentHint:  idempotent,
+		DestructiveHint: &destructive,
+		OpenWorldHint:   &openWorld,
+	}
+}
+
 // tool is one registered tool: its advertised definition, the inference
 // of its schemas and the function that adds it to a server.
 type tool struct {
@@ -54,6 +92,9 @@ type handler[In, Out any] func(ctx context.Context, c *call, in In) (*Out, error
 // the raw arguments instead, exactly as the client wrote them.
 type call struct {
 	args json.RawMessage
+	// session is the client's session (nil in tests that call a handler
+	// directly).
+	session *sdk.ServerSession
 	// objects memoises the decoded objects on the way to each path
 	// (keyed by the path so far), so several raw reads parse the
 	// arguments once.
@@ -127,20 +168,13 @@ func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMes
 		in, out := infer()
 		inSchema, outSchema = in, advertisedOutput(out)
 	}
-	no := false
 	def := &sdk.Tool{
 		Name:         m.name,
 		Title:        m.title,
 		Description:  m.description,
 		InputSchema:  inSchema,
 		OutputSchema: outSchema,
-		Annotations: &sdk.ToolAnnotations{
-			Title:           m.title,
-			ReadOnlyHint:    m.readOnly,
-			IdempotentHint:  m.idempotent,
-			DestructiveHint: &m.destructive,
-			OpenWorldHint:   &no,
-		},
+		Annotations:  s.annotations(m),
 	}
 	log := s.log
 	serve := func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -151,7 +185,7 @@ func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMes
 		if in, err := decode(args); err != nil {
 			v = envelope(errorBody(m.name, err))
 		} else {
-			v, failed = invoke(ctx, log, m.name, &call{args: args}, in, h)
+			v, failed = invoke(ctx, log, m.name, &call{args: args, session: req.Session}, in, h)
 		}
 		b, err := encode(v)
 		if err != nil {

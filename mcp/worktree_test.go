@@ -61,7 +61,7 @@ echo '{"value": "'$name'"}'
 	if err := os.WriteFile(agentPath, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := startServer(t, home, "--agent", agentPath)
+	p := startServer(t, home, "--agent", agentPath, "--allow-agents", "--allow-commands", "--allow-root", ws)
 	spec := `version: 1
 contracts:
   V: {value: string}
