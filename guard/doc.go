@@ -1,5 +1,5 @@
 // Package guard gives external trackers evidence-gated, hash-chained state
-// machines (spec/guard.md sections 1-18; docs/guard.md).
+// machines (docs/guard.md).
 //
 // A tracker registers a resource's lifecycle — a graph of states, per-edge
 // predicates, terminal states, stakes — and afterwards moves the resource

@@ -8,7 +8,7 @@ import (
 // Code is an error slug: the error_type of the error envelope.
 type Code string
 
-// The guard's error codes (spec/guard.md §15).
+// The guard's error codes (docs/guard.md, "Error codes").
 const (
 	CodeAlreadyRegistered            Code = "guard_already_registered"
 	CodeNotFound                     Code = "guard_not_found"

@@ -10,7 +10,8 @@ import (
 	"github.com/stratum-go/stratum/guard/internal/ledger"
 )
 
-// LedgerEntry is one ledger entry as stored (spec/guard.md §2.4).
+// LedgerEntry is one ledger entry as stored (docs/guard.md, "Ledger
+// entries").
 type LedgerEntry = ledger.Entry
 
 // HistoryRequest asks for a resource's ledger (stratum_guard_history).

@@ -27,7 +27,8 @@ func DecodeRequest(data []byte, dst any) error {
 	}
 	// encoding/json would silently replace invalid UTF-8 and lone UTF-16
 	// surrogate escapes with U+FFFD, so that a digest or checksum would be
-	// taken over other text than the caller sent (spec §3): refuse them.
+	// taken over other text than the caller sent (docs/guard.md, "Canonical
+	// JSON"): refuse them.
 	if !utf8.Valid(data) {
 		return errorf(CodeInvalidArgument, "guard arguments are not valid UTF-8")
 	}

@@ -86,7 +86,8 @@ func (f *fixture) authorizePayload(req AuthorizeRequest) []byte {
 	return []byte(res.Payload)
 }
 
-// TestOverridePayloadVector is the byte-exact payload of spec §13.1.
+// TestOverridePayloadVector is the byte-exact payload of
+// docs/guard-signatures.md, "What is signed".
 func TestOverridePayloadVector(t *testing.T) {
 	f := newFixture(t)
 	res, err := f.g.Authorize(context.Background(), AuthorizeRequest{Kind: "override", ResourceID: "compose:FEAT-1", FromState: "review", ToState: "done", Rationale: "manual ship"})
@@ -418,7 +419,8 @@ func TestUpgrade(t *testing.T) {
 	wantCode(t, err, CodeTampered)
 
 	// "Existing keys" include edge_predicates and stakes keys that name no
-	// edge of the graph (§12.3 rule 2): they too are frozen.
+	// edge of the graph (docs/guard.md, "Additive-only upgrades", rule 2):
+	// they too are frozen.
 	f.register(RegisterRequest{ResourceID: "keys", Graph: obj(t, `{"a":["b"],"b":[]}`), Initial: "a",
 		EdgePredicates: obj(t, `{"x->y":[{"statement":"verdict_receipt_clean('z')"}]}`), Stakes: obj(t, `{"q->r":"cheap"}`)})
 	_, err = f.g.Upgrade(ctx, UpgradeRequest{ResourceID: "keys", NewGraph: obj(t, `{"a":["b","c"],"b":[],"c":[]}`), NewEdgePredicates: obj(t, `{}`), Rationale: "r"})

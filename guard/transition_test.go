@@ -419,8 +419,8 @@ func (j *hookJudge) Judge(ctx context.Context, req judge.Request) (judge.Verdict
 
 // TestOptimisticCommit: phase 3 re-validates under the lock what phase 1
 // checked, against whatever committed while the predicates were being
-// evaluated (spec §10.4), and writes nothing when the attempt no longer
-// holds.
+// evaluated (docs/guard.md, "Transitions, idempotency, concurrency"), and
+// writes nothing when the attempt no longer holds.
 func TestOptimisticCommit(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

@@ -107,7 +107,8 @@ func canonOrNull(v any, present bool) []byte {
 }
 
 // additiveViolations returns every reason the change old -> next is not
-// additive-only (spec/guard.md §12.3), in a stable order.
+// additive-only (docs/guard.md, "Additive-only upgrades"), in a stable
+// order.
 func additiveViolations(old, next *policy, initial string) []string {
 	var reasons []string
 	// 1. Nothing removed.

@@ -1,6 +1,7 @@
 // Package judge is the interface between Stratum and whatever decides
 // criteria that only a model can judge: the guard's `verified`/`judged`
-// edge predicates (spec/guard.md §7) and the engine's judged ensures.
+// edge predicates (docs/guard.md, "The LLM tier and the judge") and the
+// engine's judged ensures.
 //
 // A Judge receives a criterion (natural-language text), the stakes of the
 // decision and a JSON context, and answers whether the criterion holds and

@@ -502,8 +502,8 @@ func parallelUnsupported(step mapping) bool {
 		step.isTrue("defer_advance")
 }
 
-// scanStep applies the step rules (spec/migrate.md section 3, rules a-o) in
-// their fixed order.
+// scanStep applies the step rules a-o in their fixed order (docs/migrate.md,
+// "Order of the findings").
 func (s *scanner) scanStep(path string, n *yaml.Node, flowHasMaxRounds bool) {
 	step, ok := asMapping(n)
 	if !ok {

@@ -9,7 +9,7 @@ import (
 )
 
 // WriteText writes the report in the documented text format
-// (spec/migrate.md section 5):
+// (docs/migrate.md, "Reading the report"):
 //
 //	stratum migrate --check (v0.2)
 //	report-only: no YAML was emitted or translated

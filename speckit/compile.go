@@ -159,8 +159,8 @@ func compileSources(files []source, flowName string) (*Result, error) {
 		}
 		firstFile[id] = f.name
 	}
-	// The reserved name is checked after the step ids (spec/speckit.md
-	// section 6: a collision is reported first).
+	// The reserved name is checked after the step ids: a collision is
+	// reported first (docs/speckit.md, "Errors").
 	if flowName == "entry" {
 		return nil, &Error{Type: CompileFailed, Message: `flow_name 'entry' is reserved: in a v1 spec the key "flows.entry" names the entry flow; choose another name`}
 	}
@@ -282,7 +282,7 @@ func predicateNode(p Predicate) *yaml.Node {
 	return mapping("expr", str(p.Expr))
 }
 
-// emit writes the v1 document (spec/speckit.md section 5).
+// emit writes the v1 document (docs/speckit.md, "The generated spec").
 func emit(tasks []Task, flowName string) ([]byte, error) {
 	steps := sequence()
 	for _, t := range tasks {

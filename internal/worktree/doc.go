@@ -1,5 +1,6 @@
 // Package worktree holds the git mechanics of fanout items with worktree
-// isolation (spec/engine.md 5.4 and 5.4.2), in one place: create a
+// isolation (docs/engine.md, "Worktree isolation of engine fanouts"), in
+// one place: create a
 // detached worktree of the workspace repository's HEAD in a fresh
 // temporary directory (after tearing down what an earlier process left
 // behind), capture the item's changes as a binary patch, remove the

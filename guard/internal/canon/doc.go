@@ -1,6 +1,6 @@
 // Package canon writes the canonical JSON form that every guard hash is taken
 // over: checksums, payload digests, ledger entry digests and the payloads an
-// operator signs (spec/guard.md section 3).
+// operator signs (docs/guard.md, "Canonical JSON").
 //
 // The form is byte-identical to Python's
 // json.dumps(v, sort_keys=True, separators=(",", ":")) with ensure_ascii:

@@ -13,7 +13,8 @@ import (
 
 func sp(s string) *string { return &s }
 
-// TestDigestVector is the entry digest vector of spec/guard.md §8.2.
+// TestDigestVector is the reference's entry digest vector (computed with
+// Python; docs/guard.md, "Checksums and digests").
 func TestDigestVector(t *testing.T) {
 	core := map[string]any{
 		"ts_ms": 1735689600123, "from_state": "draft", "to_state": "review", "outcome": "applied",
@@ -230,7 +231,7 @@ func TestTamperDeleteReorder(t *testing.T) {
 		switch {
 		case i == n-1:
 			// Removing whole last lines leaves a valid shorter chain: the
-			// ledger is tamper-evident, not append-proof (spec §1).
+			// ledger is tamper-evident, not append-proof (docs/guard.md).
 			expectRead(t, name, join(rest), n-1, false)
 		case i == n-2:
 			// The new last line is complete and no longer links: tampering,

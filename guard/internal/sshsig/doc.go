@@ -2,7 +2,7 @@
 // written by `ssh-keygen -Y sign`) against a strict allowed-signers trust
 // root. It is the authorization primitive of the guard: overrides, migrates
 // and signed upgrade descriptors are accepted only with a signature from a
-// key listed in the trust root (spec/guard.md section 13).
+// key listed in the trust root (docs/guard-signatures.md).
 //
 // # Threat model
 //
