@@ -11,8 +11,7 @@ import (
 
 // AllowedSigners is a parsed trust root: a strict subset of the OpenSSH
 // allowed_signers format (docs/guard-signatures.md, "Trust-root format
-// (strict)").
-// It is immutable once parsed.
+// (strict)"). It is immutable once parsed.
 type AllowedSigners struct {
 	signers []Signer
 }
