@@ -36,6 +36,7 @@
 // (Options.AllowedRoots, jail.go), checked at registration and at every
 // transition.
 //
-// guard imports judge and internal/atomicfile of the module, nothing of
-// engine, ir, mcp or cli.
+// guard imports its own internal packages (canon, evidence, ledger,
+// sshsig), judge and internal/atomicfile of the module, and must not import
+// engine, ir, store, mcp or cli.
 package guard

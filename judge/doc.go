@@ -10,6 +10,7 @@
 // be plugged in without Stratum holding API keys. With no judge configured,
 // callers must fail closed (the guard refuses, never applies).
 //
-// judge imports only internal/proc of the module; guard and engine
-// import judge, never the reverse.
+// judge imports only internal/proc of the module. guard and engine call a
+// Judge and cli builds one from the environment (FromEnv); none of them is
+// imported by judge.
 package judge

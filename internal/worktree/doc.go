@@ -15,6 +15,8 @@
 // Create, Remove and RemoveLeftovers per repository. Capture works inside
 // one worktree and may run concurrently with others.
 //
-// worktree imports only internal/proc; the engine (engine fanouts) and
-// the driver (consumer fanouts driven by `stratum run`) call it.
+// worktree imports only internal/proc of the module. The driver calls it:
+// its engine.Workspaces executor for engine fanouts (driver/effects.go) and
+// its consumer fanouts (driver/consumer.go). The engine itself only decides
+// and never imports it (its tests do, to inspect repositories).
 package worktree
