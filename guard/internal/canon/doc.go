@@ -9,5 +9,9 @@
 // and only integers within ±(2^53-1) as numbers. Anything else is an error,
 // never a silently different byte string.
 //
+// The store's event chain and the engine's revision digest have canonical
+// forms of their own; docs/decisions/0102 says why none of the three is
+// shared.
+//
 // canon imports nothing of the module.
 package canon

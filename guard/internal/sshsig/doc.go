@@ -31,5 +31,9 @@
 // Tests drive the real ssh-keygen to produce signatures; production code
 // never executes it.
 //
+// Why this is not golang.org/x/crypto/ssh (which has no SSHSIG reader, and
+// accepts key types and options the trust root must refuse):
+// docs/decisions/0101.
+//
 // sshsig imports only the standard library and nothing of the module.
 package sshsig
