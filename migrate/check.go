@@ -45,7 +45,7 @@ type Finding struct {
 	At []Location `json:"at"`
 }
 
-// Report is the result of checking one document.
+// Report is the result of checking one document ([Check]).
 type Report struct {
 	// Version is the document's version as text; meaningful only when
 	// HasVersion is true (it may legitimately be the empty string).

@@ -17,7 +17,8 @@ import (
 //	  carry routing fields
 //	  at: functions.review.mode
 //
-// Positions are not part of the text format; WriteJSON carries them.
+// Positions are not part of the text format; [Report.WriteJSON] carries
+// them.
 func (r *Report) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("stratum migrate --check")

@@ -37,7 +37,8 @@ const (
 	CompileFailed ErrorType = "compile_error"
 )
 
-// Error is a compile failure. Callers branch on Type (errors.As).
+// Error is a compile failure. Callers branch on its [ErrorType]
+// (errors.As).
 type Error struct {
 	Type    ErrorType
 	Message string
@@ -49,7 +50,7 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error { return e.Err }
 
-// Result is a compiled tasks directory.
+// Result is a compiled tasks directory ([Compile]).
 type Result struct {
 	// YAML is the v1 spec. It validates with ir.Build.
 	YAML []byte
@@ -65,7 +66,7 @@ const MaxTaskFileBytes = ir.MaxSpecBytes
 
 // Compile reads the *.md task files directly inside dir, in file-name order,
 // and compiles them into a v1 spec whose entry flow is called flowName
-// (DefaultFlowName when empty). Failures are *Error values.
+// ([DefaultFlowName] when empty). Failures are [*Error] values.
 func Compile(ctx context.Context, dir, flowName string) (*Result, error) {
 	info, err := os.Stat(dir)
 	if err != nil || !info.IsDir() {

@@ -89,7 +89,7 @@ var (
 var lintPhrases = []string{"no lint error", "lint pass", "lint clean"}
 
 // ParseTask parses the text of one task file. name is the file name (it
-// gives the step id). Every text parses: a file without a heading has an
+// gives the step id, [StepID]). Every text parses: a file without a heading has an
 // empty title, a file without a criteria heading has no criteria. Invalid
 // UTF-8 is replaced with U+FFFD, as a UTF-8 decoder would.
 func ParseTask(name, text string) Task {
