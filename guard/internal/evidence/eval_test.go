@@ -243,19 +243,17 @@ func mustReal(t *testing.T, p string) string {
 }
 
 // TestCommandTimeoutKillsGroup runs a command that hangs past the timeout
-// and has started a background grandchild: both must be killed.
+// and has started a background grandchild: both must be killed. No
+// duration is compared: without the timeout the command would exit 0 after
+// its grandchild's minute, which the verdict check refuses.
 func TestCommandTimeoutKillsGroup(t *testing.T) {
 	root := t.TempDir()
 	pidFile := filepath.Join(root, "grandchild.pid")
 	env := Env{WorkspaceRoot: root, AllowCommands: true, CommandTimeout: 300 * time.Millisecond}
 	c := mustParse(t, `command_exit_zero(['sh', '-c', 'sleep 60 & echo $! > grandchild.pid; wait'])`)
-	start := time.Now()
 	r := Evaluate(context.Background(), c, env)
 	if r.Met || !strings.Contains(r.Evidence, "timed out") {
 		t.Fatalf("hung command = %+v, want a timeout", r)
-	}
-	if elapsed := time.Since(start); elapsed > 30*time.Second {
-		t.Fatalf("evaluation took %s: the timeout did not stop it", elapsed)
 	}
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
