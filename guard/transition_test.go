@@ -2,6 +2,8 @@ package guard
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -550,5 +552,51 @@ func TestLockTimeoutAndFence(t *testing.T) {
 				t.Fatal("a write went through after the fence failed")
 			}
 		})
+	}
+}
+
+// TestPayloadDigestBytes pins the bytes of the payload digest
+// (docs/guard.md, "Checksums and digests"): stores are shared with the
+// reference's engines, whose replays must match ours. The expected canonical
+// text is written out by hand, not produced by the code under test.
+func TestPayloadDigestBytes(t *testing.T) {
+	f := newFixture(t)
+	id := "digest"
+	reg := f.register(f.featureRequest(id))
+	sha := func(text string) string {
+		sum := sha256.Sum256([]byte(text))
+		return hex.EncodeToString(sum[:])
+	}
+	withFiles := func(r *TransitionRequest) { r.ModifiedFiles = []string{"b", "é", "a"} }
+	art := withArtifacts(map[string]any{"plan": "docs/plan.md", "n": 3})
+
+	// Version 2, as every new entry is written: the policy checksum included.
+	r := f.mustTransition(id, "draft", "review", withKey("v2"), art, withFiles)
+	v2 := `{"artifacts":{"n":3,"plan":"docs/plan.md"},"from_state":"draft","modified_files":["a","b","\u00e9"],` +
+		`"policy_checksum":"` + reg.Checksum + `","resolved_by":"agent","to_state":"review"}`
+	if want := sha(v2); r.PayloadDigest != want {
+		t.Errorf("version 2 payload digest %s, want sha256(%s) = %s", r.PayloadDigest, v2, want)
+	}
+
+	// Version 1, as legacy entries hold it: without the policy checksum. An
+	// entry written with it replays the same request.
+	v1 := `{"artifacts":{"n":3,"plan":"docs/plan.md"},"from_state":"draft","modified_files":["a","b","\u00e9"],` +
+		`"resolved_by":"agent","to_state":"review"}`
+	d1 := sha(v1)
+	key := "v1"
+	dir := f.dir(id)
+	h, err := f.g.lock(context.Background(), id, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &ledger.Entry{FromState: "draft", ToState: "review", Outcome: "refused", Kind: "transition", ResolvedBy: "agent",
+		IdempotencyKey: &key, PayloadDigest: &d1, PayloadDigestVersion: 1}
+	_, err = f.g.commit(h, dir, mustLoad(t, f, id), e, nil)
+	h.unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.mustTransition(id, "draft", "review", withKey("v1"), art, withFiles); r.Status != "replayed" {
+		t.Errorf("a version 1 entry over sha256(%s) does not replay: %+v", v1, r)
 	}
 }
