@@ -67,8 +67,9 @@ const (
 )
 
 // FromEnv builds the configured judge: a [CommandJudge] when
-// STRATUM_JUDGE_COMMAND ([EnvCommand]) is set, nil when nothing is configured. A timeout
-// that is set but not a positive integer is an error, not a silent default.
+// STRATUM_JUDGE_COMMAND ([EnvCommand]) is set, nil when nothing is
+// configured. A timeout that is set but not a positive integer is an error,
+// not a silent default.
 func FromEnv(getenv func(string) string) (Judge, error) {
 	cmd := strings.TrimSpace(getenv(EnvCommand))
 	if cmd == "" {
