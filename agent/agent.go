@@ -180,6 +180,6 @@ func (e *NotFoundError) Error() string { return e.Hint }
 // Is makes errors.Is(err, ErrNotFound) true.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// ErrUnknownAgent is returned by [Resolver.Resolve] for an agent name that has no
-// connector.
+// ErrUnknownAgent is returned by [Resolver.Resolve] for an agent name that has
+// no connector.
 var ErrUnknownAgent = errors.New("unknown agent")

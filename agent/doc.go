@@ -12,12 +12,12 @@
 // limit, progress callback, start record) configures every connector;
 // each refuses what it cannot honour ([Options.Validate]).
 //
-// An agent's misbehaviour (non-zero exit, garbage output, the time limit)
-// is a [Result] with Failure set, which the engine records as a failed
-// attempt. An error from [Connector.Run] means the attempt did not happen: the agent
-// cannot run at all (an [*UnavailableError]: not installed, not logged in,
-// no network, a quota reached; errors.Is(err, [ErrUnavailable])), an option
-// it cannot honour, or the context ended.
+// An agent's misbehaviour (non-zero exit, garbage output, the time limit) is a
+// [Result] with Failure set, which the engine records as a failed attempt. An
+// error from [Connector.Run] means the attempt did not happen: the agent cannot
+// run at all (an [*UnavailableError]: not installed, not logged in, no network,
+// a quota reached; errors.Is(err, [ErrUnavailable])), an option it cannot
+// honour, or the context ended.
 //
 // Claude and Codex also run free-form tasks outside any flow
 // ([TaskRunner.RunTask]), in the foreground or detached ([StartTask]), and a

@@ -125,9 +125,9 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// loadDescriptor is the whole gate of apply_upgrade (docs/guard.md, "Order
-// of the checks"): every failure, whether not configured, tampered, malformed, unsigned or
-// an unknown id, is the same upgrade_descriptor_unavailable.
+// loadDescriptor is the whole gate of apply_upgrade (docs/guard.md, "Order of
+// the checks"): every failure, whether not configured, tampered, malformed,
+// unsigned or an unknown id, is the same upgrade_descriptor_unavailable.
 func (g *Guard) loadDescriptor(id string) (*descriptorFile, *descriptor, error) {
 	df, err := g.readDescriptorFile()
 	if err != nil {

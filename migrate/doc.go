@@ -11,9 +11,10 @@
 // a report.
 //
 // The package owns the catalogue of legacy constructs and the two report
-// formats (text and JSON: [Report.WriteText], [Report.WriteJSON]). It is pure: it does no I/O of its own and imports
-// only expr (for JavaScript's number-to-text conversion of a numeric
-// version or key) and internal/yamlerr (which places a YAML error on the
-// line to fix, as ir does) from the module. It must not import ir (a
-// legacy spec is not a v1 spec), engine, store, cli or mcp.
+// formats (text and JSON: [Report.WriteText], [Report.WriteJSON]). It is pure:
+// it does no I/O of its own and imports only expr (for JavaScript's
+// number-to-text conversion of a numeric version or key) and internal/yamlerr
+// (which places a YAML error on the line to fix, as ir does) from the module.
+// It must not import ir (a legacy spec is not a v1 spec), engine, store, cli or
+// mcp.
 package migrate

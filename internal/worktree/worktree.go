@@ -295,13 +295,13 @@ const (
 	AlreadyPresent
 )
 
-// Apply applies a patch made by [Worktree.Capture] to the repository holding the
-// workspace, to its index and files, with a three-way merge where the
-// workspace has moved on. It is all or nothing: the three-way merge is
-// first tried on a scratch copy of the index, and a patch that would
-// conflict is a [*ConflictError] with nothing touched. A patch whose
-// changes are all present already (its reverse applies) is not applied
-// again and reports [AlreadyPresent].
+// Apply applies a patch made by [Worktree.Capture] to the repository holding
+// the workspace, to its index and files, with a three-way merge where the
+// workspace has moved on. It is all or nothing: the three-way merge is first
+// tried on a scratch copy of the index, and a patch that would conflict is a
+// [*ConflictError] with nothing touched. A patch whose changes are all present
+// already (its reverse applies) is not applied again and reports
+// [AlreadyPresent].
 func Apply(ctx context.Context, workspace string, patch []byte) (Applied, error) {
 	if len(bytes.TrimSpace(patch)) == 0 {
 		return AlreadyPresent, nil
