@@ -376,6 +376,7 @@ func TestUpgrade(t *testing.T) {
 		{"predicate removed", g0, `{"draft->review":[{"id":"plan","type":"deterministic","statement":"server_file_exists('plan.md')"}]}`, t0, s0, []string{`predicates of existing edge "review->done" changed`}},
 		{"absent becomes empty", g0, `{"draft->review":[{"id":"plan","type":"deterministic","statement":"server_file_exists('plan.md')"}],"review->done":[{"statement":"server_file_contains('plan.md', 'approved')"}],"review->draft":[]}`, t0, s0, []string{`"review->draft" changed`}},
 		{"stake changed", g0, p0, t0, `{"draft->review":"paranoid","review->done":"cheap"}`, []string{`stake of existing edge "review->done" changed`}},
+		{"stake weakened", g0, p0, t0, `{"draft->review":"cheap"}`, []string{`stake of existing edge "draft->review" changed`}},
 		{"new route into old state", `{"draft":["review","done"],"review":["done","draft"],"done":[]}`, p0, t0, s0, []string{`new edge "draft->done" leads into existing state "done"`}},
 		{"edge out of terminal", `{"draft":["review"],"review":["done","draft"],"done":["archived"]}`, p0, t0, s0, []string{`new edge "done->archived" leaves terminal state "done"`}},
 		{"terminal added", `{"draft":["review","parked"],"review":["done","draft"],"done":[],"parked":[]}`, p0, `["done","parked"]`, s0, []string{`terminal state "parked" added`}},

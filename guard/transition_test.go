@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/stratum-go/stratum/guard/internal/canon"
 	"github.com/stratum-go/stratum/guard/internal/ledger"
 	"github.com/stratum-go/stratum/judge"
 )
@@ -598,5 +600,29 @@ func TestPayloadDigestBytes(t *testing.T) {
 	}
 	if r := f.mustTransition(id, "draft", "review", withKey("v1"), art, withFiles); r.Status != "replayed" {
 		t.Errorf("a version 1 entry over sha256(%s) does not replay: %+v", v1, r)
+	}
+}
+
+// TestNormalizeVerdict pins what docs/guard.md ("The verdict") promises of
+// every number and text a verdict may carry before it is hashed: nearest
+// integer (halves away from zero), clamped to ±(2^53-1), non-finite 0,
+// -0 as 0, text made valid UTF-8, anything that is not JSON null. Through
+// the public API only integers reach it today, so nothing else pins it.
+func TestNormalizeVerdict(t *testing.T) {
+	in := map[string]any{
+		"half": 2.5, "neg_half": -2.5, "down": 1.4, "up": 1.6, "neg_zero": math.Copysign(0, -1),
+		"nan": math.NaN(), "inf": math.Inf(-1), "huge": 1e300, "f32": float32(7.5), "i": 42, "i64": int64(-3),
+		"text": "ok\xffbad", "list": []any{0.5, "x"}, "strings": []string{"a\xfe"}, "func": func() {},
+		"nested": map[string]any{"n": 9.9},
+	}
+	got, err := canon.Marshal(normalize(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"down":1,"f32":8,"func":null,"half":3,"huge":9007199254740991,"i":42,"i64":-3,"inf":0,` +
+		`"list":[1,"x"],"nan":0,"neg_half":-3,"neg_zero":0,"nested":{"n":10},"strings":["a\ufffd"],` +
+		`"text":"ok\ufffdbad","up":2}`
+	if string(got) != want {
+		t.Errorf("normalize:\n got %s\nwant %s", got, want)
 	}
 }
