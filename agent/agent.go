@@ -178,12 +178,12 @@ func (f *Field) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ErrNotFound is matched (errors.Is) by a NotFoundError.
+// ErrNotFound is matched (errors.Is) by a [NotFoundError].
 var ErrNotFound = errors.New("agent executable not found")
 
 // NotFoundError reports that an agent's executable is not installed. The
-// connectors return it wrapped in an *UnavailableError of kind
-// UnavailableNotInstalled.
+// connectors return it wrapped in an [*UnavailableError] of kind
+// [UnavailableNotInstalled].
 type NotFoundError struct {
 	// Program is the name or path that was looked up.
 	Program string
@@ -196,6 +196,6 @@ func (e *NotFoundError) Error() string { return e.Hint }
 // Is makes errors.Is(err, ErrNotFound) true.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// ErrUnknownAgent is returned by Resolve for an agent name that has no
-// connector.
+// ErrUnknownAgent is returned by [Resolver.Resolve] for an agent name that has
+// no connector.
 var ErrUnknownAgent = errors.New("unknown agent")

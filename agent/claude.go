@@ -44,7 +44,7 @@ type Claude struct {
 	LookPath func(string) (string, error)
 }
 
-// Run implements Connector: the step's prompt (Prompt), and the JSON
+// Run implements [Connector]: the step's prompt ([Prompt]), and the JSON
 // value taken from the final message.
 func (c *Claude) Run(ctx context.Context, req Request) (Result, error) {
 	o := req.options()
@@ -71,7 +71,7 @@ func (c *Claude) Run(ctx context.Context, req Request) (Result, error) {
 	return out, nil
 }
 
-// RunTask implements TaskRunner: the prompt as it is, and the final
+// RunTask implements [TaskRunner]: the prompt as it is, and the final
 // message as text.
 func (c *Claude) RunTask(ctx context.Context, t Task) (TaskResult, error) {
 	run, err := c.run(ctx, t.Prompt, t.Workdir, t.Options)

@@ -3,8 +3,6 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/internal/proc"
 )
@@ -69,15 +67,6 @@ func onStart(o Options) func(proc.Identity) {
 // auditTail is the end of b, at most auditStderr bytes, from a line
 // boundary when one is near, as valid UTF-8.
 func auditTail(b []byte) string {
-	b = bytes.TrimRight(b, " \t\r\n")
-	if len(b) > auditStderr {
-		b = b[len(b)-auditStderr:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < auditStderr/2 {
-			b = b[i+1:]
-		}
-		for len(b) > 0 && !utf8.RuneStart(b[0]) {
-			b = b[1:]
-		}
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	s, _ := endOf(bytes.TrimRight(b, " \t\r\n"), auditStderr)
+	return s
 }

@@ -43,13 +43,13 @@ type Codex struct {
 	OfflineGrace time.Duration
 }
 
-// DefaultOfflineGrace is Codex.OfflineGrace when zero.
+// DefaultOfflineGrace is [Codex.OfflineGrace] when zero.
 const DefaultOfflineGrace = time.Minute
 
 // errOffline stops a codex that has waited for the network too long.
 var errOffline = errors.New("codex has been waiting for the network")
 
-// Run implements Connector: the step's prompt (Prompt), and the JSON
+// Run implements [Connector]: the step's prompt ([Prompt]), and the JSON
 // value taken from the final message.
 func (c *Codex) Run(ctx context.Context, req Request) (Result, error) {
 	run, err := c.run(ctx, Prompt(req), req.Workdir, req.options())
@@ -66,7 +66,7 @@ func (c *Codex) Run(ctx context.Context, req Request) (Result, error) {
 	return out, nil
 }
 
-// RunTask implements TaskRunner: the prompt as it is, and the final
+// RunTask implements [TaskRunner]: the prompt as it is, and the final
 // message as text.
 func (c *Codex) RunTask(ctx context.Context, t Task) (TaskResult, error) {
 	run, err := c.run(ctx, t.Prompt, t.Workdir, t.Options)

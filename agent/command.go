@@ -25,7 +25,7 @@ const DefaultOutputLimit = 4 << 20
 const stderrTail = 16 << 10
 
 // Command runs any executable as an agent. The executable receives one
-// JSON object on stdin (see CommandInput) and must print the step output
+// JSON object on stdin (see [CommandInput]) and must print the step output
 // as one JSON value on stdout and exit 0. See docs/agents.md.
 type Command struct {
 	// Argv is the program and its arguments; Argv[0] is looked up on PATH
@@ -79,7 +79,7 @@ type CommandInput struct {
 	Interrupted string `json:"interrupted,omitempty"`
 }
 
-// Input is the CommandInput for req.
+// Input is the [CommandInput] for req.
 func Input(req Request) CommandInput {
 	o := req.options()
 	return CommandInput{
@@ -103,7 +103,7 @@ func encodeInput(req Request) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Run implements Connector.
+// Run implements [Connector].
 func (c *Command) Run(ctx context.Context, req Request) (Result, error) {
 	if len(c.Argv) == 0 {
 		return Result{}, errors.New("agent: command connector has no command")

@@ -148,7 +148,9 @@ func TestCommandFailures(t *testing.T) {
 func TestCommandHangKillsGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
-	// The agent ignores SIGTERM and leaves a grandchild in its group.
+	// The agent ignores SIGTERM, never ends by itself and leaves a
+	// grandchild in its group: only the SIGKILL after the grace period ends
+	// it, so no duration needs comparing (without it Run would not return).
 	agent := writeScript(t, dir, "agent", `#!/bin/sh
 trap '' TERM
 sleep 300 &
@@ -157,17 +159,12 @@ while :; do sleep 1; done
 `)
 	req := sampleRequest()
 	req.Timeout = 300 * time.Millisecond
-	start := time.Now()
 	res, err := (&Command{Argv: []string{agent}}).Run(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Failure != "agent timed out after 300ms (the attempt's time limit); its process group was stopped" {
 		t.Errorf("failure %q", res.Failure)
-	}
-	// The default grace before SIGKILL is 2 s; well under the sleeps.
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("took %v", d)
 	}
 	assertDead(t, pidFile)
 }

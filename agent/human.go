@@ -65,7 +65,7 @@ func (h *Human) read() {
 	h.lines <- humanLine{err: err}
 }
 
-// Run implements Connector.
+// Run implements [Connector].
 func (h *Human) Run(ctx context.Context, req Request) (Result, error) {
 	select {
 	case h.turn <- struct{}{}:

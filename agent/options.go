@@ -9,9 +9,10 @@ import (
 
 // Options configure how an agent runs: the same struct for every connector,
 // set by the person who runs Stratum (command-line flags, a policy) and
-// passed per attempt in Request.Options or per task in Task.Options. Each
+// passed per attempt in [Request.Options] or per task in [Task.Options]. Each
 // connector uses the fields that mean something to its CLI and refuses
-// those it cannot honour (see Validate and docs/agents.md, "Options").
+// those it cannot honour (see [Options.Validate] and docs/agents.md,
+// "Options").
 // The zero value is the default behaviour of each CLI in a read-only
 // sandbox, with no time limit.
 type Options struct {

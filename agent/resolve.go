@@ -21,11 +21,11 @@ type Resolver struct {
 }
 
 // Resolve picks the connector for one step. override is the `--agent`
-// value, stepAgent the step's `agent:` (empty means DefaultAgent).
+// value, stepAgent the step's `agent:` (empty means [DefaultAgent]).
 //
 //   - A non-empty override wins for every step. "claude", "codex" and
 //     "human" name the built-in connectors; anything else is a command line
-//     (SplitCommandLine) whose program must exist now.
+//     ([SplitCommandLine]) whose program must exist now.
 //   - Otherwise the step's agent must be "claude", "codex" or "human". A
 //     step cannot name an arbitrary program: a spec is not trusted to pick
 //     what runs on this machine; the person running it chooses with
@@ -80,7 +80,7 @@ func (r *Resolver) builtin(name string) (Connector, bool, error) {
 // TaskRunner returns the runner of free-form tasks for name, "claude" or
 // "codex", with the resolver's environment and lookup (the CLI itself is
 // looked up when the task runs). Other agents cannot run a free-form task:
-// ErrUnknownAgent.
+// [ErrUnknownAgent].
 func (r *Resolver) TaskRunner(name string) (TaskRunner, error) {
 	switch name {
 	case "claude":

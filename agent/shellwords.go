@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// ErrCommandLine is wrapped by SplitCommandLine's errors.
+// ErrCommandLine is wrapped by [SplitCommandLine]'s errors.
 var ErrCommandLine = errors.New("invalid agent command line")
 
 // SplitCommandLine splits a command line into argv the way a POSIX shell

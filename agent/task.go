@@ -34,9 +34,9 @@ type TaskResult struct {
 	Stderr string
 }
 
-// TaskRunner runs a Task. Claude and Codex implement it. As for
-// Connector.Run, the error is non-nil only when the agent could not run at
-// all (an *UnavailableError, a bad option) or when ctx ended first.
+// TaskRunner runs a [Task]. [Claude] and [Codex] implement it. As for
+// [Connector.Run], the error is non-nil only when the agent could not run at
+// all (an [*UnavailableError], a bad option) or when ctx ended first.
 type TaskRunner interface {
 	RunTask(ctx context.Context, t Task) (TaskResult, error)
 }
@@ -70,7 +70,7 @@ const (
 	KillKilled KillOutcome = "killed"
 )
 
-// KillGrace is how long Kill waits after SIGTERM before SIGKILL.
+// KillGrace is how long [Kill] waits after SIGTERM before SIGKILL.
 const KillGrace = 2 * time.Second
 
 // Kill stops the process group of a recorded agent, from any process of
@@ -89,7 +89,7 @@ func Kill(ctx context.Context, rec ProcessRecord) (KillOutcome, error) {
 }
 
 // Detached is an agent task running in the background of this process
-// (see StartTask).
+// (see [StartTask]).
 type Detached struct {
 	record ProcessRecord
 	cancel context.CancelCauseFunc
@@ -99,7 +99,7 @@ type Detached struct {
 }
 
 // ErrCancelled is the cause given to a detached task's context by
-// Detached.Cancel.
+// [Detached.Cancel].
 var ErrCancelled = errors.New("agent task cancelled")
 
 // StartTask starts t with r and returns once the agent's process has
@@ -149,7 +149,7 @@ func (d *Detached) Record() ProcessRecord { return d.record }
 func (d *Detached) Done() <-chan struct{} { return d.done }
 
 // Wait waits for the task to finish and returns its result and error (an
-// error wrapping ErrCancelled after Cancel).
+// error wrapping [ErrCancelled] after [Detached.Cancel]).
 func (d *Detached) Wait() (TaskResult, error) {
 	<-d.done
 	return d.res, d.err

@@ -31,20 +31,30 @@ func excerpt(b []byte) string {
 }
 
 // tail returns the end of b (at most maxReasonTail bytes, starting at a
-// line boundary when one is near) as valid, trimmed UTF-8.
+// line boundary when one is near) as valid, trimmed UTF-8, with "..." in
+// front when it was cut.
 func tail(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if len(b) > maxReasonTail {
-		b = b[len(b)-maxReasonTail:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < maxReasonTail/2 {
+	s, cut := endOf(bytes.TrimSpace(b), maxReasonTail)
+	if cut {
+		return "..." + s
+	}
+	return s
+}
+
+// endOf returns the last limit bytes of b at most, from a line boundary
+// when one lies in the first half of them, from a rune boundary in any
+// case, as valid UTF-8; cut says whether anything was dropped.
+func endOf(b []byte, limit int) (s string, cut bool) {
+	if len(b) > limit {
+		b, cut = b[len(b)-limit:], true
+		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < limit/2 {
 			b = b[i+1:]
 		}
 		for len(b) > 0 && !utf8.RuneStart(b[0]) {
 			b = b[1:]
 		}
-		return "..." + strings.ToValidUTF8(string(b), "\uFFFD")
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.ToValidUTF8(string(b), "\uFFFD"), cut
 }
 
 // errNotJSON is wrapped by extractAnswer when a model's answer holds no

@@ -61,10 +61,16 @@ func TestTailAndExcerpt(t *testing.T) {
 	if !strings.HasPrefix(got, "...line of stderr\n") || !strings.HasSuffix(got, "final error") || len(got) > maxReasonTail+3 {
 		t.Errorf("tail of long text: %d bytes, starts %q", len(got), got[:20])
 	}
-	// Cutting inside a multi-byte rune never yields invalid UTF-8.
+	// A cut inside a multi-byte rune starts at the next rune: the text is
+	// 6001 bytes, so the last 2000 begin with the second byte of an é,
+	// which is dropped (not replaced by U+FFFD).
 	runes := strings.Repeat("é", 3000)
-	if got := tail([]byte(runes)); !utf8.ValidString(got) {
-		t.Error("tail produced invalid UTF-8")
+	if got, want := tail([]byte(runes+"x")), "..."+strings.Repeat("é", 999)+"x"; got != want {
+		t.Errorf("tail cut inside a rune = %.20q... (%d bytes), want %.20q... (%d bytes)", got, len(got), want, len(want))
+	}
+	// The audit record's stderr is cut the same way at its own limit.
+	if got := auditTail([]byte(strings.Repeat("a", 2*auditStderr) + "\n")); got != strings.Repeat("a", auditStderr) {
+		t.Errorf("auditTail kept %d bytes, want %d", len(got), auditStderr)
 	}
 	if got := excerpt([]byte(runes)); !utf8.ValidString(got) || !strings.HasSuffix(got, `"...`) {
 		t.Errorf("excerpt = %.30q", got)

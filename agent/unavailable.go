@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// ErrUnavailable is matched (errors.Is) by every UnavailableError: the
+// ErrUnavailable is matched (errors.Is) by every [UnavailableError]: the
 // agent could not work at all, through no fault of the attempt.
 var ErrUnavailable = errors.New("agent unavailable")
 
@@ -45,7 +45,7 @@ var kindText = map[UnavailableKind][2]string{
 }
 
 // UnavailableError reports that a connector could not run its agent at
-// all (see UnavailableKind): the attempt never happened, so it must not be
+// all (see [UnavailableKind]): the attempt never happened, so it must not be
 // counted as one. A driver pauses the run so that it can be resumed once
 // the condition is fixed. Connectors return it as Run's error, together
 // with whatever Result (telemetry, stderr) the failed start produced.

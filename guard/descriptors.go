@@ -58,7 +58,8 @@ func unavailable(format string, args ...any) error {
 // readDescriptorFile reads the configured descriptor file and checks its
 // signature, without failing on a bad signature, trust root or schema
 // (those are recorded), so that `stratum guard descriptors` can report
-// them and apply_upgrade can refuse in the order of spec/guard.md §12.4.
+// them and apply_upgrade can refuse in the order of docs/guard.md, "Order
+// of the checks".
 func (g *Guard) readDescriptorFile() (*descriptorFile, error) {
 	path := g.getenv(EnvUpgradeDescriptors)
 	if path == "" {
@@ -124,9 +125,9 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// loadDescriptor is the whole gate of apply_upgrade (spec/guard.md §12.4):
-// every failure, whether not configured, tampered, malformed, unsigned or
-// an unknown id, is the same upgrade_descriptor_unavailable.
+// loadDescriptor is the whole gate of apply_upgrade (docs/guard.md, "Order of
+// the checks"): every failure, whether not configured, tampered, malformed,
+// unsigned or an unknown id, is the same upgrade_descriptor_unavailable.
 func (g *Guard) loadDescriptor(id string) (*descriptorFile, *descriptor, error) {
 	df, err := g.readDescriptorFile()
 	if err != nil {

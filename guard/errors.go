@@ -5,10 +5,11 @@ import (
 	"fmt"
 )
 
-// Code is an error slug: the error_type of the error envelope.
+// Code is an error slug: the error_type of the error envelope
+// ([ErrorEnvelope.ErrorType]).
 type Code string
 
-// The guard's error codes (spec/guard.md §15).
+// The guard's error codes (docs/guard.md, "Error codes").
 const (
 	CodeAlreadyRegistered            Code = "guard_already_registered"
 	CodeNotFound                     Code = "guard_not_found"
@@ -48,7 +49,8 @@ const (
 	CodeInternal Code = "internal_error"
 )
 
-// Error is a guard failure with a code a caller can branch on.
+// Error is a guard failure with a [Code] a caller can branch on (with
+// errors.As, or [CodeOf]); [Envelope] gives its wire form.
 type Error struct {
 	Code    Code
 	Message string
@@ -68,8 +70,8 @@ func wrapInternal(err error, format string, args ...any) *Error {
 	return &Error{Code: CodeInternal, Message: fmt.Sprintf(format, args...) + ": " + err.Error(), Err: err}
 }
 
-// CodeOf returns the code of err: its *Error's code, or CodeInternal for
-// any other non-nil error, or "" for nil.
+// CodeOf returns the code of err: its [*Error]'s code, or [CodeInternal]
+// for any other non-nil error, or "" for nil.
 func CodeOf(err error) Code {
 	if err == nil {
 		return ""
@@ -89,7 +91,8 @@ type ErrorEnvelope struct {
 	Message   string `json:"message"`
 }
 
-// Envelope turns any error into its wire form.
+// Envelope turns any error into its wire form, with the code [CodeOf]
+// gives.
 func Envelope(err error) ErrorEnvelope {
 	var e *Error
 	if errors.As(err, &e) {

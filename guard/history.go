@@ -10,7 +10,8 @@ import (
 	"github.com/stratum-go/stratum/guard/internal/ledger"
 )
 
-// LedgerEntry is one ledger entry as stored (spec/guard.md §2.4).
+// LedgerEntry is one ledger entry as stored (docs/guard.md, "Ledger
+// entries"), as [HistoryResult.Ledger] lists them.
 type LedgerEntry = ledger.Entry
 
 // HistoryRequest asks for a resource's ledger (stratum_guard_history).
@@ -92,8 +93,8 @@ type VerifyResult struct {
 // Verify re-checks a resource strictly, under its lock: the registry's
 // seal and checksum, every ledger line (a torn tail that normal reads would
 // drop is a failure here), the ledger against the head registry.json
-// recorded, and, with req.Head, that the history still contains the head
-// kept from earlier.
+// recorded, and, with req.Head ([VerifyRequest.Head]), that the history
+// still contains the head kept from earlier ([VerifyResult.Head]).
 func (g *Guard) Verify(ctx context.Context, req VerifyRequest) (*VerifyResult, error) {
 	id := req.ResourceID
 	if err := validateResourceID(id); err != nil {

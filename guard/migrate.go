@@ -8,6 +8,7 @@ import (
 
 // MigrateRequest replaces a resource's policy on a signed one-shot
 // authorization (stratum_guard_migrate): the emergency path.
+// [Guard.Authorize] gives the payload to sign.
 type MigrateRequest struct {
 	ResourceID        string         `json:"resource_id" jsonschema:"the guarded resource"`
 	NewGraph          map[string]any `json:"new_graph" jsonschema:"the new adjacency list"`
@@ -23,7 +24,7 @@ func (r MigrateRequest) policy() PolicyInput {
 }
 
 // MigrateResult is {status: "migrated", ...}; AuthorizedBy is empty for an
-// upgrade.
+// upgrade ([UpgradeResult]).
 type MigrateResult struct {
 	Status       string `json:"status" jsonschema:"migrated, or unchanged when the policy was already the one given (upgrade)"`
 	Checksum     string `json:"checksum" jsonschema:"the checksum of the policy now in force"`

@@ -7,7 +7,8 @@ import (
 )
 
 // OverrideRequest moves one declared edge without its predicates, on a
-// signed one-shot authorization (stratum_guard_override).
+// signed one-shot authorization (stratum_guard_override): [Guard.Authorize]
+// gives the payload to sign.
 type OverrideRequest struct {
 	ResourceID    string `json:"resource_id" jsonschema:"the guarded resource"`
 	FromState     string `json:"from_state" jsonschema:"the current state"`

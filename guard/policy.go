@@ -219,8 +219,8 @@ func stakesMap(v any) (map[string]any, bool) {
 	return nil, false
 }
 
-// validatePolicy checks a policy in the exact order of spec/guard.md §4.2
-// (the first failure wins) and returns it typed.
+// validatePolicy checks a policy in the order of docs/guard.md,
+// "Validation order" (the first failure wins) and returns it typed.
 func validatePolicy(in PolicyInput, v validation) (*policy, error) {
 	p := &policy{
 		Graph:          make(map[string][]string, len(in.Graph)),

@@ -30,9 +30,10 @@ type RegisterResult struct {
 // Register validates and stores a policy. Registering the same policy,
 // initial state and workspace root again is a no-op ("exists"); anything
 // different for a registered resource is refused
-// (guard_already_registered): a policy can only change through upgrade,
-// apply_upgrade or migrate, and initial and workspace_root never change.
-// A workspace_root must lie inside the allowed roots (Options.AllowedRoots).
+// ([CodeAlreadyRegistered]): a policy can only change through
+// [Guard.Upgrade], [Guard.ApplyUpgrade] or [Guard.Migrate], and initial and
+// workspace_root never change. A workspace_root must lie inside the allowed
+// roots ([Options.AllowedRoots]).
 func (g *Guard) Register(ctx context.Context, req RegisterRequest) (*RegisterResult, error) {
 	if err := validateResourceID(req.ResourceID); err != nil {
 		return nil, err

@@ -10,7 +10,8 @@ import (
 	"github.com/stratum-go/stratum/guard/internal/canon"
 )
 
-// TestChecksumVectorViaRegister registers the §4.3 vector policy.
+// TestChecksumVectorViaRegister registers the policy of the reference's
+// checksum vector (TestChecksumVector in guard/internal/canon).
 func TestChecksumVectorViaRegister(t *testing.T) {
 	f := newFixture(t)
 	ws := f.ws

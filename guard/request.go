@@ -11,11 +11,12 @@ import (
 )
 
 // DecodeRequest decodes a JSON object of guard arguments into dst (a
-// pointer to one of the *Request structs) strictly: the value must be an
+// pointer to one of the request structs, such as [*TransitionRequest])
+// strictly: the value must be an
 // object (empty input means {}), every key must be a declared argument, a
 // required argument (a field whose json tag has no omitempty) must be
 // present and not null, and an optional argument given as null takes its
-// default. Every failure is invalid_argument. It is the CLI's reading of
+// default. Every failure is [CodeInvalidArgument]. It is the CLI's reading of
 // the same request structs the MCP tools use.
 func DecodeRequest(data []byte, dst any) error {
 	rv := reflect.ValueOf(dst)
@@ -27,7 +28,8 @@ func DecodeRequest(data []byte, dst any) error {
 	}
 	// encoding/json would silently replace invalid UTF-8 and lone UTF-16
 	// surrogate escapes with U+FFFD, so that a digest or checksum would be
-	// taken over other text than the caller sent (spec §3): refuse them.
+	// taken over other text than the caller sent (docs/guard.md, "Canonical
+	// JSON"): refuse them.
 	if !utf8.Valid(data) {
 		return errorf(CodeInvalidArgument, "guard arguments are not valid UTF-8")
 	}

@@ -22,7 +22,7 @@ func TestDecodeRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rr.Terminal != "done" || rr.WorkspaceRoot != nil || rr.Graph["a"] != "b" {
-		t.Fatalf("%+v", rr) // shape errors are left to validation (§4.2 order)
+		t.Fatalf("%+v", rr) // shape errors are left to validation (its order: docs/guard.md)
 	}
 	cases := []struct {
 		name, in, msg string
@@ -42,7 +42,8 @@ func TestDecodeRequest(t *testing.T) {
 		{"files not strings", `{"resource_id":"r","from_state":"a","to_state":"b","artifacts":{},"modified_files":[1]}`, `"modified_files"`, &TransitionRequest{}},
 		{"graph not object", `{"resource_id":"r","graph":[],"edge_predicates":{},"initial":"a"}`, `"graph"`, &RegisterRequest{}},
 		{"bad json", `{"resource_id":`, "one JSON object", &HistoryRequest{}},
-		// Text encoding/json would silently turn into U+FFFD (spec §3).
+		// Text encoding/json would silently turn into U+FFFD (docs/guard.md,
+		// "Canonical JSON").
 		{"lone high surrogate", `{"resource_id":"a\ud800b"}`, `\ud800`, &HistoryRequest{}},
 		{"lone low surrogate", `{"resource_id":"\uDC00"}`, `\uDC00`, &HistoryRequest{}},
 		{"high then non-low", `{"resource_id":"\ud83d\u0041"}`, `\ud83d`, &HistoryRequest{}},

@@ -122,3 +122,36 @@ func TestVerifyHead(t *testing.T) {
 	_, err = f.verify(id, vo.Head)
 	wantCode(t, err, CodeTampered)
 }
+
+// TestLegacyRegistryPolicyEdit: a registry without a seal (written by an
+// earlier Stratum or by the reference's engines) has only the reference's
+// policy checksum to protect its policy, so an edited policy is caught by
+// the checksum alone (docs/guard.md, "What is protected, and how").
+func TestLegacyRegistryPolicyEdit(t *testing.T) {
+	f := newFixture(t)
+	id := "old-edit"
+	f.register(f.featureRequest(id))
+	f.makeLegacy(id)
+	regPath := filepath.Join(f.dir(id), registryFile)
+	data, err := os.ReadFile(regPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := canon.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(map[string]any)
+	m["graph"].(map[string]any)["draft"] = []any{"review", "done"} // a shortcut past review
+	b, err := canon.MarshalIndent(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(regPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.verify(id)
+	wantCode(t, err, CodeTampered, "stored checksum")
+	_, err = f.transition(id, "draft", "done")
+	wantCode(t, err, CodeTampered, "stored checksum")
+}

@@ -86,7 +86,8 @@ func (f *fixture) authorizePayload(req AuthorizeRequest) []byte {
 	return []byte(res.Payload)
 }
 
-// TestOverridePayloadVector is the byte-exact payload of spec §13.1.
+// TestOverridePayloadVector is the byte-exact payload of
+// docs/guard-signatures.md, "What is signed".
 func TestOverridePayloadVector(t *testing.T) {
 	f := newFixture(t)
 	res, err := f.g.Authorize(context.Background(), AuthorizeRequest{Kind: "override", ResourceID: "compose:FEAT-1", FromState: "review", ToState: "done", Rationale: "manual ship"})
@@ -402,6 +403,7 @@ func TestUpgrade(t *testing.T) {
 		{"predicate removed", g0, `{"draft->review":[{"id":"plan","type":"deterministic","statement":"server_file_exists('plan.md')"}]}`, t0, s0, []string{`predicates of existing edge "review->done" changed`}},
 		{"absent becomes empty", g0, `{"draft->review":[{"id":"plan","type":"deterministic","statement":"server_file_exists('plan.md')"}],"review->done":[{"statement":"server_file_contains('plan.md', 'approved')"}],"review->draft":[]}`, t0, s0, []string{`"review->draft" changed`}},
 		{"stake changed", g0, p0, t0, `{"draft->review":"paranoid","review->done":"cheap"}`, []string{`stake of existing edge "review->done" changed`}},
+		{"stake weakened", g0, p0, t0, `{"draft->review":"cheap"}`, []string{`stake of existing edge "draft->review" changed`}},
 		{"new route into old state", `{"draft":["review","done"],"review":["done","draft"],"done":[]}`, p0, t0, s0, []string{`new edge "draft->done" leads into existing state "done"`}},
 		{"edge out of terminal", `{"draft":["review"],"review":["done","draft"],"done":["archived"]}`, p0, t0, s0, []string{`new edge "done->archived" leaves terminal state "done"`}},
 		{"terminal added", `{"draft":["review","parked"],"review":["done","draft"],"done":[],"parked":[]}`, p0, `["done","parked"]`, s0, []string{`terminal state "parked" added`}},
@@ -445,7 +447,8 @@ func TestUpgrade(t *testing.T) {
 	wantCode(t, err, CodeTampered)
 
 	// "Existing keys" include edge_predicates and stakes keys that name no
-	// edge of the graph (§12.3 rule 2): they too are frozen.
+	// edge of the graph (docs/guard.md, "Additive-only upgrades", rule 2):
+	// they too are frozen.
 	f.register(RegisterRequest{ResourceID: "keys", Graph: obj(t, `{"a":["b"],"b":[]}`), Initial: "a",
 		EdgePredicates: obj(t, `{"x->y":[{"statement":"verdict_receipt_clean('z')"}]}`), Stakes: obj(t, `{"q->r":"cheap"}`)})
 	_, err = f.g.Upgrade(ctx, UpgradeRequest{ResourceID: "keys", NewGraph: obj(t, `{"a":["b","c"],"b":[],"c":[]}`), NewEdgePredicates: obj(t, `{}`), Rationale: "r"})

@@ -45,10 +45,10 @@ const EngineOwner = "go"
 // DefaultLockTimeout bounds how long an operation waits for a resource.
 const DefaultLockTimeout = 10 * time.Second
 
-// Options configure a Guard.
+// Options configure a [Guard] (see [New]).
 type Options struct {
 	// Root is the store directory holding one directory per resource.
-	// Use RootFromEnv for the standard location.
+	// Use [RootFromEnv] for the standard location.
 	Root string
 	// Getenv reads the server environment (STRATUM_GUARD_ALLOW_COMMANDS,
 	// STRATUM_GUARD_CMD_TIMEOUT_S, STRATUM_GUARD_UPGRADE_DESCRIPTORS);
@@ -97,7 +97,7 @@ type Guard struct {
 //go:embed guard-signers.allowed
 var embeddedTrustRoot []byte
 
-// New returns a Guard over opts.Root. Nothing is created on disk until a
+// New returns a [Guard] over [Options.Root]. Nothing is created on disk until a
 // resource is registered.
 func New(opts Options) (*Guard, error) {
 	if opts.Root == "" {
@@ -145,7 +145,7 @@ func New(opts Options) (*Guard, error) {
 }
 
 // AllowedRoots returns the directories a workspace_root must lie inside
-// (Options.AllowedRoots, absolute).
+// ([Options.AllowedRoots], absolute).
 func (g *Guard) AllowedRoots() []string { return slices.Clone(g.allowedRoots) }
 
 // Root returns the store directory.

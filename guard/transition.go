@@ -53,8 +53,8 @@ type transitionPayload struct {
 	resolvedBy    string
 }
 
-// digest is the payload digest of spec/guard.md §9: version 1 without the
-// policy checksum (legacy), version 2 with it.
+// digest is the payload digest (docs/guard.md, "Checksums and digests"):
+// version 1 without the policy checksum (legacy), version 2 with it.
 func (p *transitionPayload) digest(version int, checksum string) (string, error) {
 	material := map[string]any{
 		"from_state":     p.from,
@@ -220,7 +220,8 @@ func (g *Guard) Transition(ctx context.Context, req TransitionRequest) (*Transit
 	if err := r.tamperCheck(); err != nil {
 		return nil, err
 	}
-	// An edge a concurrent migrate removed is illegal_edge (spec §10.4);
+	// An edge a concurrent migrate removed is illegal_edge, as in the
+	// reference (docs/guard.md, "Transitions, idempotency, concurrency");
 	// only then is any other policy change stale.
 	if !r.Policy.hasEdge(req.FromState, req.ToState) {
 		return nil, errorf(CodeIllegalEdge, "edge %q is no longer declared in the graph", edge)

@@ -2,6 +2,9 @@ package guard
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/stratum-go/stratum/guard/internal/canon"
 	"github.com/stratum-go/stratum/guard/internal/ledger"
 	"github.com/stratum-go/stratum/judge"
 )
@@ -419,8 +423,8 @@ func (j *hookJudge) Judge(ctx context.Context, req judge.Request) (judge.Verdict
 
 // TestOptimisticCommit: phase 3 re-validates under the lock what phase 1
 // checked, against whatever committed while the predicates were being
-// evaluated (spec §10.4), and writes nothing when the attempt no longer
-// holds.
+// evaluated (docs/guard.md, "Transitions, idempotency, concurrency"), and
+// writes nothing when the attempt no longer holds.
 func TestOptimisticCommit(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -550,5 +554,75 @@ func TestLockTimeoutAndFence(t *testing.T) {
 				t.Fatal("a write went through after the fence failed")
 			}
 		})
+	}
+}
+
+// TestPayloadDigestBytes pins the bytes of the payload digest
+// (docs/guard.md, "Checksums and digests"): stores are shared with the
+// reference's engines, whose replays must match ours. The expected canonical
+// text is written out by hand, not produced by the code under test.
+func TestPayloadDigestBytes(t *testing.T) {
+	f := newFixture(t)
+	id := "digest"
+	reg := f.register(f.featureRequest(id))
+	sha := func(text string) string {
+		sum := sha256.Sum256([]byte(text))
+		return hex.EncodeToString(sum[:])
+	}
+	withFiles := func(r *TransitionRequest) { r.ModifiedFiles = []string{"b", "é", "a"} }
+	art := withArtifacts(map[string]any{"plan": "docs/plan.md", "n": 3})
+
+	// Version 2, as every new entry is written: the policy checksum included.
+	r := f.mustTransition(id, "draft", "review", withKey("v2"), art, withFiles)
+	v2 := `{"artifacts":{"n":3,"plan":"docs/plan.md"},"from_state":"draft","modified_files":["a","b","\u00e9"],` +
+		`"policy_checksum":"` + reg.Checksum + `","resolved_by":"agent","to_state":"review"}`
+	if want := sha(v2); r.PayloadDigest != want {
+		t.Errorf("version 2 payload digest %s, want sha256(%s) = %s", r.PayloadDigest, v2, want)
+	}
+
+	// Version 1, as legacy entries hold it: without the policy checksum. An
+	// entry written with it replays the same request.
+	v1 := `{"artifacts":{"n":3,"plan":"docs/plan.md"},"from_state":"draft","modified_files":["a","b","\u00e9"],` +
+		`"resolved_by":"agent","to_state":"review"}`
+	d1 := sha(v1)
+	key := "v1"
+	dir := f.dir(id)
+	h, err := f.g.lock(context.Background(), id, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &ledger.Entry{FromState: "draft", ToState: "review", Outcome: "refused", Kind: "transition", ResolvedBy: "agent",
+		IdempotencyKey: &key, PayloadDigest: &d1, PayloadDigestVersion: 1}
+	_, err = f.g.commit(h, dir, mustLoad(t, f, id), e, nil)
+	h.unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.mustTransition(id, "draft", "review", withKey("v1"), art, withFiles); r.Status != "replayed" {
+		t.Errorf("a version 1 entry over sha256(%s) does not replay: %+v", v1, r)
+	}
+}
+
+// TestNormalizeVerdict pins what docs/guard.md ("The verdict") promises of
+// every number and text a verdict may carry before it is hashed: nearest
+// integer (halves away from zero), clamped to ±(2^53-1), non-finite 0,
+// -0 as 0, text made valid UTF-8, anything that is not JSON null. Through
+// the public API only integers reach it today, so nothing else pins it.
+func TestNormalizeVerdict(t *testing.T) {
+	in := map[string]any{
+		"half": 2.5, "neg_half": -2.5, "down": 1.4, "up": 1.6, "neg_zero": math.Copysign(0, -1),
+		"nan": math.NaN(), "inf": math.Inf(-1), "huge": 1e300, "f32": float32(7.5), "i": 42, "i64": int64(-3),
+		"text": "ok\xffbad", "list": []any{0.5, "x"}, "strings": []string{"a\xfe"}, "func": func() {},
+		"nested": map[string]any{"n": 9.9},
+	}
+	got, err := canon.Marshal(normalize(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"down":1,"f32":8,"func":null,"half":3,"huge":9007199254740991,"i":42,"i64":-3,"inf":0,` +
+		`"list":[1,"x"],"nan":0,"neg_half":-3,"neg_zero":0,"nested":{"n":10},"strings":["a\ufffd"],` +
+		`"text":"ok\ufffdbad","up":2}`
+	if string(got) != want {
+		t.Errorf("normalize:\n got %s\nwant %s", got, want)
 	}
 }

@@ -28,8 +28,8 @@ type UpgradeResult = MigrateResult
 // new edges into new states, nothing removed, no existing predicate or
 // stake touched, terminal states frozen. An identical policy is
 // "unchanged" and writes nothing. Any other change is refused with every
-// reason listed (incompatible_policy_upgrade): use apply_upgrade or
-// migrate.
+// reason listed ([CodeIncompatibleUpgrade]): use [Guard.ApplyUpgrade] or
+// [Guard.Migrate].
 func (g *Guard) Upgrade(ctx context.Context, req UpgradeRequest) (*UpgradeResult, error) {
 	if err := validateResourceID(req.ResourceID); err != nil {
 		return nil, err
@@ -107,7 +107,8 @@ func canonOrNull(v any, present bool) []byte {
 }
 
 // additiveViolations returns every reason the change old -> next is not
-// additive-only (spec/guard.md §12.3), in a stable order.
+// additive-only (docs/guard.md, "Additive-only upgrades"), in a stable
+// order.
 func additiveViolations(old, next *policy, initial string) []string {
 	var reasons []string
 	// 1. Nothing removed.

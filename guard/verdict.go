@@ -151,7 +151,7 @@ func (g *Guard) evaluate(ctx context.Context, s *edgeSnapshot) (bool, map[string
 	return met, buildVerdict(met, s.stake, summary, trusted, llm, usedJudge || (len(llm) > 0 && g.judge == nil && trustedMet))
 }
 
-// buildVerdict assembles the verdict object of spec/guard.md §7.3.
+// buildVerdict assembles the verdict object (docs/guard.md, "The verdict").
 func buildVerdict(met bool, stake, summary string, trusted []trustedResult, llm []llmResult, judgeSource bool) map[string]any {
 	preds := make([]any, 0, len(trusted)+len(llm))
 	evidenceList := make([]any, 0, len(trusted))

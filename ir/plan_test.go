@@ -242,3 +242,36 @@ func TestTemplateRender(t *testing.T) {
 		t.Error("a full-value reference keeps its type")
 	}
 }
+
+// TestOrderDeclarationWins: Flow.Order is a topological order in which,
+// among steps free at the same time, the one declared first comes first.
+func TestOrderDeclarationWins(t *testing.T) {
+	p := mustBuild(t, `
+version: 1
+contracts:
+  R: {v: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${f.output}", contract: R}
+    steps:
+      - {id: e, do: x, out: R, after: [a]}
+      - {id: d, do: x, out: R}
+      - {id: b, do: x, out: R, after: [d]}
+      - {id: c, do: x, out: R}
+      - {id: a, do: x, out: R}
+      - {id: f, do: x, out: R, after: [c, b]}
+`)
+	f := p.EntryFlow()
+	var got []string
+	for _, i := range f.Order {
+		got = append(got, f.Steps[i].ID)
+	}
+	// Free at first: d, c, a. d goes first and frees b, which was declared
+	// before c and a; c frees f (b is done), a frees e, which was declared
+	// before f.
+	if diff := cmp.Diff([]string{"d", "b", "c", "a", "e", "f"}, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}

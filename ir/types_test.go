@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -111,6 +112,10 @@ flows:
 			[]string{"result.people[0].name", "result.people[0].age", "result.people[0].tags[0]"}},
 		{"optional null is fine, object must be an object", obj("people", []any{obj("name", "n", "age", nil, "tags", []any{}, "extra", []any{})}, "score", 1.0, "ok", true, "mode", "draft"),
 			[]string{"result.people[0].extra"}},
+		// What a Go caller can pass and JSON cannot hold.
+		{"non-finite numbers", obj("people", []any{}, "score", math.NaN(), "ok", true, "mode", "draft"), []string{"result.score"}},
+		{"map with an undeclared field", map[string]any{"people": []any{}, "score": math.Inf(1), "ok": true, "mode": "draft", "zz": 1.0},
+			[]string{"result.zz", "result.score"}},
 	}
 	for _, c := range cases {
 		errs := out.Validate(c.value, "result")

@@ -51,7 +51,7 @@ type Judge interface {
 	Judge(ctx context.Context, req Request) (Verdict, error)
 }
 
-// Environment variables read by FromEnv.
+// Environment variables read by [FromEnv].
 const (
 	// EnvCommand is the judge command line, run with /bin/sh -c.
 	EnvCommand = "STRATUM_JUDGE_COMMAND"
@@ -59,16 +59,17 @@ const (
 	EnvTimeout = "STRATUM_JUDGE_TIMEOUT_S"
 )
 
-// Defaults of CommandJudge.
+// Defaults of [CommandJudge].
 const (
 	DefaultTimeout   = 120 * time.Second
 	DefaultMaxOutput = 1 << 20
 	maxStderr        = 8 << 10
 )
 
-// FromEnv builds the configured judge: a CommandJudge when
-// STRATUM_JUDGE_COMMAND is set, nil when nothing is configured. A timeout
-// that is set but not a positive integer is an error, not a silent default.
+// FromEnv builds the configured judge: a [CommandJudge] when
+// STRATUM_JUDGE_COMMAND ([EnvCommand]) is set, nil when nothing is
+// configured. A timeout that is set but not a positive integer is an error,
+// not a silent default.
 func FromEnv(getenv func(string) string) (Judge, error) {
 	cmd := strings.TrimSpace(getenv(EnvCommand))
 	if cmd == "" {
@@ -98,10 +99,11 @@ type CommandJudge struct {
 	MaxOutput int
 }
 
-// ErrOutputTooLarge reports a judge that printed more than MaxOutput.
+// ErrOutputTooLarge reports a judge that printed more than
+// [CommandJudge.MaxOutput].
 var ErrOutputTooLarge = errors.New("judge output too large")
 
-// Judge runs the command once.
+// Judge runs the command once; it implements [Judge].
 func (j *CommandJudge) Judge(ctx context.Context, req Request) (Verdict, error) {
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)

@@ -14,8 +14,8 @@ const (
 )
 
 // construct is one row of the catalogue. The labels and the note are the
-// observable output format (spec/migrate.md section 4) and must not be
-// reworded.
+// observable output format, the reference's own (docs/migrate.md,
+// "Reading the report"), and must not be reworded.
 type construct struct {
 	status Status
 	legacy string

@@ -45,7 +45,7 @@ type Finding struct {
 	At []Location `json:"at"`
 }
 
-// Report is the result of checking one document.
+// Report is the result of checking one document ([Check]).
 type Report struct {
 	// Version is the document's version as text; meaningful only when
 	// HasVersion is true (it may legitimately be the empty string).
@@ -502,8 +502,8 @@ func parallelUnsupported(step mapping) bool {
 		step.isTrue("defer_advance")
 }
 
-// scanStep applies the step rules (spec/migrate.md section 3, rules a-o) in
-// their fixed order.
+// scanStep applies the step rules a-o in their fixed order (docs/migrate.md,
+// "Order of the findings").
 func (s *scanner) scanStep(path string, n *yaml.Node, flowHasMaxRounds bool) {
 	step, ok := asMapping(n)
 	if !ok {

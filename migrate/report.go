@@ -9,7 +9,7 @@ import (
 )
 
 // WriteText writes the report in the documented text format
-// (spec/migrate.md section 5):
+// (docs/migrate.md, "Reading the report"):
 //
 //	stratum migrate --check (v0.2)
 //	report-only: no YAML was emitted or translated
@@ -17,7 +17,8 @@ import (
 //	  carry routing fields
 //	  at: functions.review.mode
 //
-// Positions are not part of the text format; WriteJSON carries them.
+// Positions are not part of the text format; [Report.WriteJSON] carries
+// them.
 func (r *Report) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("stratum migrate --check")

@@ -37,7 +37,8 @@ const (
 	CompileFailed ErrorType = "compile_error"
 )
 
-// Error is a compile failure. Callers branch on Type (errors.As).
+// Error is a compile failure. Callers branch on its [ErrorType]
+// (errors.As).
 type Error struct {
 	Type    ErrorType
 	Message string
@@ -49,7 +50,7 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error { return e.Err }
 
-// Result is a compiled tasks directory.
+// Result is a compiled tasks directory ([Compile]).
 type Result struct {
 	// YAML is the v1 spec. It validates with ir.Build.
 	YAML []byte
@@ -65,7 +66,7 @@ const MaxTaskFileBytes = ir.MaxSpecBytes
 
 // Compile reads the *.md task files directly inside dir, in file-name order,
 // and compiles them into a v1 spec whose entry flow is called flowName
-// (DefaultFlowName when empty). Failures are *Error values.
+// ([DefaultFlowName] when empty). Failures are [*Error] values.
 func Compile(ctx context.Context, dir, flowName string) (*Result, error) {
 	info, err := os.Stat(dir)
 	if err != nil || !info.IsDir() {
@@ -159,8 +160,8 @@ func compileSources(files []source, flowName string) (*Result, error) {
 		}
 		firstFile[id] = f.name
 	}
-	// The reserved name is checked after the step ids (spec/speckit.md
-	// section 6: a collision is reported first).
+	// The reserved name is checked after the step ids: a collision is
+	// reported first (docs/speckit.md, "Errors").
 	if flowName == "entry" {
 		return nil, &Error{Type: CompileFailed, Message: `flow_name 'entry' is reserved: in a v1 spec the key "flows.entry" names the entry flow; choose another name`}
 	}
@@ -282,7 +283,7 @@ func predicateNode(p Predicate) *yaml.Node {
 	return mapping("expr", str(p.Expr))
 }
 
-// emit writes the v1 document (spec/speckit.md section 5).
+// emit writes the v1 document (docs/speckit.md, "The generated spec").
 func emit(tasks []Task, flowName string) ([]byte, error) {
 	steps := sequence()
 	for _, t := range tasks {

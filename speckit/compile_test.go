@@ -276,7 +276,7 @@ func TestCompileHonoursCancellation(t *testing.T) {
 }
 
 // TestResponseShapes pins the exact JSON keys of both response variants
-// (spec/mcp.md section 2.2).
+// (docs/speckit.md: the MCP tool's request and response).
 func TestResponseShapes(t *testing.T) {
 	keys := func(r Response) []string {
 		b, err := json.Marshal(r)

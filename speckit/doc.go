@@ -12,10 +12,11 @@
 // share their predecessor and the next sequential task waits for all of
 // them.
 //
-// The emitted spec is validated with package ir before it is returned, so
+// The emitted spec is validated with package [ir] before it is returned, so
 // the compiler never hands out a document that `stratum validate` rejects.
-// Compile is the Go entry point; CompileTool is the same operation with the
-// request and response shapes of the MCP tool stratum_compile_speckit.
+// [Compile] is the Go entry point; [CompileTool] is the same operation with
+// the request and response shapes of the MCP tool stratum_compile_speckit
+// ([Request], [Response]).
 //
 // speckit imports ir (to validate its output) and nothing else of the
 // module; it must not import engine, store, cli or mcp.

@@ -88,10 +88,10 @@ var (
 // lintPhrases are matched anywhere in a criterion, ignoring ASCII case.
 var lintPhrases = []string{"no lint error", "lint pass", "lint clean"}
 
-// ParseTask parses the text of one task file. name is the file name (it
-// gives the step id). Every text parses: a file without a heading has an
-// empty title, a file without a criteria heading has no criteria. Invalid
-// UTF-8 is replaced with U+FFFD, as a UTF-8 decoder would.
+// ParseTask parses the text of one task file. name is the file name (it gives
+// the step id, [StepID]). Every text parses: a file without a heading has an
+// empty title, a file without a criteria heading has no criteria. Invalid UTF-8
+// is replaced with U+FFFD, as a UTF-8 decoder would.
 func ParseTask(name, text string) Task {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")

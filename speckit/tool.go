@@ -43,7 +43,8 @@ const (
 	StatusError = "error"
 )
 
-// CompileTool runs Compile with the MCP tool's request and response shapes.
+// CompileTool runs [Compile] with the MCP tool's request and response
+// shapes.
 // Failures are responses with status "error", never Go errors.
 func CompileTool(ctx context.Context, req Request) Response {
 	res, err := Compile(ctx, req.TasksDir, req.FlowName)

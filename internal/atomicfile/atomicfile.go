@@ -94,7 +94,7 @@ func AppendLine(path string, line []byte, perm os.FileMode) error {
 	return nil
 }
 
-// Sweep removes temp files that WriteFile left in dir when a process died
+// Sweep removes temp files that [WriteFile] left in dir when a process died
 // between creating and renaming them. It returns how many it removed.
 func Sweep(dir string) (int, error) {
 	entries, err := os.ReadDir(dir)

@@ -59,14 +59,31 @@ func TestAppendLine(t *testing.T) {
 
 func TestSweep(t *testing.T) {
 	dir := t.TempDir()
-	keep := filepath.Join(dir, "state.json")
-	os.WriteFile(keep, []byte("x"), 0o644)
+	// Only WriteFile's own temp files go. The others are what shares the
+	// directories it is called on: a run's or a resource's .lock (held by
+	// the caller while it sweeps), other dot-files, a file that merely
+	// looks like a temp file, a directory of that name.
+	keep := []string{"state.json", ".lock", ".hidden", "state.json.tmp-1"}
+	for _, name := range keep {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".dir.tmp-2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keep = append(keep, ".dir.tmp-2")
 	os.WriteFile(filepath.Join(dir, ".state.json.tmp-123"), []byte("torn"), 0o600)
 	n, err := Sweep(dir)
 	if err != nil || n != 1 {
 		t.Fatalf("Sweep = %d, %v; want 1, nil", n, err)
 	}
-	if _, err := os.Stat(keep); err != nil {
-		t.Fatal("sweep removed a real file")
+	for _, name := range keep {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("sweep removed %s", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".state.json.tmp-123")); !os.IsNotExist(err) {
+		t.Errorf("the temp file is still there: %v", err)
 	}
 }

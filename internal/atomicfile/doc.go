@@ -3,6 +3,7 @@
 // is on stable storage: temp file in the same directory, fsync, rename,
 // fsync of the directory. It also appends durable lines to logs.
 //
-// It is shared by store/ (run state) and guard/ (registries and ledgers) and
-// imports nothing of the module.
+// It is shared by store (run state), guard and guard/internal/ledger
+// (registries and ledgers) and cli (the spec `stratum speckit compile
+// --out` writes), and imports nothing of the module.
 package atomicfile

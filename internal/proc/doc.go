@@ -33,7 +33,7 @@
 //     reads a pipe that only the parent writes. However the parent dies the
 //     pipe closes; the watchdog then kills every process group still
 //     registered (reaching the child's own children, which the
-//     parent-death signal does not) and removes every Spec.TempPaths entry
+//     parent-death signal does not) and removes every [Spec.TempPaths] entry
 //     still registered.
 //
 // Not covered: a process that left the child's group (setsid, or a new
@@ -44,7 +44,7 @@
 // nature (the threads and the parent are the process's), the only state of
 // the package.
 //
-// An [Identity] (pid, start time, boot id) recorded through Spec.OnStart
+// An [Identity] (pid, start time, boot id) recorded through [Spec.OnStart]
 // lets another process stop a child's group later with [KillGroup], which
 // signals it only if that very process still runs.
 //

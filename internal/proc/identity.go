@@ -22,11 +22,11 @@ type Identity struct {
 	BootID string `json:"bootId,omitempty"`
 }
 
-// ErrUnsupported is returned by KillGroup where processes cannot be
+// ErrUnsupported is returned by [KillGroup] where processes cannot be
 // identified (systems other than Linux).
 var ErrUnsupported = errors.New("proc: process identity is not supported on this system")
 
-// KillOutcome says what KillGroup found and did.
+// KillOutcome says what [KillGroup] found and did.
 type KillOutcome string
 
 const (
@@ -52,7 +52,7 @@ const pollInterval = 10 * time.Millisecond
 // (zero means DefaultGrace) for the process to end, then sends SIGKILL
 // and waits again, each wait bounded by ctx. A process that has already
 // exited is reported KillGone without any signal: the process that started
-// it kills the rest of its group when it reaps it (see Run).
+// it kills the rest of its group when it reaps it (see [Run]).
 func KillGroup(ctx context.Context, id Identity, grace time.Duration) (KillOutcome, error) {
 	return killGroup(ctx, id, orDefault(grace, DefaultGrace))
 }

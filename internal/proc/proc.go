@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Default limits, used when the corresponding Spec field is zero.
+// Default limits, used when the corresponding [Spec] field is zero.
 const (
 	// DefaultStdoutLimit is how many bytes of stdout are kept.
 	DefaultStdoutLimit = 1 << 20
@@ -22,7 +22,7 @@ const (
 	DefaultGrace = 2 * time.Second
 )
 
-// ErrNoCommand is returned when Spec.Argv is empty.
+// ErrNoCommand is returned when [Spec.Argv] is empty.
 var ErrNoCommand = errors.New("proc: empty argv")
 
 // Spec describes one child process.
@@ -95,7 +95,7 @@ type Result struct {
 func (r Result) Success() bool { return r.ExitCode == 0 && r.Signal == "" && !r.TimedOut }
 
 // Run starts the child, feeds it stdin, waits for it and returns what it
-// did. A non-zero exit or a timeout is reported in the Result, not as an
+// did. A non-zero exit or a timeout is reported in the [Result], not as an
 // error. The error is non-nil only when the child could not be started
 // (wrapping the cause, e.g. exec.ErrNotFound or a permission error) or when
 // ctx ended first; in that last case the group has been stopped and reaped,
@@ -104,7 +104,7 @@ func (r Result) Success() bool { return r.ExitCode == 0 && r.Signal == "" && !r.
 //
 // On Linux the child also dies with this process, however it ends: it gets
 // SIGKILL as its parent-death signal, and a watchdog process kills its
-// whole group and removes Spec.TempPaths when this process is gone (see the
+// whole group and removes [Spec.TempPaths] when this process is gone (see the
 // package documentation for what that covers).
 func Run(ctx context.Context, s Spec) (Result, error) {
 	if len(s.Argv) == 0 {

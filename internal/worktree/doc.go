@@ -1,5 +1,6 @@
 // Package worktree holds the git mechanics of fanout items with worktree
-// isolation (spec/engine.md 5.4 and 5.4.2), in one place: create a
+// isolation (docs/engine.md, "Worktree isolation of engine fanouts"), in
+// one place: create a
 // detached worktree of the workspace repository's HEAD in a fresh
 // temporary directory (after tearing down what an earlier process left
 // behind), capture the item's changes as a binary patch, remove the
@@ -14,6 +15,8 @@
 // Create, Remove and RemoveLeftovers per repository. Capture works inside
 // one worktree and may run concurrently with others.
 //
-// worktree imports only internal/proc; the engine (engine fanouts) and
-// the driver (consumer fanouts driven by `stratum run`) call it.
+// worktree imports only internal/proc of the module. The driver calls it:
+// its engine.Workspaces executor for engine fanouts (driver/effects.go) and
+// its consumer fanouts (driver/consumer.go). The engine itself only decides
+// and never imports it (its tests do, to inspect repositories).
 package worktree

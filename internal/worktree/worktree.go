@@ -30,14 +30,14 @@ const (
 	CommandTimeout = 30 * time.Minute
 )
 
-// ErrNoWorkspace is returned by Create when the run has no workspace root.
+// ErrNoWorkspace is returned by [Create] when the run has no workspace root.
 var ErrNoWorkspace = errors.New("worktree fanout requires workspaceRoot")
 
-// ErrNotRepository is matched by the error of Create when the workspace
+// ErrNotRepository is matched by the error of [Create] when the workspace
 // is not inside a git repository with at least one commit.
 var ErrNotRepository = errors.New("worktree isolation needs the workspace inside a git repository with a commit")
 
-// TooLargeError reports a patch over the limit given to Capture.
+// TooLargeError reports a patch over the limit given to [Worktree.Capture].
 type TooLargeError struct {
 	Size  int64 // bytes git printed
 	Limit int
@@ -156,7 +156,7 @@ type Worktree struct {
 }
 
 // Create tears down the leftovers of the item (worktrees and temporary
-// directories named by Spec.Prefix that are not live), then checks out
+// directories named by [Spec.Prefix] that are not live), then checks out
 // the workspace repository's HEAD, detached, in a fresh temporary
 // directory.
 func Create(ctx context.Context, s Spec) (*Worktree, error) {
@@ -202,7 +202,7 @@ func Create(ctx context.Context, s Spec) (*Worktree, error) {
 // binary patch: new files (not ignored) are first marked intent-to-add so
 // that the diff includes them, and commits the agent made in the
 // worktree are included. A patch over limit bytes (0 means
-// DefaultPatchLimit) is a *TooLargeError. No changes is an empty patch.
+// [DefaultPatchLimit]) is a [*TooLargeError]. No changes is an empty patch.
 func (w *Worktree) Capture(ctx context.Context, limit int) ([]byte, error) {
 	if limit <= 0 {
 		limit = DefaultPatchLimit
@@ -283,7 +283,7 @@ func RemoveLeftovers(ctx context.Context, dir, tempDir, prefix string, live func
 	return removed
 }
 
-// Applied says how Apply went.
+// Applied says how [Apply] went.
 type Applied int
 
 const (
@@ -295,13 +295,13 @@ const (
 	AlreadyPresent
 )
 
-// Apply applies a patch made by Capture to the repository holding the
-// workspace, to its index and files, with a three-way merge where the
-// workspace has moved on. It is all or nothing: the three-way merge is
-// first tried on a scratch copy of the index, and a patch that would
-// conflict is a *ConflictError with nothing touched. A patch whose
-// changes are all present already (its reverse applies) is not applied
-// again and reports AlreadyPresent.
+// Apply applies a patch made by [Worktree.Capture] to the repository holding
+// the workspace, to its index and files, with a three-way merge where the
+// workspace has moved on. It is all or nothing: the three-way merge is first
+// tried on a scratch copy of the index, and a patch that would conflict is a
+// [*ConflictError] with nothing touched. A patch whose changes are all present
+// already (its reverse applies) is not applied again and reports
+// [AlreadyPresent].
 func Apply(ctx context.Context, workspace string, patch []byte) (Applied, error) {
 	if len(bytes.TrimSpace(patch)) == 0 {
 		return AlreadyPresent, nil
@@ -419,8 +419,8 @@ func unmerged(ctx context.Context, top string, env []string) []string {
 }
 
 // RunCommand runs a pre_merge command with `sh -lc` in dir. A timeout of
-// zero means CommandTimeout. A command that does not succeed is a
-// *CommandError.
+// zero means [CommandTimeout]. A command that does not succeed is a
+// [*CommandError].
 func RunCommand(ctx context.Context, dir, command string, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = CommandTimeout

@@ -16,5 +16,6 @@
 // plain value containing ": ", a tab in the indentation, an unclosed quote
 // or bracket. docs/spec-language.md ("Loading") lists them.
 //
-// The package is pure (no I/O) and imports only yaml.v3.
+// The package is pure (no I/O) and imports only yaml.v3 and the standard
+// library; it must not import ir or migrate, its two callers.
 package yamlerr

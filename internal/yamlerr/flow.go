@@ -253,15 +253,27 @@ func (s *flowScanner) collection(isMap bool) bool {
 	if isMap {
 		closer = '}'
 	}
-	s.pos++
-	for first := true; ; first = false {
+	// atEnd skips space and reports whether the collection ends here;
+	// ok is false when the text ends first.
+	atEnd := func() (end, ok bool) {
 		s.space()
 		if s.pos >= len(s.src) {
-			return s.fail(isMap, opener)
+			return false, false
 		}
 		if s.src[s.pos] == closer {
 			s.pos++
 			s.jsonLike = true
+			return true, true
+		}
+		return false, true
+	}
+	s.pos++
+	for first := true; ; first = false {
+		end, ok := atEnd()
+		if !ok {
+			return s.fail(isMap, opener)
+		}
+		if end {
 			return true
 		}
 		if !first {
@@ -269,13 +281,10 @@ func (s *flowScanner) collection(isMap bool) bool {
 				return s.fail(isMap, opener)
 			}
 			s.pos++
-			s.space()
-			if s.pos >= len(s.src) {
+			// A trailing comma before the closer is allowed.
+			if end, ok := atEnd(); !ok {
 				return s.fail(isMap, opener)
-			}
-			if s.src[s.pos] == closer {
-				s.pos++
-				s.jsonLike = true
+			} else if end {
 				return true
 			}
 		}

@@ -34,6 +34,8 @@ func TestLocate(t *testing.T) {
 		{"tab indentation", "a: 1\nb:\n\tc: 2\n", 3, 1, "indent with spaces"},
 		{"value starting with @", "a: 1\nb: @x\n", 2, 4, "cannot start with @"},
 		{"unclosed quote", "a: 1\nb: \"unclosed\nc: 2\n", 2, 0, "not closed"},
+		{"type after a trailing comma", "a: {x: [p, q,], y: string[]}\n", 1, 20, `quote the type: "string[]"`},
+		{"key without a colon", "version: 1\nflows\n  main: {}\n", 2, 0, `followed by ": " on the same line`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

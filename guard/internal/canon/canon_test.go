@@ -28,7 +28,8 @@ func TestSpecExample(t *testing.T) {
 	}
 }
 
-// TestChecksumVector is the policy checksum vector of spec/guard.md §4.3.
+// TestChecksumVector is the reference's policy checksum vector (computed
+// with Python; docs/guard.md, "Checksums and digests").
 func TestChecksumVector(t *testing.T) {
 	policy := map[string]any{
 		"graph": map[string]any{"draft": []any{"review", "done"}, "review": []any{"done"}, "done": []any{}},

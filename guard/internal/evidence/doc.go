@@ -1,5 +1,5 @@
 // Package evidence parses and evaluates trusted guard predicates
-// (spec/guard.md section 6): a statement is exactly one call of an
+// (docs/guard.md, "Trusted builtins"): a statement is exactly one call of an
 // allow-listed builtin with string or string-list arguments, read by a small
 // hand-written parser (never eval), and evaluated by the server itself
 // against real files, a real git repository, a real command's exit code or

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +73,7 @@ func TestFileEvidence(t *testing.T) {
 	symlink(t, outside, filepath.Join(root, "leakdir"))                                    // dir in → out
 	symlink(t, "../secret/nothing", filepath.Join(root, "dangling"))                       // dangling, pointing out
 	symlink(t, "loop", filepath.Join(root, "loop"))                                        // self loop
+	symlink(t, root, filepath.Join(tmp, "alias"))                                          // out → the root
 	write(t, filepath.Join(root, "bin.dat"), "a\xffb")
 
 	env := Env{WorkspaceRoot: root}
@@ -90,6 +92,7 @@ func TestFileEvidence(t *testing.T) {
 		{`server_file_exists('leakdir/none/deeper')`, false, "path escapes workspace_root"},
 		{`server_file_exists('../secret/key.txt')`, false, "path escapes workspace_root: '../secret/key.txt'"},
 		{`server_file_exists('docs/../../secret/key.txt')`, false, "path escapes"},
+		{`server_file_exists('../alias/docs/plan.md')`, false, "path escapes"}, // out lexically, though it leads back in
 		{`server_file_exists('` + filepath.Join(outside, "key.txt") + `')`, false, "path escapes"},
 		{`server_file_exists('` + filepath.Join(root, "docs", "plan.md") + `')`, true, "exists"}, // absolute but inside
 		{`server_file_exists('dangling')`, false, "cannot resolve"},
@@ -148,6 +151,39 @@ func TestFileEvidence(t *testing.T) {
 		{`git_commit_exists('HEAD')`, false, noWorkspace},
 		{`command_exit_zero(['true'])`, false, noWorkspace},
 	})
+}
+
+// TestResolve holds Resolve to both of its checks on its own (through
+// Evaluate, either one and the later os.Root access stand in for each
+// other): a path that leaves the root lexically is refused even when a
+// symlink outside leads back in, and a path that leaves it through a
+// symlink is refused even though it is inside lexically.
+func TestResolve(t *testing.T) {
+	tmp := t.TempDir()
+	root := filepath.Join(tmp, "ws")
+	write(t, filepath.Join(root, "plan.md"), "x")
+	write(t, filepath.Join(tmp, "secret", "key.txt"), "s")
+	symlink(t, root, filepath.Join(tmp, "alias"))                        // out -> the root itself
+	symlink(t, filepath.Join(tmp, "secret"), filepath.Join(root, "out")) // in -> out
+	realRoot := mustReal(t, root)
+	for _, c := range []struct {
+		path, want string // want "" means ErrEscapes
+	}{
+		{"plan.md", filepath.Join(realRoot, "plan.md")},
+		{"new/file", filepath.Join(realRoot, "new", "file")},
+		{"../alias/plan.md", ""},
+		{filepath.Join(tmp, "alias", "plan.md"), ""},
+		{"out/key.txt", ""},
+		{"out", ""},
+	} {
+		got, err := Resolve(root, c.path)
+		switch {
+		case c.want == "" && !errors.Is(err, ErrEscapes):
+			t.Errorf("Resolve(%q) = %q, %v; want ErrEscapes", c.path, got, err)
+		case c.want != "" && (err != nil || got != c.want):
+			t.Errorf("Resolve(%q) = %q, %v; want %q", c.path, got, err, c.want)
+		}
+	}
 }
 
 func TestResolveRootSlash(t *testing.T) {
@@ -243,19 +279,17 @@ func mustReal(t *testing.T, p string) string {
 }
 
 // TestCommandTimeoutKillsGroup runs a command that hangs past the timeout
-// and has started a background grandchild: both must be killed.
+// and has started a background grandchild: both must be killed. No
+// duration is compared: without the timeout the command would exit 0 after
+// its grandchild's minute, which the verdict check refuses.
 func TestCommandTimeoutKillsGroup(t *testing.T) {
 	root := t.TempDir()
 	pidFile := filepath.Join(root, "grandchild.pid")
 	env := Env{WorkspaceRoot: root, AllowCommands: true, CommandTimeout: 300 * time.Millisecond}
 	c := mustParse(t, `command_exit_zero(['sh', '-c', 'sleep 60 & echo $! > grandchild.pid; wait'])`)
-	start := time.Now()
 	r := Evaluate(context.Background(), c, env)
 	if r.Met || !strings.Contains(r.Evidence, "timed out") {
 		t.Fatalf("hung command = %+v, want a timeout", r)
-	}
-	if elapsed := time.Since(start); elapsed > 30*time.Second {
-		t.Fatalf("evaluation took %s: the timeout did not stop it", elapsed)
 	}
 	data, err := os.ReadFile(pidFile)
 	if err != nil {

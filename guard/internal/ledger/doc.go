@@ -1,5 +1,5 @@
 // Package ledger reads, verifies and appends a guard resource's
-// hash-chained ledger (spec/guard.md section 8): one compact canonical JSON
+// hash-chained ledger (docs/guard.md, "The ledger"): one compact canonical JSON
 // line per entry, each entry's digest covering its own content and the
 // previous entry's digest.
 //

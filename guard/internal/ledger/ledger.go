@@ -284,7 +284,8 @@ type rawEntry struct {
 func isNull(v json.RawMessage) bool { return v == nil || string(v) == "null" }
 
 // decodeEntry reads the fields with their required types: ts_ms, states,
-// outcome and kind are required; the rest default as spec/guard.md §2.4.
+// outcome and kind are required; the rest default as docs/guard.md,
+// "Ledger entries" says.
 // The verdict is kept as raw JSON (VerdictJSON) until someone needs it.
 func decodeEntry(text []byte) (Entry, error) {
 	var raw rawEntry

@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +15,8 @@ import (
 
 func sp(s string) *string { return &s }
 
-// TestDigestVector is the entry digest vector of spec/guard.md §8.2.
+// TestDigestVector is the reference's entry digest vector (computed with
+// Python; docs/guard.md, "Checksums and digests").
 func TestDigestVector(t *testing.T) {
 	core := map[string]any{
 		"ts_ms": 1735689600123, "from_state": "draft", "to_state": "review", "outcome": "applied",
@@ -230,7 +233,7 @@ func TestTamperDeleteReorder(t *testing.T) {
 		switch {
 		case i == n-1:
 			// Removing whole last lines leaves a valid shorter chain: the
-			// ledger is tamper-evident, not append-proof (spec §1).
+			// ledger is tamper-evident, not append-proof (docs/guard.md).
 			expectRead(t, name, join(rest), n-1, false)
 		case i == n-2:
 			// The new last line is complete and no longer links: tampering,
@@ -529,5 +532,66 @@ func BenchmarkParse1000(b *testing.B) {
 		if err != nil || len(l.Entries) != 1000 {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestForeignWriterEntries: what other writers of a shared store may have
+// written and the guard itself never does. A review_clean entry is a clean
+// receipt; of two entries with one idempotency key the newest is the prior
+// entry (docs/guard.md, "Ledger entries").
+func TestForeignWriterEntries(t *testing.T) {
+	var text []byte
+	prev := ""
+	for _, e := range []Entry{
+		{TsMs: 1, FromState: "a", ToState: "b", Outcome: OutcomeReviewClean, Kind: KindTransition, ResolvedBy: "agent"},
+		{TsMs: 2, FromState: "a", ToState: "b", Outcome: OutcomeRefused, Kind: KindTransition, ResolvedBy: "agent", IdempotencyKey: sp("k")},
+		{TsMs: 3, FromState: "a", ToState: "b", Outcome: OutcomeApplied, Kind: KindTransition, ResolvedBy: "agent", IdempotencyKey: sp("k")},
+	} {
+		line, err := Seal(&e, prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text = append(append(text, line...), '\n')
+		prev = e.EntryDigest
+	}
+	l, err := ParseStrict(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.HasCleanReceipt(l.Entries[0].EntryDigest) {
+		t.Error("a review_clean entry is not a clean receipt")
+	}
+	if e, ok := l.ByIdempotencyKey("k"); !ok || e.TsMs != 3 {
+		t.Errorf("ByIdempotencyKey(k) = %+v, %v; want the newest entry (ts_ms 3)", e, ok)
+	}
+	if l.CurrentState("a") != "b" {
+		t.Errorf("current state %q", l.CurrentState("a"))
+	}
+}
+
+// TestPrevDigestFieldChecked: an entry whose digest is right for its text
+// and the chain, but whose prev_digest field names another entry, does not
+// verify: the field is part of the chain, not decoration.
+func TestPrevDigestFieldChecked(t *testing.T) {
+	first := Entry{TsMs: 1, FromState: "a", ToState: "b", Outcome: OutcomeApplied, Kind: KindTransition, ResolvedBy: "agent"}
+	line1, err := Seal(&first, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := Entry{TsMs: 2, FromState: "b", ToState: "c", Outcome: OutcomeApplied, Kind: KindTransition, ResolvedBy: "agent"}
+	core := second.Core()
+	core["prev_digest"] = strings.Repeat("0", 64) // not the first entry's digest
+	coreText, err := canonLine(core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(append(coreText, first.EntryDigest...)) // hashed after the true previous digest
+	line2 := append([]byte(`{"entry_digest":"`+hex.EncodeToString(sum[:])+`",`), coreText[1:]...)
+	data := append(append(append(line1, '\n'), line2...), '\n')
+	if _, err := ParseStrict(data); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ParseStrict = %v, want ErrCorrupt", err)
+	}
+	if _, err := Parse(data); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Parse = %v, want ErrCorrupt", err)
 	}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // AllowedSigners is a parsed trust root: a strict subset of the OpenSSH
-// allowed_signers format (spec/guard.md §13.4). It is immutable once parsed.
+// allowed_signers format (docs/guard-signatures.md, "Trust-root format
+// (strict)"). It is immutable once parsed.
 type AllowedSigners struct {
 	signers []Signer
 }

@@ -12,10 +12,10 @@ const (
 )
 
 // decodeArmor extracts and decodes the single armored signature in text
-// (spec/guard.md §13.2). Text outside the block is ignored; more than one
-// block is refused because it is ambiguous which one was meant. The body,
-// with ASCII whitespace removed, must be canonical padded standard base64,
-// exactly what ssh-keygen writes.
+// (docs/guard-signatures.md, "The signature blob"). Text outside the block is
+// ignored; more than one block is refused because it is ambiguous which one was
+// meant. The body, with ASCII whitespace removed, must be canonical padded
+// standard base64, exactly what ssh-keygen writes.
 func decodeArmor(text string) ([]byte, error) {
 	begin := strings.Index(text, armorBegin)
 	if begin < 0 {

@@ -2,7 +2,7 @@
 // written by `ssh-keygen -Y sign`) against a strict allowed-signers trust
 // root. It is the authorization primitive of the guard: overrides, migrates
 // and signed upgrade descriptors are accepted only with a signature from a
-// key listed in the trust root (spec/guard.md section 13).
+// key listed in the trust root (docs/guard-signatures.md).
 //
 // # Threat model
 //
@@ -30,6 +30,10 @@
 //
 // Tests drive the real ssh-keygen to produce signatures; production code
 // never executes it.
+//
+// Why this is not golang.org/x/crypto/ssh (which has no SSHSIG reader, and
+// accepts key types and options the trust root must refuse):
+// docs/decisions/0101.
 //
 // sshsig imports only the standard library and nothing of the module.
 package sshsig

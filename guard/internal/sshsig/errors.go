@@ -7,7 +7,8 @@ import "strconv"
 // errors.As with *Error gives the Reason and the operator-facing message.
 type Reason string
 
-// The reasons, in the order Verify checks them (spec/guard.md §13.3).
+// The reasons, in the order Verify checks them (docs/guard-signatures.md,
+// "Signature checks, in order").
 const (
 	// ReasonInvalidNamespace: the caller asked for an empty namespace (a
 	// programming error: every guard purpose has its own namespace).

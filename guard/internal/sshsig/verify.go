@@ -16,9 +16,9 @@ type Verified struct {
 
 // Verify checks an armored SSH signature (the text of a .sig file written by
 // `ssh-keygen -Y sign -n <namespace>`) over message against trust, following
-// spec/guard.md §13.3 in order: parse, namespace, hash algorithm, signer in
-// the trust root, then the Ed25519 check over the SSHSIG signed data (which
-// covers the hash of message, not message itself).
+// docs/guard-signatures.md, "Signature checks, in order": parse, namespace,
+// hash algorithm, signer in the trust root, then the Ed25519 check over the
+// SSHSIG signed data (which covers the hash of message, not message itself).
 //
 // Every refusal is an *Error whose Reason says which check failed.
 func Verify(armored string, message []byte, namespace string, trust *AllowedSigners) (Verified, error) {

@@ -174,7 +174,8 @@ func TestVerifyCraftedRefusals(t *testing.T) {
 		{"not allowed signer", craft(mallory, ns, "sha512", message).armored(), ns, ReasonNotAllowedSigner},
 		{"zero signature", with(func(s *blobSpec) { s.sigBlob = badSig }), ns, ReasonBadSignature},
 
-		// Check order (§13.3): namespace, then hash, then signer, then crypto.
+		// Check order (docs/guard-signatures.md): namespace, then hash, then
+		// signer, then crypto.
 		{"order: wrong namespace beats unknown signer and bad signature", func() string {
 			s := craft(mallory, "other", "md5", message)
 			s.sigBlob = badSig

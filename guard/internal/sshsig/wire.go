@@ -68,7 +68,8 @@ type parsedSignature struct {
 	sig       []byte
 }
 
-// parseBlob applies spec/guard.md §13.2 to a decoded SSHSIG blob. The outer
+// parseBlob reads a decoded SSHSIG blob (docs/guard-signatures.md, "The
+// signature blob"). The outer
 // structure is read completely (so trailing bytes and truncation are found
 // whatever the key type) before the key and signature are looked at.
 func parseBlob(blob []byte) (*parsedSignature, error) {
