@@ -20,7 +20,6 @@
 // the roots a client declares (roots/list, cached per session: roots.go)
 // for the engine's policy to judge a workspace root by.
 //
-//
 // One file per tool (validate.go, plan.go, ...). NewServer registers them,
 // and the language reference (language.md, [Language]) as the resource
 // [LanguageURI] and the prompt [WriteFlowPrompt] (docs.go). Everything a
