@@ -327,6 +327,8 @@ type attemptFailure struct {
 	exhaust bool
 	// stderr is the agent's standard error tail of a reported attempt.
 	stderr string
+	// changes are the workspace changes of a reported attempt.
+	changes *Changes
 }
 
 // failAttempt records a failed attempt and retries, routes or fails
@@ -344,7 +346,7 @@ func (t *txn) failAttempt(sc *scope, s *ir.Step, st *stepState, f attemptFailure
 	fail := &Failure{Attempt: f.attempt, Reason: reason}
 	rec := Attempt{Attempt: f.attempt, At: t.now, Failure: fail, Result: f.evidence, Usage: f.usage, FailureKind: f.kind}
 	f.tele.apply(&rec)
-	rec.Stderr = f.stderr
+	rec.Stderr, rec.Changes = f.stderr, f.changes
 	st.Attempts = append(st.Attempts, rec)
 	st.Failure = fail
 	st.DispatchToken, st.AcceptedDispatchToken, st.Task, st.GateToken = "", "", "", ""

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -402,5 +403,22 @@ func TestGateViewAndDigest(t *testing.T) {
 	}
 	if d.Digest != views[0].Digest {
 		t.Fatalf("gate_resolved digest %q, want %q", d.Digest, views[0].Digest)
+	}
+}
+
+// An attempt's workspace changes (as a driver measured them) are kept with
+// the attempt and their patch can be read back.
+func TestAttemptChanges(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(twoSteps, map[string]any{"x": "X"})
+	ch := &Changes{HeadBefore: "h1", HeadAfter: "h1", TreeBefore: "t1", TreeAfter: "t2", Stat: " a.txt | 1 +", Patch: []byte("diff --git a/a.txt b/a.txt\n")}
+	r = h.report(r, "a", StepResult{Output: json.RawMessage(`{"v":"A"}`), Changes: ch})
+	st := h.stepState(r.RunID, "a")
+	if c := st.Attempts[0].Changes; c == nil || c.PatchBytes != len(ch.Patch) || c.TreeAfter != "t2" {
+		t.Fatalf("changes %s", dump(st.Attempts[0]))
+	}
+	p, err := h.e.Patch(h.ctx, r.RunID, "a", -1, 0)
+	if err != nil || string(p) != string(ch.Patch) {
+		t.Fatalf("patch %q %v", p, err)
 	}
 }

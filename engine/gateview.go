@@ -31,6 +31,9 @@ type ReviewedStep struct {
 	OutputTruncated bool  `json:"outputTruncated,omitzero" jsonschema:"the output is longer than shown; stratum_audit has all of it"`
 	// Changes are a worktree fanout's items' captured patches (sizes).
 	Changes []ItemChanges `json:"changes,omitzero" jsonschema:"worktree fanout: each item's captured changes"`
+	// WorkChanges are the workspace changes of a do step's accepted
+	// attempt, when a driver measured them (stratum diff prints the patch).
+	WorkChanges *Changes `json:"workChanges,omitzero" jsonschema:"the workspace changes the accepted attempt made (stat, patch size; stratum diff RUN STEP prints the patch)"`
 }
 
 // ItemChanges is the size of one worktree item's captured changes.
@@ -60,7 +63,7 @@ func (t *txn) underReview(sc *scope, g *ir.Step) []ReviewedStep {
 		}
 		r := ReviewedStep{StepID: sc.scoped(d.ID), Status: st.Status, Output: st.Output}
 		if n := len(st.Attempts); n > 0 {
-			r.Task = st.Attempts[n-1].Task
+			r.Task, r.WorkChanges = st.Attempts[n-1].Task, st.Attempts[n-1].Changes
 		}
 		if st.Fanout != nil && worktreeFanout(d) {
 			for _, it := range st.Fanout.Items {
@@ -82,6 +85,9 @@ func digestReview(rs []ReviewedStep) string {
 		fmt.Fprintf(h, "%q %s %q %d %s\n", r.StepID, r.Status, r.Task, len(r.Changes), out)
 		for _, c := range r.Changes {
 			fmt.Fprintf(h, "%d:%d\n", c.ItemIndex, c.Bytes)
+		}
+		if c := r.WorkChanges; c != nil {
+			fmt.Fprintf(h, "changes %s %s %s %s %d\n", c.HeadBefore, c.HeadAfter, c.TreeBefore, c.TreeAfter, c.PatchBytes)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))

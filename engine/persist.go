@@ -37,6 +37,9 @@ const (
 	// evPatch holds the changes of a succeeded worktree fanout item until
 	// they are merged (see merge.go).
 	evPatch EventType = "engine.patch"
+	// evAttemptPatch holds the working-tree changes one attempt of a do
+	// step made (driver-reported; see Changes).
+	evAttemptPatch EventType = "engine.attempt_patch"
 )
 
 func internalEvent(typ string) bool { return strings.HasPrefix(typ, "engine.") }
@@ -78,6 +81,30 @@ func (c *coldIndex) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &c.
 func (c *coldIndex) add(id string, seq int64) {
 	c.ids = append(c.ids, id)
 	c.seqs = append(c.seqs, seq)
+}
+
+// attemptPatch is the payload of an engine.attempt_patch event.
+type attemptPatch struct {
+	StepID  string `json:"stepId"`
+	Attempt int    `json:"attempt"`
+	Patch   []byte `json:"patch"` // base64 in JSON: a patch need not be UTF-8
+}
+
+// recordChanges writes an attempt's patch into the log (once) and returns
+// the changes to keep with the attempt (without the patch).
+func (t *txn) recordChanges(stepID string, attempt int, ch *Changes) *Changes {
+	if ch == nil {
+		return nil
+	}
+	c := *ch
+	c.Stat = cleanText(c.Stat)
+	c.PatchBytes, c.Patch = len(ch.Patch), nil
+	if len(ch.Patch) > 0 {
+		if _, err := t.emitBlob(evAttemptPatch, stepID, attemptPatch{StepID: stepID, Attempt: attempt, Patch: ch.Patch}); err != nil {
+			c.Stat += " (the patch could not be recorded: " + err.Error() + ")"
+		}
+	}
+	return &c
 }
 
 // emitBlob records an internal event whose payload is JSON text and

@@ -252,6 +252,23 @@ type Revision struct {
 	SentBack Value `json:"sentBack,omitzero" jsonschema:"the output of this step that was reviewed and sent back"`
 }
 
+// Changes are what one attempt changed in a git workspace, as the driver
+// measured them: the repository's HEAD and the tree of its working files
+// (tracked and untracked, not ignored) before and after the attempt.
+type Changes struct {
+	HeadBefore string `json:"headBefore" jsonschema:"HEAD before the attempt"`
+	HeadAfter  string `json:"headAfter" jsonschema:"HEAD after the attempt"`
+	TreeBefore string `json:"treeBefore" jsonschema:"the tree of the working files before the attempt"`
+	TreeAfter  string `json:"treeAfter" jsonschema:"the tree of the working files after the attempt"`
+	// Stat is git's diff stat of the attempt's changes.
+	Stat string `json:"stat,omitempty" jsonschema:"diff stat of the attempt's changes"`
+	// PatchBytes is the size of the attempt's patch (0: no changes).
+	PatchBytes int `json:"patchBytes" jsonschema:"the size of the attempt's patch in bytes (0: it changed nothing)"`
+	// Patch is the patch itself (Go callers; it is stored in the log, not
+	// in the attempt).
+	Patch []byte `json:"-"`
+}
+
 // AttemptStart is who started an attempt, and when.
 type AttemptStart struct {
 	At time.Time `json:"at" jsonschema:"when the attempt started (RFC 3339)"`
@@ -300,6 +317,9 @@ type Attempt struct {
 	// Stderr is the tail of the agent's standard error (a driver's
 	// connectors send it), for the audit.
 	Stderr string `json:"stderr,omitempty" jsonschema:"the end of the agent's standard error, when a driver recorded it"`
+	// Changes are the workspace changes the attempt made, when a driver
+	// measured them.
+	Changes *Changes `json:"changes,omitempty" jsonschema:"the workspace changes the attempt made (git workspaces under a driver): HEAD and tree before and after, a stat, the patch's size"`
 }
 
 // subState is the child scope of an active run step.

@@ -43,6 +43,10 @@ type StepResult struct {
 	// Stderr is the tail of the agent's standard error (at most 4 KiB
 	// kept), recorded with the attempt for the audit.
 	Stderr string
+	// Changes are the workspace changes the attempt made, when the driver
+	// measured them (a git workspace): kept with the attempt, the patch
+	// written once into the log (stratum diff prints it).
+	Changes *Changes
 	// Patch is, for the final stage of a consumer fanout item with
 	// worktree isolation, the changes the consumer captured in the item's
 	// worktree (a binary git patch, empty for none; Go callers only, such
@@ -201,6 +205,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 	fail := func(f attemptFailure) {
 		f.attempt = attempt
 		f.stderr = cleanText(res.Stderr)
+		f.changes = t.recordChanges(sc.scoped(s.ID), attempt, res.Changes)
 		t.failAttempt(sc, s, st, f)
 	}
 	tele, err := parseTelemetry(res.Telemetry)
@@ -282,6 +287,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 			rec := Attempt{Attempt: attempt, At: t.now, Failure: f, Result: ev, Usage: usageRec, FailureKind: "iterate"}
 			tele.apply(&rec)
 			rec.Stderr = cleanText(res.Stderr)
+			rec.Changes = t.recordChanges(sc.scoped(s.ID), attempt, res.Changes)
 			st.Attempts = append(st.Attempts, rec)
 			st.Failure = f
 			st.DispatchToken, st.AcceptedDispatchToken, st.Task = "", "", ""
@@ -299,6 +305,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 	rec := Attempt{Attempt: attempt, At: t.now, Result: ev, Usage: usageRec, Task: st.Task}
 	tele.apply(&rec)
 	rec.Stderr = cleanText(res.Stderr)
+	rec.Changes = t.recordChanges(sc.scoped(s.ID), attempt, res.Changes)
 	st.Attempts = append(st.Attempts, rec)
 	st.Output = ev
 	st.Status = StepSucceeded
