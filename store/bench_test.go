@@ -79,7 +79,7 @@ func BenchmarkStepDone(b *testing.B) {
 	state := benchState(512)
 	floorDir := b.TempDir()
 	floorState := encodeEnvelope(envelope{RunID: "r", Head: genesisHash("r"), State: state})
-	floorLine, _, _ := encodeEvent(1, genesisHash("r"), resultEvent(1))
+	floorLine, _, _ := encodeEvent(1, genesisHash("r"), resultEvent(1), true)
 	seqs := []int{10, 1000, 10000}
 	histories := map[int][]NewEvent{}
 	for _, n := range seqs {
@@ -96,7 +96,7 @@ func BenchmarkStepDone(b *testing.B) {
 			b.StopTimer()
 			for _, n := range seqs {
 				runs[n] = fmt.Sprintf("h%d-%d", n, i)
-				if _, err := s.Create(ctx, runs[n], state, histories[n]); err != nil {
+				if _, err := s.Create(ctx, runs[n], Change{State: state, Events: histories[n]}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -153,7 +153,7 @@ func BenchmarkUpdate(b *testing.B) {
 				if i%10 == 0 {
 					b.StopTimer()
 					run = fmt.Sprintf("b%d", i)
-					if _, err := s.Create(ctx, run, state, history); err != nil {
+					if _, err := s.Create(ctx, run, Change{State: state, Events: history}); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()
@@ -179,7 +179,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.Run(fmt.Sprintf("seq=%d/state=%s", tc.seq, sizeName(tc.state)), func(b *testing.B) {
 			ctx := context.Background()
 			s := newStore(b, nil)
-			if _, err := s.Create(ctx, "r", benchState(tc.state), historyEvents(tc.seq)); err != nil {
+			if _, err := s.Create(ctx, "r", Change{State: benchState(tc.state), Events: historyEvents(tc.seq)}); err != nil {
 				b.Fatal(err)
 			}
 			for b.Loop() {
@@ -196,7 +196,7 @@ func BenchmarkLoad(b *testing.B) {
 func BenchmarkEvents(b *testing.B) {
 	ctx := context.Background()
 	s := newStore(b, nil)
-	if _, err := s.Create(ctx, "r", benchState(512), historyEvents(1000)); err != nil {
+	if _, err := s.Create(ctx, "r", Change{State: benchState(512), Events: historyEvents(1000)}); err != nil {
 		b.Fatal(err)
 	}
 	for _, after := range []int64{999, 0} {
@@ -219,7 +219,7 @@ func BenchmarkCreate(b *testing.B) {
 	for b.Loop() {
 		i++
 		var err error
-		lat.measure(func() { _, err = s.Create(ctx, fmt.Sprintf("c%d", i), state, evs) })
+		lat.measure(func() { _, err = s.Create(ctx, fmt.Sprintf("c%d", i), Change{State: state, Events: evs}) })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -233,7 +233,7 @@ func BenchmarkCreate(b *testing.B) {
 func BenchmarkFsyncFloor(b *testing.B) {
 	dir := b.TempDir()
 	state := encodeEnvelope(envelope{RunID: "r", Head: genesisHash("r"), State: benchState(512)})
-	line, _, _ := encodeEvent(1, genesisHash("r"), resultEvent(1))
+	line, _, _ := encodeEvent(1, genesisHash("r"), resultEvent(1), true)
 	var lat latencies
 	for b.Loop() {
 		var err1, err2 error

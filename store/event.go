@@ -77,13 +77,18 @@ func validEventType(t string) bool {
 func formatAt(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // eventBody is the canonical JSON of an event without its hash member: the
-// exact bytes its hash covers. Keys in sorted order: at, data, prevHash,
+// exact bytes its hash covers. Keys in sorted order: at, begin (only when
+// true: the first event of a write, see [Event.Begin]), data, prevHash,
 // seq, type.
-func eventBody(at string, data []byte, prevHash string, seq int64, typ string) []byte {
-	b := make([]byte, 0, len(data)+len(at)+len(typ)+hashHexLen+64)
+func eventBody(at string, begin bool, data []byte, prevHash string, seq int64, typ string) []byte {
+	b := make([]byte, 0, len(data)+len(at)+len(typ)+hashHexLen+80)
 	b = append(b, `{"at":"`...)
 	b = append(b, at...)
-	b = append(b, `","data":`...)
+	if begin {
+		b = append(b, `","begin":true,"data":`...)
+	} else {
+		b = append(b, `","data":`...)
+	}
 	b = append(b, data...)
 	b = append(b, `,"prevHash":"`...)
 	b = append(b, prevHash...)
@@ -114,8 +119,8 @@ func hashBody(body []byte) string {
 }
 
 // encodeEvent turns a caller's event into its stored line (without the
-// newline) and hash.
-func encodeEvent(seq int64, prevHash string, e NewEvent) (line []byte, hash string, err error) {
+// newline) and hash. begin marks the first event of a write.
+func encodeEvent(seq int64, prevHash string, e NewEvent, begin bool) (line []byte, hash string, err error) {
 	if !validEventType(e.Type) {
 		return nil, "", fmt.Errorf("%w: event type %q: want 1 to %d of [A-Za-z0-9_.:-]", ErrInvalidInput, e.Type, maxEventTypeLen)
 	}
@@ -131,7 +136,7 @@ func encodeEvent(seq int64, prevHash string, e NewEvent) (line []byte, hash stri
 			return nil, "", fmt.Errorf("%w: event %q data: %v", ErrInvalidInput, e.Type, err)
 		}
 	}
-	body := eventBody(formatAt(e.At), data, prevHash, seq, e.Type)
+	body := eventBody(formatAt(e.At), begin, data, prevHash, seq, e.Type)
 	hash = hashBody(body)
 	return withHash(body, hash), hash, nil
 }
@@ -139,6 +144,7 @@ func encodeEvent(seq int64, prevHash string, e NewEvent) (line []byte, hash stri
 // wireEvent is the stored line as encoding/json sees it.
 type wireEvent struct {
 	At       string          `json:"at"`
+	Begin    bool            `json:"begin"`
 	Data     json.RawMessage `json:"data"`
 	Hash     string          `json:"hash"`
 	PrevHash string          `json:"prevHash"`
@@ -172,14 +178,14 @@ func decodeEvent(line []byte) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("event data: %v", err)
 	}
-	body := eventBody(formatAt(at), data, w.PrevHash, w.Seq, w.Type)
+	body := eventBody(formatAt(at), w.Begin, data, w.PrevHash, w.Seq, w.Type)
 	if !bytes.Equal(withHash(body, w.Hash), line) {
 		return Event{}, errors.New("event line is not in canonical form")
 	}
 	if got := hashBody(body); got != w.Hash {
 		return Event{}, fmt.Errorf("hash mismatch: stored %s, computed %s", w.Hash, got)
 	}
-	return Event{Seq: w.Seq, Type: w.Type, At: at.UTC(), Data: data, PrevHash: w.PrevHash, Hash: w.Hash}, nil
+	return Event{Seq: w.Seq, Type: w.Type, At: at.UTC(), Data: data, PrevHash: w.PrevHash, Hash: w.Hash, Begin: w.Begin}, nil
 }
 
 func isHashHex(s string) bool {

@@ -82,7 +82,7 @@ func TestEventVector(t *testing.T) {
 	if g := genesisHash(vectorRunID); g != vectorGenesis {
 		t.Fatalf("genesis = %s, want %s", g, vectorGenesis)
 	}
-	line, hash, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)})
+	line, hash, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,11 +121,11 @@ func TestEncodeEventRejects(t *testing.T) {
 		{"bad data", NewEvent{Type: "x", At: at, Data: json.RawMessage(`{"a":`)}},
 	}
 	for _, tc := range tests {
-		if _, _, err := encodeEvent(1, vectorGenesis, tc.ev); !errors.Is(err, ErrInvalidInput) {
+		if _, _, err := encodeEvent(1, vectorGenesis, tc.ev, false); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("%s: err = %v, want ErrInvalidInput", tc.name, err)
 		}
 	}
-	line, _, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "planned", At: at})
+	line, _, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "planned", At: at}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestEncodeEventRejects(t *testing.T) {
 // TestDecodeEventEveryByte flips every byte of a line in turn: each
 // variant must be refused (never decoded as a valid event).
 func TestDecodeEventEveryByte(t *testing.T) {
-	line, _, err := encodeEvent(7, vectorGenesis, NewEvent{Type: "result", At: vectorAt, Data: json.RawMessage(vectorData)})
+	line, _, err := encodeEvent(7, vectorGenesis, NewEvent{Type: "result", At: vectorAt, Data: json.RawMessage(vectorData)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestDecodeEventEveryByte(t *testing.T) {
 }
 
 func TestEnvelopeVector(t *testing.T) {
-	line, _, _ := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)})
+	line, _, _ := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)}, false)
 	env := envelope{RunID: vectorRunID, Seq: 1, Head: vectorHash1, LogSize: int64(len(line) + 1), State: []byte(`{"status":"running"}`)}
 	data := encodeEnvelope(env)
 	if !bytes.HasPrefix(data, []byte(`{"check":"`+vectorCheck+`",`)) {
@@ -231,7 +231,7 @@ func TestLastLines(t *testing.T) {
 }
 
 func FuzzDecodeEvent(f *testing.F) {
-	line, _, _ := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)})
+	line, _, _ := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)}, false)
 	f.Add(line)
 	f.Add([]byte(`{"at":"x","data":null}`))
 	f.Add([]byte(`{}`))
@@ -241,7 +241,7 @@ func FuzzDecodeEvent(f *testing.F) {
 			return
 		}
 		// Whatever is accepted must re-encode to exactly the same line.
-		again, hash, err := encodeEvent(ev.Seq, ev.PrevHash, NewEvent{Type: ev.Type, At: ev.At, Data: ev.Data})
+		again, hash, err := encodeEvent(ev.Seq, ev.PrevHash, NewEvent{Type: ev.Type, At: ev.At, Data: ev.Data}, ev.Begin)
 		if err != nil || !bytes.Equal(again, b) || hash != ev.Hash {
 			t.Fatalf("accepted line does not round-trip: %q -> %q (%v)", b, again, err)
 		}

@@ -44,7 +44,7 @@ func TestIssue13RollbackStateAlone(t *testing.T) {
 			states, _ := manyUpdates(t, s, 20)
 			writeFile(t, s.pathOf(stateFile), states[20-back])
 			logBefore, _ := os.ReadFile(s.pathOf(eventsFile))
-			if _, err := s.Verify(ctx, "t"); !errors.Is(err, ErrCorrupt) {
+			if _, err := s.Verify(ctx, "t", VerifyOptions{}); !errors.Is(err, ErrCorrupt) {
 				t.Errorf("Verify after rolling state.json back: %v, want ErrCorrupt", err)
 			}
 			if _, err := s.Load(ctx, "t"); !errors.Is(err, ErrCorrupt) {
@@ -64,7 +64,7 @@ func TestIssue13GarbageAppended(t *testing.T) {
 	s := newStore(t, nil)
 	manyUpdates(t, s, 5)
 	appendFile(t, s.pathOf(eventsFile), []byte("garbage that is no event\n"))
-	if _, err := s.Verify(ctx, "t"); !errors.Is(err, ErrCorrupt) {
+	if _, err := s.Verify(ctx, "t", VerifyOptions{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Verify with garbage after the head: %v, want ErrCorrupt", err)
 	}
 	before, _ := os.ReadFile(s.pathOf(eventsFile))
@@ -81,7 +81,7 @@ func TestIssue13RollbackBoth(t *testing.T) {
 	states, logs := manyUpdates(t, s, 20)
 	writeFile(t, s.pathOf(stateFile), states[5])
 	writeFile(t, s.pathOf(eventsFile), logs[5])
-	if _, err := s.Verify(ctx, "t"); !errors.Is(err, ErrCorrupt) {
+	if _, err := s.Verify(ctx, "t", VerifyOptions{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Verify after rolling both files back: %v, want ErrCorrupt", err)
 	}
 	if _, err := s.Load(ctx, "t"); !errors.Is(err, ErrCorrupt) {

@@ -97,7 +97,7 @@ func crashChild(root string, seed uint64) error {
 			id := fmt.Sprintf("r%d-%d", seed, n)
 			fmt.Printf("begin %s\n", id)
 			k := rng.IntN(3)
-			h, err := s.Create(ctx, id, state(int64(k)), events(id, 0, k))
+			h, err := s.Create(ctx, id, Change{State: state(int64(k)), Events: events(id, 0, k)})
 			if err != nil {
 				return err
 			}
@@ -293,7 +293,7 @@ func TestCrashSafety(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if rep, err := s.Verify(ctx, id); err != nil || rep.Tail.Bytes != 0 {
+		if rep, err := s.Verify(ctx, id, VerifyOptions{}); err != nil || rep.Tail.Bytes != 0 {
 			t.Fatalf("run %s after a final update: %+v, %v", id, rep, err)
 		}
 	}
@@ -333,7 +333,7 @@ func checkRuns(t *testing.T, s *FileStore, acked map[string]int64, only map[stri
 		if err := json.Unmarshal(snap.State, &st); err != nil || st.Seq != snap.Head.Seq {
 			t.Fatalf("run %s: state %s is not consistent with head %d (%v)", id, snap.State, snap.Head.Seq, err)
 		}
-		rep, err := s.Verify(ctx, id)
+		rep, err := s.Verify(ctx, id, VerifyOptions{})
 		if err != nil || rep.Head != snap.Head || !rep.Tail.Chained {
 			t.Fatalf("run %s: Verify %+v, %v", id, rep, err)
 		}
@@ -367,7 +367,7 @@ func TestContentionTwoProcesses(t *testing.T) {
 	ctx := context.Background()
 	for round := range rounds {
 		run := fmt.Sprintf("cas-%d", round)
-		h0, err := s.Create(ctx, run, []byte(`{"token":"t0"}`), []NewEvent{{Type: "ready", At: t0}})
+		h0, err := s.Create(ctx, run, Change{State: []byte(`{"token":"t0"}`), Events: []NewEvent{{Type: "ready", At: t0}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,7 +401,7 @@ func TestContentionTwoProcesses(t *testing.T) {
 		if err != nil || len(evs) != 1 || string(evs[0].Data) != `{"by":"`+winner+`"}` {
 			t.Fatalf("round %d: new events %v, %v", round, evs, err)
 		}
-		if _, err := s.Verify(ctx, run); err != nil {
+		if _, err := s.Verify(ctx, run, VerifyOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -425,7 +425,7 @@ func TestLockHeldByAnotherProcess(t *testing.T) {
 	if !errors.As(err, &le) || le.PID != pid || !strings.Contains(err.Error(), fmt.Sprintf("run held is locked by pid %d", pid)) {
 		t.Fatalf("Update: %v, want locked by pid %d", err, pid)
 	}
-	if _, err := s.Verify(ctx, "held"); !errors.As(err, &le) || le.PID != pid {
+	if _, err := s.Verify(ctx, "held", VerifyOptions{}); !errors.As(err, &le) || le.PID != pid {
 		t.Errorf("Verify: %v, want locked by pid %d", err, pid)
 	}
 	if _, err := s.Load(ctx, "held"); err != nil {

@@ -77,11 +77,11 @@ func unackedEvents(t *testing.T, s *FileStore, n int) []byte {
 	for i := range n {
 		evs = append(evs, ev("lost", 100+i))
 	}
-	batch, _, err := encodeBatch("t", snap.Head, evs)
+	w, err := encodeWrite("t", snap.Head, nil, evs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return batch
+	return w.lines
 }
 
 func appendFile(t *testing.T, path string, b []byte) {
@@ -170,7 +170,7 @@ func TestTamperDetected(t *testing.T) {
 		{"events: last event replaced by a validly hashed forgery", func(t *testing.T, s *FileStore) {
 			b, lines := readLog(t, s)
 			e, _ := decodeEvent(bytes.TrimSuffix(lines[4], []byte("\n")))
-			forged, _, _ := encodeEvent(5, e.PrevHash, NewEvent{Type: "forged", At: e.At, Data: e.Data})
+			forged, _, _ := encodeEvent(5, e.PrevHash, NewEvent{Type: "forged", At: e.At, Data: e.Data}, e.Begin)
 			writeFile(t, s.pathOf(eventsFile), append(append(b[:lineStart(t, s, 4):lineStart(t, s, 4)], forged...), '\n'))
 		}, corruptWant{PartEvents, 5, "not the head"}, false},
 		{"events: flip in an interior event", func(t *testing.T, s *FileStore) { flipAt(t, s.pathOf(eventsFile), lineStart(t, s, 1)+20) },
@@ -188,7 +188,7 @@ func TestTamperDetected(t *testing.T) {
 		{"events: interior event re-hashed (chain broken)", func(t *testing.T, s *FileStore) {
 			b, lines := readLog(t, s)
 			e, _ := decodeEvent(bytes.TrimSuffix(lines[1], []byte("\n")))
-			forged, _, _ := encodeEvent(2, e.PrevHash, NewEvent{Type: "plannex", At: e.At, Data: e.Data})
+			forged, _, _ := encodeEvent(2, e.PrevHash, NewEvent{Type: "plannex", At: e.At, Data: e.Data}, e.Begin)
 			out := slicesConcat(lines[0], append(forged, '\n'), b[lineStart(t, s, 2):])
 			writeFile(t, s.pathOf(eventsFile), out)
 		}, corruptWant{PartEvents, 3, "chain is broken"}, true}, // forward: event 3's prevHash
@@ -200,7 +200,7 @@ func TestTamperDetected(t *testing.T) {
 			tc.tamper(t, s)
 			before := runFiles(t, s, "t")
 
-			_, errV := s.Verify(ctx, "t")
+			_, errV := s.Verify(ctx, "t", VerifyOptions{})
 			w := tc.want
 			if w.seq == 0 && tc.interior { // a swap is reported at the first line out of place
 				var ce *CorruptError
@@ -263,7 +263,7 @@ func TestTruncateEverywhere(t *testing.T) {
 		writeFile(t, s.pathOf(stateFile), stateBytes)
 		_, errL := s.Load(ctx, "t")
 		_, errE := s.Events(ctx, "t", 4, 0)
-		rep, errV := s.Verify(ctx, "t")
+		rep, errV := s.Verify(ctx, "t", VerifyOptions{})
 		if cut < acked {
 			for op, err := range map[string]error{"Load": errL, "Events": errE, "Verify": errV} {
 				if !errors.Is(err, ErrCorrupt) {
@@ -321,7 +321,7 @@ func TestTailRepair(t *testing.T) {
 			if err != nil || len(evs) != 5 {
 				t.Fatalf("Events with a tail: %d, %v", len(evs), err)
 			}
-			rep, err := s.Verify(ctx, "t")
+			rep, err := s.Verify(ctx, "t", VerifyOptions{})
 			want := Tail{Bytes: int64(len(tail)), Events: tc.events, Chained: tc.chained}
 			if err != nil || rep.Tail != want || rep.Head != snap.Head {
 				t.Fatalf("Verify = %+v, %v; want tail %+v", rep, err, want)
@@ -334,7 +334,7 @@ func TestTailRepair(t *testing.T) {
 			if len(repairs) != 1 || repairs[0] != want {
 				t.Errorf("OnRepair calls %+v, want one with %+v", repairs, want)
 			}
-			rep, err = s.Verify(ctx, "t")
+			rep, err = s.Verify(ctx, "t", VerifyOptions{})
 			if err != nil || rep.Events != 6 || rep.Tail != (Tail{Chained: true}) {
 				t.Fatalf("Verify after repair: %+v, %v", rep, err)
 			}
@@ -362,7 +362,7 @@ func TestCrashBetweenWrites(t *testing.T) {
 	if err != nil || snap.Head != old.Head || string(snap.State) != `{"step":2}` {
 		t.Fatalf("Load = %+v, %v; want the old acknowledged run", snap, err)
 	}
-	rep, err := s.Verify(ctx, "t")
+	rep, err := s.Verify(ctx, "t", VerifyOptions{})
 	if err != nil || rep.Tail.Events != 3 || !rep.Tail.Chained {
 		t.Fatalf("Verify = %+v, %v", rep, err)
 	}
@@ -370,7 +370,7 @@ func TestCrashBetweenWrites(t *testing.T) {
 	if err != nil || h.Seq != 6 {
 		t.Fatalf("retry: %+v, %v", h, err)
 	}
-	if rep, err := s.Verify(ctx, "t"); err != nil || rep.Events != 6 || rep.Tail.Bytes != 0 {
+	if rep, err := s.Verify(ctx, "t", VerifyOptions{}); err != nil || rep.Events != 6 || rep.Tail.Bytes != 0 {
 		t.Fatalf("Verify after retry = %+v, %v", rep, err)
 	}
 }
@@ -393,7 +393,7 @@ func TestForgedRunID(t *testing.T) {
 	if _, err := s.Events(ctx, "u", 0, 0); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "genesis") {
 		t.Errorf("Events: %v", err)
 	}
-	if _, err := s.Verify(ctx, "u"); !errors.Is(err, ErrCorrupt) {
+	if _, err := s.Verify(ctx, "u", VerifyOptions{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Verify: %v", err)
 	}
 }

@@ -1,0 +1,209 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/stratum-go/stratum/internal/atomicfile"
+)
+
+// Update implements Store. Order of writes (docs/storage.md, "Writing"):
+// the new events are appended and fsynced first, then the state (which
+// records the new head and log size) is replaced atomically, then the
+// head record is overwritten in place and fdatasynced. A crash after the
+// append leaves one write's events after the acknowledged size, which the
+// next write keeps aside with an EventRepair event; a crash after the
+// state replace leaves the head record one write behind, which the next
+// Load or write completes.
+func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snapshot) (*Change, error)) (Head, error) {
+	if err := ValidateRunID(runID); err != nil {
+		return Head{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Head{}, err
+	}
+	lk, err := acquire(ctx, runID, s.runPath(runID, lockFile), true, s.lockTimeout)
+	if errors.Is(err, errNoRunDir) {
+		return Head{}, s.missingRun(runID)
+	}
+	if err != nil {
+		return Head{}, err
+	}
+	defer lk.release()
+
+	v, err := s.inspect(runID, true, true)
+	if err != nil {
+		return Head{}, err
+	}
+	defer v.close()
+	if v.recState == HeadRecordBehind {
+		if err := s.writeHeadRecord(recordOf(v.env), true); err != nil {
+			return Head{}, err
+		}
+		v.recState = HeadRecordMatch
+	}
+	cur := v.head()
+
+	// Data after the head is kept aside, and the write fn asks for begins
+	// with the event recording it; fn sees the head after that event.
+	var kept []keptFile
+	var pre []NewEvent
+	fnHead := cur
+	if v.tail.Bytes > 0 || len(v.pending) > 0 {
+		kept = v.pending
+		if v.tail.Bytes > 0 && !alreadyKept(kept, v.tailData) {
+			kept = append(kept, keptFile{KeptTail: keptTail(keptName(cur.Seq, len(kept)+1), v.tailData, v.tail), data: v.tailData})
+		}
+		infos := make([]KeptTail, len(kept))
+		for i, k := range kept {
+			infos[i] = k.KeptTail
+		}
+		pre = []NewEvent{repairEvent(runID, cur.Seq+1, infos, time.Now())}
+		_, hash, err := encodeEvent(cur.Seq+1, cur.Hash, pre[0], true)
+		if err != nil {
+			return Head{}, fmt.Errorf("run %s: repair event: %w", runID, err)
+		}
+		fnHead = Head{Seq: cur.Seq + 1, Hash: hash}
+	}
+
+	snap := &Snapshot{RunID: runID, State: slices.Clone(v.env.State), Summary: slices.Clone(v.env.Summary), Head: fnHead, Lease: s.currentLease(runID)}
+	change, err := fn(snap)
+	if err != nil {
+		return Head{}, err
+	}
+	if change.empty() {
+		return cur, nil
+	}
+	p, err := prepareChange(runID, change)
+	if err != nil {
+		return Head{}, err
+	}
+	w, err := encodeWrite(runID, cur, pre, p.events)
+	if err != nil {
+		return Head{}, err
+	}
+	if err := s.keep(runID, v, kept); err != nil {
+		return Head{}, err
+	}
+	if len(w.lines) > 0 {
+		// One write of whole lines, then fsync: after a crash the log holds
+		// the acknowledged prefix plus at most a prefix of this write.
+		if _, err := v.log.Write(w.lines); err != nil {
+			return Head{}, fmt.Errorf("run %s: append events: %w", runID, err)
+		}
+		if err := v.log.Sync(); err != nil {
+			return Head{}, fmt.Errorf("run %s: append events: fsync: %w", runID, err)
+		}
+	}
+	next := v.env
+	next.Version, next.Rev, next.SavedAt = 2, v.env.Rev+1, time.Now().UTC()
+	next.Seq, next.Head, next.LogSize = w.head.Seq, w.head.Hash, v.env.LogSize+int64(len(w.lines))
+	if p.state != nil {
+		next.State = p.state
+	}
+	if p.summary != nil {
+		next.Summary = p.summary
+	}
+	if err := replaceFile(s.runDir(runID), stateFile, stateTemp, sealEnvelope(&next)); err != nil {
+		return Head{}, fmt.Errorf("run %s: replace state: %w", runID, err)
+	}
+	if err := s.writeHeadRecord(recordOf(next), v.hasRec); err != nil {
+		return Head{}, err
+	}
+	s.appendIndex(runID, v.env, v.headOffset, w, v.env.LogSize)
+	if s.onRepair != nil {
+		for _, k := range kept {
+			s.onRepair(runID, Tail{Bytes: k.Bytes, Events: k.Events, Chained: true, KeptAs: k.Name})
+		}
+	}
+	return w.head, nil
+}
+
+// keep writes tails that are not yet kept aside into their files, then
+// cuts the log back to its acknowledged size. Each file is written under
+// a temp name, fsynced and renamed, and the directory fsynced, before the
+// log loses the bytes: the data is always somewhere. If the write then
+// fails to complete, the files are found again by name at the same head
+// (pendingKept) and the next write records them.
+func (s *FileStore) keep(runID string, v *runView, kept []keptFile) error {
+	if len(kept) == 0 {
+		return nil
+	}
+	dir := s.runDir(runID)
+	wrote := false
+	for _, k := range kept {
+		path := filepath.Join(dir, k.Name)
+		if _, err := os.Stat(path); err == nil {
+			continue
+		}
+		tmp := filepath.Join(dir, "."+k.Name+".tmp")
+		if err := writeSyncedReplace(tmp, k.data); err != nil {
+			return fmt.Errorf("run %s: keep the data after the head: %w", runID, err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("run %s: keep the data after the head: %w", runID, err)
+		}
+		wrote = true
+	}
+	if wrote {
+		if err := atomicfile.SyncDir(dir); err != nil {
+			return fmt.Errorf("run %s: keep the data after the head: %w", runID, err)
+		}
+	}
+	if v.size > v.env.LogSize {
+		if err := v.log.Truncate(v.env.LogSize); err != nil {
+			return fmt.Errorf("run %s: cut the log back to its head: %w", runID, err)
+		}
+	}
+	return nil
+}
+
+// writeSyncedReplace writes a file (replacing any) and fsyncs it.
+func writeSyncedReplace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// replaceFile atomically replaces dir/name with data: write the fixed temp
+// name (only the run's lock holder uses it, so a leftover is simply
+// overwritten: no sweep), fsync, rename, fsync the directory.
+func replaceFile(dir, name, temp string, data []byte) error {
+	tmp := filepath.Join(dir, temp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(filePerm) // a leftover temp file keeps its mode through O_TRUNC
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(dir)
+}
