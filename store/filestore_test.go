@@ -532,16 +532,27 @@ func TestStagingSweep(t *testing.T) {
 	}
 }
 
-func TestUpdateSweepsTempFiles(t *testing.T) {
+// TestUpdateReusesItsTempFile: a state replace writes one fixed temp name
+// under the run's lock, so the leftover of a crashed replace is simply
+// overwritten by the next one (no directory sweep on every update) and
+// never survives it.
+func TestUpdateReusesItsTempFile(t *testing.T) {
 	s := newStore(t, nil)
 	mustCreate(t, s, "r", `{}`, 1)
-	leftover := filepath.Join(s.runDir("r"), "."+stateFile+".tmp-12345")
-	os.WriteFile(leftover, []byte("torn"), 0o600)
-	if _, err := s.Update(context.Background(), "r", appendEvents(`{}`, 1)); err != nil {
+	leftover := filepath.Join(s.runDir("r"), stateTemp)
+	os.WriteFile(leftover, []byte("torn"), 0o644)
+	if _, err := s.Update(context.Background(), "r", appendEvents(`{"v":2}`, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
 		t.Error("a crashed replace's temp file survived an Update")
+	}
+	info, err := os.Stat(filepath.Join(s.runDir("r"), stateFile))
+	if err != nil || info.Mode().Perm() != filePerm {
+		t.Errorf("state.json after replacing through a 0644 leftover: %v, %v", info.Mode(), err)
+	}
+	if snap, err := s.Load(context.Background(), "r"); err != nil || string(snap.State) != `{"v":2}` {
+		t.Errorf("Load: %v", err)
 	}
 }
 
