@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -256,4 +257,85 @@ func sizeName(n int) string {
 		return fmt.Sprintf("%dKiB", n>>10)
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// listFixture lays out n runs under a root as Create and Update leave
+// them (a state file, a log, a head record with a summary), without the
+// fsyncs, which List does not depend on.
+func listFixture(b *testing.B, n int) *FileStore {
+	s := newStore(b, nil)
+	if err := os.MkdirAll(filepath.Join(s.Root(), headsDir), dirPerm); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		id := fmt.Sprintf("run-%05d", i)
+		w, _ := encodeWrite(id, Head{Hash: genesisHash(id)}, nil, historyEvents(2))
+		env := envelope{RunID: id, Seq: w.head.Seq, Head: w.head.Hash, LogSize: int64(len(w.lines)), Rev: 3, SavedAt: time.Now(),
+			Summary: fmt.Appendf(nil, `{"status":"running","flow":"main","steps":{"done":%d,"total":40},"waiting":["review"],"updatedAt":"2026-03-01T12:00:00Z"}`, i%40),
+			State:   benchState(2048)}
+		if err := os.Mkdir(s.runDir(id), dirPerm); err != nil {
+			b.Fatal(err)
+		}
+		os.WriteFile(s.runPath(id, eventsFile), w.lines, filePerm)
+		os.WriteFile(s.runPath(id, stateFile), sealEnvelope(&env), filePerm)
+		f, _ := openSmall(s.headPath(id), os.O_CREATE|os.O_WRONLY, filePerm)
+		writeSlot(f, env.Rev%2, encodeHeadRecord(recordOf(env)))
+		f.Close()
+	}
+	return s
+}
+
+// BenchmarkList lists 10,000 runs with their summaries (the target is
+// well under 100 ms); it reads the head records only.
+func BenchmarkList(b *testing.B) {
+	s := listFixture(b, 10000)
+	ctx := context.Background()
+	for b.Loop() {
+		runs, err := s.List(ctx)
+		if err != nil || len(runs) != 10000 || runs[9999].Summary == nil {
+			b.Fatal(len(runs), err)
+		}
+	}
+}
+
+// BenchmarkEvent reads one event by seq from a run of 10,000 events:
+// through the index, by bisection when the index is gone, and the way
+// a caller without Event had to (Events from seq-1, which reads back from
+// the head).
+func BenchmarkEvent(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b, nil)
+	if _, err := s.Create(ctx, "r", Change{State: benchState(512), Events: historyEvents(10000)}); err != nil {
+		b.Fatal(err)
+	}
+	seqs := []int64{1, 2500, 5000, 9999}
+	b.Run("index", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, err := s.Event(ctx, "r", seqs[i%len(seqs)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("events-from-seq", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			seq := seqs[i%len(seqs)]
+			if _, err := s.Events(ctx, "r", seq-1, 1); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("bisect", func(b *testing.B) {
+		os.Remove(s.runPath("r", indexFile))
+		i := 0
+		for b.Loop() {
+			if _, err := s.Event(ctx, "r", seqs[i%len(seqs)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 }

@@ -99,7 +99,7 @@ func (s *FileStore) Create(ctx context.Context, runID string, c Change) (Head, e
 	if err := atomicfile.SyncDir(s.root); err != nil {
 		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
 	}
-	s.writeHeadRecord(recordOf(env), false) // see the doc comment
+	s.writeHeadRecord(recordOf(env), nil) // see the doc comment
 	return w.head, nil
 }
 

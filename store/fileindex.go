@@ -22,7 +22,7 @@ const indexEntrySize = 8
 const maxEventLine = 256 << 20
 
 // eventAt returns event seq (1..env.Seq) of the log f, checked alone.
-func (s *FileStore) eventAt(id string, env envelope, f *os.File, seq int64) (Event, error) {
+func (s *FileStore) eventAt(id string, env envelope, f io.ReaderAt, seq int64) (Event, error) {
 	if off, end, ok := s.indexLookup(id, env, seq); ok {
 		if ev, err := readEventLine(f, off, end); err == nil && ev.Seq == seq {
 			return ev, nil
@@ -45,7 +45,7 @@ func (s *FileStore) eventAt(id string, env envelope, f *os.File, seq int64) (Eve
 // indexLookup returns the byte range of event seq's line as the index
 // records it, if the index has a plausible one.
 func (s *FileStore) indexLookup(id string, env envelope, seq int64) (off, end int64, ok bool) {
-	f, err := os.Open(s.runPath(id, indexFile))
+	f, err := openSmall(s.runPath(id, indexFile), os.O_RDONLY, 0)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -203,12 +203,12 @@ func (s *FileStore) appendIndex(id string, prev envelope, headOffset int64, w en
 	if len(w.at) == 0 {
 		return
 	}
-	f, err := os.OpenFile(s.runPath(id, indexFile), os.O_RDWR|os.O_CREATE, filePerm)
+	f, err := openSmall(s.runPath(id, indexFile), os.O_RDWR|os.O_CREATE, filePerm)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		return
 	}
@@ -217,7 +217,7 @@ func (s *FileStore) appendIndex(id string, prev envelope, headOffset int64, w en
 	for _, o := range w.at {
 		entries = binary.LittleEndian.AppendUint64(entries, uint64(at+o))
 	}
-	valid := info.Size() >= want
+	valid := size >= want
 	if valid && prev.Seq > 0 {
 		var last [indexEntrySize]byte
 		_, err := f.ReadAt(last[:], want-indexEntrySize)
@@ -235,7 +235,7 @@ func (s *FileStore) appendIndex(id string, prev envelope, headOffset int64, w en
 	if _, err := f.WriteAt(entries, want); err != nil {
 		return
 	}
-	if end := want + int64(len(entries)); info.Size() > end {
+	if end := want + int64(len(entries)); size > end {
 		f.Truncate(end)
 	}
 }

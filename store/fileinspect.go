@@ -15,8 +15,9 @@ type runView struct {
 	env        envelope
 	rec        headRecord
 	hasRec     bool
-	recState   string // HeadRecordMatch, Missing or Behind
-	log        *os.File
+	recState   string     // HeadRecordMatch, Missing or Behind
+	recFile    *smallFile // the head file, open for writing (write views)
+	log        *smallFile
 	size       int64 // the log's size (LogSize plus the tail)
 	headOffset int64 // where the head's line starts (-1 without events)
 	tail       Tail
@@ -29,6 +30,9 @@ type runView struct {
 func (v *runView) close() {
 	if v.log != nil {
 		v.log.Close()
+	}
+	if v.recFile != nil {
+		v.recFile.Close()
 	}
 }
 
@@ -43,14 +47,8 @@ func (v *runView) head() Head { return Head{Seq: v.env.Seq, Hash: v.env.Head} }
 func (s *FileStore) inspect(id string, write, full bool) (*runView, error) {
 	v := &runView{}
 	var err error
-	v.rec, v.hasRec, err = s.readHeadRecord(id)
+	v.rec, v.hasRec, v.recFile, err = s.openHeadRecord(id, write)
 	if err != nil {
-		return nil, err
-	}
-	if v.env, err = s.readState(id); err != nil {
-		return nil, err
-	}
-	if v.log, v.size, err = s.openLog(id, v.env, write); err != nil {
 		return nil, err
 	}
 	ok := false
@@ -59,6 +57,12 @@ func (s *FileStore) inspect(id string, write, full bool) (*runView, error) {
 			v.close()
 		}
 	}()
+	if v.env, err = s.readState(id); err != nil {
+		return nil, err
+	}
+	if v.log, v.size, err = s.openLog(id, v.env, write); err != nil {
+		return nil, err
+	}
 	v.headOffset = -1
 	if v.log != nil {
 		if v.headOffset, err = s.checkHead(id, v.env, v.log); err != nil {

@@ -7,17 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"time"
-
-	"github.com/stratum-go/stratum/internal/atomicfile"
 )
 
-// A run's lease lives in <run>/lease: two slots of leaseSlotSize, the
+// A run's lease lives in <run>/lease, a slot file (fileheads.go): the
 // record of write G in slot G%2, overwritten in place so the previous
 // record survives a torn write. Lease operations lock that file itself
 // (flock), never run.lock, so they neither wait for nor delay an Update;
 // a renewal is one small write without fsync (docs/storage.md, "Leases").
-const leaseSlotSize = 4 << 10
-
 // AcquireLease implements Store.
 func (s *FileStore) AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (Lease, error) {
 	if err := checkLeaseArgs(runID, owner, ttl); err != nil {
@@ -68,7 +64,7 @@ func (s *FileStore) leaseOp(ctx context.Context, runID string, decide func(cur l
 		return Lease{}, err
 	}
 	defer lk.release()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openSmall(path, os.O_RDWR, 0)
 	if err != nil {
 		return Lease{}, fmt.Errorf("run %s: lease: %w", runID, err)
 	}
@@ -81,15 +77,15 @@ func (s *FileStore) leaseOp(ctx context.Context, runID string, decide func(cur l
 	if err != nil {
 		return Lease{}, err
 	}
-	if _, err := f.WriteAt(encodeLease(next), (next.Gen%2)*leaseSlotSize); err != nil {
+	if err := writeSlot(f, next.Gen%2, encodeLease(next)); err != nil {
 		return Lease{}, fmt.Errorf("run %s: write lease: %w", runID, err)
 	}
 	if durable {
-		if err := datasync(f); err != nil {
+		if err := f.Datasync(); err != nil {
 			return Lease{}, fmt.Errorf("run %s: write lease: %w", runID, err)
 		}
 		if created {
-			if err := atomicfile.SyncDir(s.runDir(runID)); err != nil {
+			if err := syncDir(s.runDir(runID)); err != nil {
 				return Lease{}, fmt.Errorf("run %s: write lease: %w", runID, err)
 			}
 		}
@@ -99,8 +95,8 @@ func (s *FileStore) leaseOp(ctx context.Context, runID string, decide func(cur l
 
 // readLease reads the lease record of an open lease file (the zero record
 // when none was ever written).
-func readLease(runID string, f *os.File, path string) (leaseRecord, error) {
-	slots, err := readSlots(f, leaseSlotSize)
+func readLease(runID string, f *smallFile, path string) (leaseRecord, error) {
+	slots, err := readSlots(f, nil)
 	if err != nil {
 		return leaseRecord{}, fmt.Errorf("run %s: read lease: %w", runID, err)
 	}
@@ -117,13 +113,13 @@ func readLease(runID string, f *os.File, path string) (leaseRecord, error) {
 // again. An unreadable lease file shows as no lease: the lease is advice
 // to the engine, and Acquire reports the damage.
 func (s *FileStore) currentLease(runID string) *Lease {
-	f, err := os.Open(s.runPath(runID, leaseFile))
+	f, err := openSmall(s.runPath(runID, leaseFile), os.O_RDONLY, 0)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
 	for range 3 {
-		slots, err := readSlots(f, leaseSlotSize)
+		slots, err := readSlots(f, nil)
 		if err != nil {
 			return nil
 		}

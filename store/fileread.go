@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Load implements Store. It takes no lock on the usual path: state files
@@ -62,13 +63,13 @@ func (s *FileStore) completeRecord(ctx context.Context, runID string) {
 		return
 	}
 	defer lk.release()
-	v, err := s.inspect(runID, false, false)
+	v, err := s.inspect(runID, true, false)
 	if err != nil {
 		return
 	}
 	defer v.close()
 	if v.recState == HeadRecordBehind {
-		s.writeHeadRecord(recordOf(v.env), true)
+		s.writeHeadRecord(recordOf(v.env), v.recFile)
 	}
 }
 
@@ -157,35 +158,27 @@ func (s *FileStore) Event(ctx context.Context, runID string, seq int64) (Event, 
 // and not a read. A head record whose run directory is gone is listed
 // too: the run was removed, and Load says so.
 func (s *FileStore) List(ctx context.Context) ([]RunInfo, error) {
-	entries, err := os.ReadDir(s.root)
+	entries, err := readDirUnsorted(s.root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []RunInfo{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	heads, err := os.ReadDir(filepath.Join(s.root, headsDir))
+	heads, err := readDirNames(filepath.Join(s.root, headsDir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	runs := make([]RunInfo, 0, len(entries))
 	recorded := make(map[string]bool, len(heads))
-	for i, e := range heads {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
+	for _, id := range heads {
+		if !strings.HasPrefix(id, ".") && ValidateRunID(id) == nil {
+			recorded[id] = true
+			runs = append(runs, RunInfo{ID: id})
 		}
-		id := e.Name()
-		if strings.HasPrefix(id, ".") || ValidateRunID(id) != nil {
-			continue
-		}
-		recorded[id] = true
-		info := RunInfo{ID: id}
-		if rec, ok := s.listRecord(id); ok {
-			info.UpdatedAt, info.Head, info.Summary = rec.SavedAt, rec.head(), rec.Summary
-		}
-		runs = append(runs, info)
+	}
+	if err := s.fillFromRecords(ctx, runs); err != nil {
+		return nil, err
 	}
 	for _, e := range entries {
 		if !e.IsDir() || recorded[e.Name()] || ValidateRunID(e.Name()) != nil {
@@ -201,18 +194,73 @@ func (s *FileStore) List(ctx context.Context) ([]RunInfo, error) {
 	return runs, nil
 }
 
+// readDirUnsorted lists a directory without sorting it (List sorts what
+// it returns once).
+func readDirUnsorted(dir string) ([]fs.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// readDirNames lists the names in a directory, unsorted.
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// fillFromRecords reads the head records of runs into them, with a few
+// goroutines: the reads are small and independent, and on a cold cache
+// or a loaded machine each waits on its own system calls.
+func (s *FileStore) fillFromRecords(ctx context.Context, runs []RunInfo) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	dir, err := openSmall(filepath.Join(s.root, headsDir), os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("list runs: %w", err)
+	}
+	defer dir.Close()
+	workers := min(4, max(1, len(runs)/256))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			scratch := make([]byte, 2*slotPrimary)
+			for i := w; i < len(runs); i += workers {
+				if i%256 == w && ctx.Err() != nil {
+					return
+				}
+				if rec, ok := listRecord(dir, runs[i].ID, scratch); ok {
+					runs[i].UpdatedAt, runs[i].Head, runs[i].Summary = rec.SavedAt, rec.head(), rec.Summary
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
 // listRecord reads a head record for List; a damaged one lists the run
 // with what it is (its id) and leaves the complaint to Load and Verify.
-func (s *FileStore) listRecord(id string) (headRecord, bool) {
-	f, err := os.Open(s.headPath(id))
+func listRecord(dir *smallFile, id string, scratch []byte) (headRecord, bool) {
+	f, err := openSmallAt(dir, id, os.O_RDONLY)
 	if err != nil {
 		return headRecord{}, false
 	}
 	defer f.Close()
-	slots, err := readSlots(f, headSlotSize)
+	slots, err := readSlots(f, scratch)
 	if err != nil {
 		return headRecord{}, false
 	}
 	rec, ok, err := newestRecord(slots)
+	if ok {
+		rec.Summary = slices.Clone(rec.Summary) // it aliases scratch
+	}
 	return rec, ok && err == nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -162,16 +163,16 @@ func (s *FileStore) readState(id string) (envelope, error) {
 // readWhole reads a file with one read when it fits the size fstat gives
 // (os.ReadFile reads again to see EOF).
 func readWhole(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openSmall(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, info.Size())
+	buf := make([]byte, size)
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && n != len(buf) {
 		return nil, err
@@ -182,18 +183,18 @@ func readWhole(path string) ([]byte, error) {
 // openLog opens a run's event log for reading or, with write, for
 // appending, and returns its size. A missing log is an empty one only while
 // the state acknowledges no bytes of it.
-func (s *FileStore) openLog(id string, env envelope, write bool) (*os.File, int64, error) {
+func (s *FileStore) openLog(id string, env envelope, write bool) (*smallFile, int64, error) {
 	path := s.runPath(id, eventsFile)
 	flag := os.O_RDONLY
 	if write {
 		flag = os.O_RDWR | os.O_APPEND
 	}
-	f, err := os.OpenFile(path, flag, filePerm)
+	f, err := openSmall(path, flag, filePerm)
 	if errors.Is(err, fs.ErrNotExist) && env.LogSize == 0 {
 		if !write {
 			return nil, 0, nil
 		}
-		f, err = os.OpenFile(path, flag|os.O_CREATE, filePerm)
+		f, err = openSmall(path, flag|os.O_CREATE, filePerm)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, s.corrupt(id, eventsFile, 0, -1, fmt.Sprintf("the event log is missing; the state acknowledges %d events", env.Seq))
@@ -201,25 +202,25 @@ func (s *FileStore) openLog(id string, env envelope, write bool) (*os.File, int6
 	if err != nil {
 		return nil, 0, fmt.Errorf("run %s: open event log: %w", id, err)
 	}
-	info, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		f.Close()
 		return nil, 0, fmt.Errorf("run %s: event log: %w", id, err)
 	}
-	if info.Size() < env.LogSize {
+	if size < env.LogSize {
 		f.Close()
-		return nil, 0, s.corrupt(id, eventsFile, 0, info.Size(), fmt.Sprintf(
+		return nil, 0, s.corrupt(id, eventsFile, 0, size, fmt.Sprintf(
 			"the event log holds %d bytes but the state acknowledges %d bytes (%d events): acknowledged events are missing",
-			info.Size(), env.LogSize, env.Seq))
+			size, env.LogSize, env.Seq))
 	}
-	return f, info.Size(), nil
+	return f, size, nil
 }
 
 // checkHead verifies that the line ending at the acknowledged size is the
 // head the state records, and returns where that line starts (-1 for a
 // run without events). This, not a scan of the log, is what makes a load
 // cost independent of the run's history.
-func (s *FileStore) checkHead(id string, env envelope, f *os.File) (int64, error) {
+func (s *FileStore) checkHead(id string, env envelope, f io.ReaderAt) (int64, error) {
 	if env.Seq == 0 {
 		return -1, nil
 	}

@@ -42,7 +42,7 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 	}
 	defer v.close()
 	if v.recState == HeadRecordBehind {
-		if err := s.writeHeadRecord(recordOf(v.env), true); err != nil {
+		if err := s.writeHeadRecord(recordOf(v.env), v.recFile); err != nil {
 			return Head{}, err
 		}
 		v.recState = HeadRecordMatch
@@ -112,7 +112,7 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 	if err := replaceFile(s.runDir(runID), stateFile, stateTemp, sealEnvelope(&next)); err != nil {
 		return Head{}, fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
-	if err := s.writeHeadRecord(recordOf(next), v.hasRec); err != nil {
+	if err := s.writeHeadRecord(recordOf(next), v.recFile); err != nil {
 		return Head{}, err
 	}
 	s.appendIndex(runID, v.env, v.headOffset, w, v.env.LogSize)
@@ -185,7 +185,7 @@ func writeSyncedReplace(path string, data []byte) error {
 // overwritten: no sweep), fsync, rename, fsync the directory.
 func replaceFile(dir, name, temp string, data []byte) error {
 	tmp := filepath.Join(dir, temp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+	f, err := openSmall(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
 	if err != nil {
 		return err
 	}
@@ -205,5 +205,5 @@ func replaceFile(dir, name, temp string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.SyncDir(dir)
+	return syncDir(dir)
 }

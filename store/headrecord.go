@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -114,7 +113,7 @@ func newestRecord(slots [2][]byte) (headRecord, bool, error) {
 	found := false
 	var errs []string
 	for i, b := range slots {
-		if len(bytes.TrimRight(b, "\x00")) == 0 {
+		if len(b) == 0 {
 			continue
 		}
 		r, err := decodeHeadRecord(b)

@@ -24,7 +24,7 @@ const lockRetry = 2 * time.Millisecond
 // file descriptions of one file exclude each other even within a process.
 type runLock struct {
 	fl  *flock.Flock
-	pid *os.File // exclusive holders: where the pid record is written
+	pid *smallFile // exclusive holders: where the pid record is written
 }
 
 // pidRecordLen is the fixed size of the pid record in a lock file. The
@@ -86,7 +86,7 @@ func acquireLock(ctx context.Context, runID, path string, exclusive bool, timeou
 	l := &runLock{fl: fl}
 	if recordPID {
 		// Best effort: the pid only improves a refused caller's message.
-		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+		if f, err := openSmall(path, os.O_WRONLY, 0); err == nil {
 			if _, err := f.WriteAt(pidRecord(os.Getpid()), 0); err == nil {
 				l.pid = f
 			} else {

@@ -129,9 +129,13 @@ func rehash(t *testing.T, r *matrixRun, from int64) {
 	writeFile(t, r.s.pathOf(eventsFile), out)
 	writeFile(t, r.s.pathOf(stateFile), sealEnvelope(&env))
 	rec := recordOf(env)
-	head := make([]byte, 2*headSlotSize)
-	copy(head[(rec.Rev%2)*headSlotSize:], encodeHeadRecord(rec))
-	writeFile(t, r.s.headPath("t"), head)
+	os.Remove(r.s.headPath("t"))
+	f, err := openSmall(r.s.headPath("t"), os.O_CREATE|os.O_WRONLY, filePerm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSlot(f, rec.Rev%2, encodeHeadRecord(rec))
+	f.Close()
 	os.Remove(r.s.pathOf(indexFile))
 }
 

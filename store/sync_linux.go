@@ -1,18 +1,10 @@
 package store
 
-import (
-	"os"
-	"syscall"
-)
+import "syscall"
 
-// datasync flushes f's data and the metadata needed to read it back
-// (fdatasync(2)): an overwrite in place of allocated blocks needs no
+// Datasync flushes the file's data and the metadata needed to read it
+// back (fdatasync(2)): an overwrite in place of allocated blocks needs no
 // journal commit.
-func datasync(f *os.File) error {
-	for {
-		err := syscall.Fdatasync(int(f.Fd()))
-		if err != syscall.EINTR {
-			return err
-		}
-	}
+func (f *smallFile) Datasync() error {
+	return f.retry("fdatasync", func() error { return syscall.Fdatasync(f.fd) })
 }

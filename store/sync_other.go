@@ -1,8 +1,6 @@
-//go:build !linux
+//go:build unix && !linux
 
 package store
 
-import "os"
-
-// datasync is fsync where fdatasync(2) is not available.
-func datasync(f *os.File) error { return f.Sync() }
+// Datasync is fsync where fdatasync(2) is not available.
+func (f *smallFile) Datasync() error { return f.Sync() }
