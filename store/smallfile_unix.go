@@ -32,7 +32,9 @@ func openSmall(path string, flag int, perm fs.FileMode) (*smallFile, error) {
 	}
 }
 
-func (f *smallFile) fail(op string, err error) error { return &fs.PathError{Op: op, Path: f.path, Err: err} }
+func (f *smallFile) fail(op string, err error) error {
+	return &fs.PathError{Op: op, Path: f.path, Err: err}
+}
 
 // ReadAt reads len(b) bytes at off, as io.ReaderAt: io.EOF when the file
 // ends first.
@@ -86,7 +88,9 @@ func (f *smallFile) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-func (f *smallFile) Sync() error { return f.retry("fsync", func() error { return syscall.Fsync(f.fd) }) }
+func (f *smallFile) Sync() error {
+	return f.retry("fsync", func() error { return syscall.Fsync(f.fd) })
+}
 
 func (f *smallFile) Truncate(size int64) error {
 	return f.retry("truncate", func() error { return syscall.Ftruncate(f.fd, size) })
