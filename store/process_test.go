@@ -46,6 +46,8 @@ func runChild(mode string) error {
 		return casChild(root, os.Getenv("STORE_RUN"), os.Getenv("STORE_EXPECT"), os.Getenv("STORE_NEW"))
 	case "hold":
 		return holdChild(root, os.Getenv("STORE_RUN"))
+	case "lease":
+		return leaseChild(root, os.Getenv("STORE_RUN"), os.Getenv("STORE_OWNER"))
 	}
 	return fmt.Errorf("unknown child mode %q", mode)
 }
@@ -450,5 +452,90 @@ func TestLockHeldByAnotherProcess(t *testing.T) {
 	}
 	if _, err := s.Update(ctx, "held", appendEvents(`{}`, 1)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// leaseChild waits for "go", asks for the run's lease as owner (ttl 1 h),
+// prints "granted EPOCH" or "held HOLDER", then waits for stdin to close.
+func leaseChild(root, run, owner string) error {
+	s, err := NewFileStore(root, &Options{LockTimeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	in := bufio.NewReader(os.Stdin)
+	if _, err := in.ReadString('\n'); err != nil {
+		return err
+	}
+	l, err := s.AcquireLease(context.Background(), run, owner, time.Hour)
+	var held *LeaseHeldError
+	switch {
+	case err == nil:
+		fmt.Println("granted", l.Epoch)
+	case errors.As(err, &held):
+		fmt.Println("held", held.Holder)
+	default:
+		fmt.Println("error:", err)
+	}
+	io.Copy(io.Discard, in)
+	return nil
+}
+
+// TestLeaseProcesses: processes racing for one run's lease get exactly one
+// grant, and the others are told who holds it; a holder that dies
+// without releasing keeps the lease until it expires on the store's clock
+// (no pid is consulted: the holder could be on another machine of a
+// shared store). Expiry and take-over are in the contract suite.
+func TestLeaseProcesses(t *testing.T) {
+	rounds := envInt("STORE_LEASE_ROUNDS", 5)
+	root := filepath.Join(t.TempDir(), "flows")
+	s, _ := NewFileStore(root, nil)
+	ctx := context.Background()
+	for round := range rounds {
+		run := fmt.Sprintf("lease-%d", round)
+		mustCreate(t, s, run, `{}`, 1)
+		var kids []*child
+		for i := range 6 {
+			kids = append(kids, startChild(t, "lease", "STORE_ROOT="+root, "STORE_RUN="+run, fmt.Sprintf("STORE_OWNER=p%d", i)))
+		}
+		for _, c := range kids {
+			if l := c.next(t); l != "ready" {
+				t.Fatalf("child said %q", l)
+			}
+		}
+		for _, c := range kids {
+			c.stdin.Write([]byte("go\n"))
+		}
+		winner, holders := -1, map[string]int{}
+		for i, c := range kids {
+			f := strings.Fields(c.next(t))
+			switch {
+			case len(f) == 2 && f[0] == "granted":
+				if winner >= 0 {
+					t.Fatalf("round %d: p%d and p%d were both granted the lease", round, winner, i)
+				}
+				winner = i
+			case len(f) == 2 && f[0] == "held":
+				holders[f[1]]++
+			default:
+				t.Fatalf("child said %q", f)
+			}
+		}
+		want := fmt.Sprintf("p%d", winner)
+		if winner < 0 || len(holders) != 1 || holders[want] != 5 {
+			t.Fatalf("round %d: winner p%d, the others were told %v", round, winner, holders)
+		}
+		snap, err := s.Load(ctx, run)
+		if err != nil || snap.Lease == nil || snap.Lease.Owner != want {
+			t.Fatalf("round %d: Load shows %+v, %v", round, snap, err)
+		}
+		kids[winner].cmd.Process.Signal(syscall.SIGKILL)
+		kids[winner].cmd.Wait()
+		if _, err := s.AcquireLease(ctx, run, "next", time.Hour); !errors.Is(err, ErrLeaseHeld) {
+			t.Fatalf("a dead holder's unexpired lease was granted again: %v", err)
+		}
+		for _, c := range kids {
+			c.stdin.Close()
+		}
 	}
 }
