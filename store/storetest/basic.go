@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stratum-go/stratum/store"
 )
@@ -301,6 +302,7 @@ func (s suite) concurrentUpdates(t *testing.T) {
 					if err := json.Unmarshal(cur.State, &v); err != nil {
 						return nil, err
 					}
+					time.Sleep(100 * time.Microsecond) // widen the window for a lost update
 					return &store.Change{State: fmt.Appendf(nil, `{"n":%d}`, v.N+1), Summary: fmt.Appendf(nil, `{"n":%d}`, v.N+1), Events: []store.NewEvent{ev("inc", v.N+1)}}, nil
 				})
 				switch {
