@@ -69,8 +69,9 @@ func historyEvents(n int) []NewEvent {
 }
 
 // BenchmarkStepDone checks the history target: each iteration performs,
-// in turn, the fsync floor (see BenchmarkFsyncFloor) and one step_done on
-// runs at seq 10, 1000 and 10000, so that disk noise on a shared machine
+// in turn, the fsync floor (see BenchmarkFsyncFloor), the floor plus a
+// head record's in-place overwrite and fdatasync (floorhead), and one
+// step_done on runs at seq 10, 1000 and 10000, so that disk noise on a shared machine
 // hits every lane alike. It reports each lane's median and 90th
 // percentile, and the ratios of the medians (seq1000/seq10 is the target:
 // at most 1.5).
@@ -81,13 +82,24 @@ func BenchmarkStepDone(b *testing.B) {
 	floorDir := b.TempDir()
 	floorState := encodeEnvelope(envelope{RunID: "r", Head: genesisHash("r"), State: state})
 	floorLine, _, _ := encodeEvent(1, genesisHash("r"), resultEvent(1), true)
+	// The floor with a head record: one more in-place overwrite and
+	// fdatasync, what decision 0010 adds to every write.
+	floorHead, err := openSmall(filepath.Join(floorDir, "head"), os.O_CREATE|os.O_RDWR, filePerm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer floorHead.Close()
+	headRec := encodeHeadRecord(recordOf(envelope{RunID: "r", Head: genesisHash("r"), Rev: 1, Check: genesisHash("r"), Summary: []byte(`{"status":"running"}`)}))
+	writeSlot(floorHead, 0, headRec)
+	writeSlot(floorHead, 1, headRec)
+	floorHead.Sync()
 	seqs := []int{10, 1000, 10000}
 	histories := map[int][]NewEvent{}
 	for _, n := range seqs {
 		histories[n] = historyEvents(n)
 	}
 	runs := map[int]string{}
-	lat := map[int]*latencies{-1: {}}
+	lat := map[int]*latencies{-1: {}, -2: {}}
 	for _, n := range seqs {
 		lat[n] = &latencies{}
 	}
@@ -110,6 +122,20 @@ func BenchmarkStepDone(b *testing.B) {
 				err = atomicfile.WriteFile(filepath.Join(floorDir, "state.json"), floorState, 0o600)
 			}
 		})
+		lat[-2].measure(func() {
+			if err == nil {
+				err = atomicfile.AppendLine(filepath.Join(floorDir, "events.jsonl"), floorLine, 0o600)
+			}
+			if err == nil {
+				err = atomicfile.WriteFile(filepath.Join(floorDir, "state.json"), floorState, 0o600)
+			}
+			if err == nil {
+				err = writeSlot(floorHead, int64(i%2), headRec)
+			}
+			if err == nil {
+				err = floorHead.Datasync()
+			}
+		})
 		for _, n := range seqs {
 			if err != nil {
 				break
@@ -130,6 +156,9 @@ func BenchmarkStepDone(b *testing.B) {
 	}
 	p90 := func(l *latencies) float64 { return float64((*l)[int(0.9*float64(len(*l)-1))]) / 1e6 }
 	b.ReportMetric(p50(lat[-1]), "floor-p50-ms")
+	b.ReportMetric(p50(lat[-2]), "floorhead-p50-ms")
+	b.ReportMetric(p50(lat[-2])/p50(lat[-1]), "floorhead/floor")
+	b.ReportMetric(p50(lat[10])/p50(lat[-2]), "seq10/floorhead")
 	for _, n := range seqs {
 		b.ReportMetric(p50(lat[n]), fmt.Sprintf("seq%d-p50-ms", n))
 		b.ReportMetric(p90(lat[n]), fmt.Sprintf("seq%d-p90-ms", n))
