@@ -73,9 +73,10 @@ func prepareChange(runID string, c *Change) (prepared, error) {
 
 // encodedWrite is one write's events as stored lines.
 type encodedWrite struct {
-	lines []byte  // the lines, each ending with '\n'
-	at    []int64 // offset of each line within lines
-	head  Head    // the head after the write
+	lines  []byte  // the lines, each ending with '\n'
+	at     []int64 // offset of each line within lines
+	events []Event // the events as Events reads them back
+	head   Head    // the head after the write
 }
 
 // encodeWrite encodes the store's own events pre, then the caller's
@@ -92,13 +93,14 @@ func encodeWrite(runID string, head Head, pre, events []NewEvent) (encodedWrite,
 			idx = i - len(pre)
 			e = events[idx]
 		}
-		line, hash, err := encodeEvent(w.head.Seq+1, w.head.Hash, e, i == 0)
+		ev, line, err := encodeStored(w.head.Seq+1, w.head.Hash, e, i == 0)
 		if err != nil {
 			return encodedWrite{}, fmt.Errorf("run %s: event %d: %w", runID, idx, err)
 		}
 		w.at = append(w.at, int64(len(w.lines)))
 		w.lines = append(append(w.lines, line...), '\n')
-		w.head = Head{Seq: w.head.Seq + 1, Hash: hash}
+		w.events = append(w.events, ev)
+		w.head = Head{Seq: ev.Seq, Hash: ev.Hash}
 	}
 	return w, nil
 }

@@ -368,3 +368,21 @@ func BenchmarkEvent(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMemoryUpdate is a step_done on the memory store, which engine
+// scenario tests use instead of paying for fsyncs.
+func BenchmarkMemoryUpdate(b *testing.B) {
+	ctx := context.Background()
+	m := NewMemory()
+	state := benchState(512)
+	if _, err := m.Create(ctx, "r", Change{State: state, Events: historyEvents(10)}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := m.Update(ctx, "r", func(cur *Snapshot) (*Change, error) {
+			return &Change{State: state, Summary: []byte(`{"status":"running"}`), Events: []NewEvent{resultEvent(cur.Head.Seq + 1)}}, nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

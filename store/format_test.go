@@ -341,3 +341,30 @@ func FuzzCanonicalJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeStoredMatchesDecode: the memory store keeps the event that
+// encoding produced instead of decoding its line again; both must be the
+// same event.
+func TestEncodeStoredMatchesDecode(t *testing.T) {
+	at := time.Date(2026, 5, 6, 7, 8, 9, 123400000, time.FixedZone("X", -7200))
+	for i, e := range []NewEvent{
+		{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)},
+		{Type: "null", At: at},
+		{Type: "n", At: at.Add(time.Nanosecond), Data: json.RawMessage(`[1e3, "\u00e9", {"b":1,"a":2}]`)},
+	} {
+		for _, begin := range []bool{false, true} {
+			ev, line, err := encodeStored(int64(i+1), vectorGenesis, e, begin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := decodeEvent(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Seq != back.Seq || ev.Type != back.Type || !ev.At.Equal(back.At) || ev.At.Location() != back.At.Location() ||
+				string(ev.Data) != string(back.Data) || ev.PrevHash != back.PrevHash || ev.Hash != back.Hash || ev.Begin != back.Begin {
+				t.Errorf("encoded %+v, decoded %+v", ev, back)
+			}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -122,7 +121,7 @@ func (m *Memory) Create(ctx context.Context, runID string, c Change) (Head, erro
 	env := envelope{Version: 2, RunID: runID, Seq: w.head.Seq, Head: w.head.Hash, Rev: 1,
 		Summary: slices.Clone(p.summary), SavedAt: time.Now().UTC(), State: slices.Clone(p.state)}
 	sealEnvelope(&env) // for its check, which the head record carries
-	r := &memRun{lock: make(chan struct{}, 1), env: env, lines: splitLines(w.lines), kept: map[string][]byte{}}
+	r := &memRun{lock: make(chan struct{}, 1), env: env, lines: storedLines(w), kept: map[string][]byte{}}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.runs[runID]; ok {
@@ -136,13 +135,15 @@ func (m *Memory) Create(ctx context.Context, runID string, c Change) (Head, erro
 	return w.head, nil
 }
 
-// splitLines turns encoded lines into stored lines.
-func splitLines(b []byte) []memLine {
-	var out []memLine
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		out = append(out, newMemLine(slices.Clone(b[:i])))
-		b = b[i+1:]
+// storedLines turns an encoded write into stored lines, decoded already.
+func storedLines(w encodedWrite) []memLine {
+	out := make([]memLine, len(w.events))
+	for i, ev := range w.events {
+		end := len(w.lines)
+		if i+1 < len(w.at) {
+			end = int(w.at[i+1])
+		}
+		out[i] = memLine{raw: w.lines[w.at[i] : end-1 : end-1], ev: ev}
 	}
 	return out
 }
@@ -307,7 +308,7 @@ func (m *Memory) Update(ctx context.Context, runID string, fn func(cur *Snapshot
 		r.kept[kept.Name] = v.tailData
 		r.lines, r.torn = r.lines[:cur.Seq], nil
 	}
-	r.lines = append(r.lines, splitLines(w.lines)...)
+	r.lines = append(r.lines, storedLines(w)...)
 	r.env = next
 	m.heads[runID] = recordOf(next)
 	return w.head, nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTailRepair: what an interrupted write can leave after the head is
@@ -305,5 +306,41 @@ func TestListReadsNoState(t *testing.T) {
 	}
 	if _, err := s.Load(ctx, "r"); !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("Load: %v", err)
+	}
+}
+
+// TestPermissions: every directory the store makes is 0700 and every file
+// 0600 (a run's state can hold inputs and agent results), including head
+// records, kept tails, the index and the lease.
+func TestPermissions(t *testing.T) {
+	ctx := context.Background()
+	s := tamperRun(t, nil)
+	appendFile(t, s.pathOf(eventsFile), unackedEvents(t, s, 1))
+	if _, err := s.Update(ctx, "t", appendEvents(`{}`, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireLease(ctx, "t", "me", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	filepath.WalkDir(s.Root(), func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, _ := d.Info()
+		want := os.FileMode(filePerm)
+		if d.IsDir() {
+			want = dirPerm
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, info.Mode().Perm(), want)
+		}
+		seen[d.Name()] = true
+		return nil
+	})
+	for _, name := range []string{headsDir, "t", stateFile, eventsFile, indexFile, lockFile, leaseFile, keptName(5, 1)} {
+		if !seen[name] {
+			t.Errorf("the walk did not see %s", name)
+		}
 	}
 }
