@@ -48,30 +48,11 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 		v.recState = HeadRecordMatch
 	}
 	cur := v.head()
-
-	// Data after the head is kept aside, and the write fn asks for begins
-	// with the event recording it; fn sees the head after that event.
-	var kept []keptFile
-	var pre []NewEvent
-	fnHead := cur
-	if v.tail.Bytes > 0 || len(v.pending) > 0 {
-		kept = v.pending
-		if v.tail.Bytes > 0 && !alreadyKept(kept, v.tailData) {
-			kept = append(kept, keptFile{KeptTail: keptTail(keptName(cur.Seq, len(kept)+1), v.tailData, v.tail), data: v.tailData})
-		}
-		infos := make([]KeptTail, len(kept))
-		for i, k := range kept {
-			infos[i] = k.KeptTail
-		}
-		pre = []NewEvent{repairEvent(runID, cur.Seq+1, infos, time.Now())}
-		_, hash, err := encodeEvent(cur.Seq+1, cur.Hash, pre[0], true)
-		if err != nil {
-			return Head{}, fmt.Errorf("run %s: repair event: %w", runID, err)
-		}
-		fnHead = Head{Seq: cur.Seq + 1, Hash: hash}
+	rp, err := planRepair(runID, v)
+	if err != nil {
+		return Head{}, err
 	}
-
-	snap := &Snapshot{RunID: runID, State: slices.Clone(v.env.State), Summary: slices.Clone(v.env.Summary), Head: fnHead, Lease: s.currentLease(runID)}
+	snap := &Snapshot{RunID: runID, State: slices.Clone(v.env.State), Summary: slices.Clone(v.env.Summary), Head: rp.head, Lease: s.currentLease(runID)}
 	change, err := fn(snap)
 	if err != nil {
 		return Head{}, err
@@ -83,21 +64,69 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 	if err != nil {
 		return Head{}, err
 	}
-	w, err := encodeWrite(runID, cur, pre, p.events)
+	w, err := encodeWrite(runID, cur, rp.pre, p.events)
 	if err != nil {
 		return Head{}, err
 	}
-	if err := s.keep(runID, v, kept); err != nil {
+	if err := s.commit(runID, v, rp.kept, w, p); err != nil {
 		return Head{}, err
+	}
+	if s.onRepair != nil {
+		for _, k := range rp.kept {
+			s.onRepair(runID, Tail{Bytes: k.Bytes, Events: k.Events, Chained: true, KeptAs: k.Name})
+		}
+	}
+	return w.head, nil
+}
+
+// repairPlan is what a write does about data after the head: keep it
+// aside (kept) and begin with the event recording that (pre); head is the
+// head the Update function sees, after that event.
+type repairPlan struct {
+	kept []keptFile
+	pre  []NewEvent
+	head Head
+}
+
+// planRepair prepares the repair of what an interrupted write (or an
+// interrupted repair: v.pending) left after the head.
+func planRepair(runID string, v *runView) (repairPlan, error) {
+	cur := v.head()
+	if v.tail.Bytes == 0 && len(v.pending) == 0 {
+		return repairPlan{head: cur}, nil
+	}
+	kept := v.pending
+	if v.tail.Bytes > 0 && !alreadyKept(kept, v.tailData) {
+		kept = append(kept, keptFile{KeptTail: keptTail(keptName(cur.Seq, len(kept)+1), v.tailData, v.tail), data: v.tailData})
+	}
+	infos := make([]KeptTail, len(kept))
+	for i, k := range kept {
+		infos[i] = k.KeptTail
+	}
+	pre := []NewEvent{repairEvent(runID, cur.Seq+1, infos, time.Now())}
+	_, hash, err := encodeEvent(cur.Seq+1, cur.Hash, pre[0], true)
+	if err != nil {
+		return repairPlan{}, fmt.Errorf("run %s: repair event: %w", runID, err)
+	}
+	return repairPlan{kept: kept, pre: pre, head: Head{Seq: cur.Seq + 1, Hash: hash}}, nil
+}
+
+// commit makes a write durable, in the order docs/storage.md gives: kept
+// data aside and the log cut back, the events appended and fsynced, the
+// state replaced, the head record overwritten and fdatasynced; then the
+// index (derived, not fsynced).
+func (s *FileStore) commit(runID string, v *runView, kept []keptFile, w encodedWrite, p prepared) error {
+	if err := s.keep(runID, v, kept); err != nil {
+		return err
 	}
 	if len(w.lines) > 0 {
 		// One write of whole lines, then fsync: after a crash the log holds
 		// the acknowledged prefix plus at most a prefix of this write.
 		if _, err := v.log.Write(w.lines); err != nil {
-			return Head{}, fmt.Errorf("run %s: append events: %w", runID, err)
+			return fmt.Errorf("run %s: append events: %w", runID, err)
 		}
 		if err := v.log.Sync(); err != nil {
-			return Head{}, fmt.Errorf("run %s: append events: fsync: %w", runID, err)
+			return fmt.Errorf("run %s: append events: fsync: %w", runID, err)
 		}
 	}
 	next := v.env
@@ -110,18 +139,13 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 		next.Summary = p.summary
 	}
 	if err := replaceFile(s.runDir(runID), stateFile, stateTemp, sealEnvelope(&next)); err != nil {
-		return Head{}, fmt.Errorf("run %s: replace state: %w", runID, err)
+		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
 	if err := s.writeHeadRecord(recordOf(next), v.recFile); err != nil {
-		return Head{}, err
+		return err
 	}
 	s.appendIndex(runID, v.env, v.headOffset, w, v.env.LogSize)
-	if s.onRepair != nil {
-		for _, k := range kept {
-			s.onRepair(runID, Tail{Bytes: k.Bytes, Events: k.Events, Chained: true, KeptAs: k.Name})
-		}
-	}
-	return w.head, nil
+	return nil
 }
 
 // keep writes tails that are not yet kept aside into their files, then

@@ -47,8 +47,23 @@ func (s *FileStore) Verify(ctx context.Context, runID string, opts VerifyOptions
 	for _, k := range v.pending {
 		rep.Pending = append(rep.Pending, k.KeptTail)
 	}
+	if err := s.walkLog(ctx, runID, v, opts.Head, rep); err != nil {
+		return nil, err
+	}
+	if opts.Head != "" && rep.Anchor == nil {
+		return nil, s.located(runID, anchorMissing(runID, opts.Head, rep.Head))
+	}
+	rep.Checks = verifyChecks(v.env, rep, opts.Head)
+	return rep, nil
+}
+
+// walkLog reads the acknowledged log from the first event, checking every
+// line and link from the genesis hash to the state's head, and fills in
+// the report: the head, the events and writes counted, the repairs (each
+// kept file checked), where the anchor is.
+func (s *FileStore) walkLog(ctx context.Context, runID string, v *runView, anchor string, rep *VerifyReport) error {
 	genesis := genesisHash(runID)
-	if opts.Head == genesis {
+	if anchor == genesis {
 		rep.Anchor = &Head{Seq: 0, Hash: genesis}
 	}
 	prev, seq, off := genesis, int64(0), int64(0)
@@ -57,21 +72,21 @@ func (s *FileStore) Verify(ctx context.Context, runID string, opts VerifyOptions
 		for off < v.env.LogSize {
 			if seq%1024 == 0 {
 				if err := ctx.Err(); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			line, err := r.ReadBytes('\n')
 			if err != nil {
-				return nil, s.corrupt(runID, eventsFile, seq+1, off, "the acknowledged part of the log ends inside a line")
+				return s.corrupt(runID, eventsFile, seq+1, off, "the acknowledged part of the log ends inside a line")
 			}
 			ev, derr := decodeEvent(line[:len(line)-1])
 			switch {
 			case derr != nil:
-				return nil, s.corrupt(runID, eventsFile, seq+1, off, derr.Error())
+				return s.corrupt(runID, eventsFile, seq+1, off, derr.Error())
 			case ev.Seq != seq+1:
-				return nil, s.corrupt(runID, eventsFile, seq+1, off, fmt.Sprintf("line holds seq %d", ev.Seq))
+				return s.corrupt(runID, eventsFile, seq+1, off, fmt.Sprintf("line holds seq %d", ev.Seq))
 			case ev.PrevHash != prev:
-				return nil, s.corrupt(runID, eventsFile, seq+1, off, fmt.Sprintf("prevHash %s is not the previous event's hash %s: the chain is broken", ev.PrevHash, prev))
+				return s.corrupt(runID, eventsFile, seq+1, off, fmt.Sprintf("prevHash %s is not the previous event's hash %s: the chain is broken", ev.PrevHash, prev))
 			}
 			if ev.Begin {
 				rep.Writes++
@@ -79,26 +94,22 @@ func (s *FileStore) Verify(ctx context.Context, runID string, opts VerifyOptions
 			if ev.Type == EventRepair {
 				rp, err := s.checkRepair(runID, ev)
 				if err != nil {
-					return nil, s.corrupt(runID, eventsFile, ev.Seq, off, err.Error())
+					return s.corrupt(runID, eventsFile, ev.Seq, off, err.Error())
 				}
 				rep.Repairs = append(rep.Repairs, rp)
 			}
-			if opts.Head != "" && ev.Hash == opts.Head {
+			if anchor != "" && ev.Hash == anchor {
 				rep.Anchor = &Head{Seq: ev.Seq, Hash: ev.Hash}
 			}
 			prev, seq, off = ev.Hash, ev.Seq, off+int64(len(line))
 		}
 	}
 	if seq != v.env.Seq || prev != v.env.Head {
-		return nil, s.corrupt(runID, eventsFile, seq, off, fmt.Sprintf(
+		return s.corrupt(runID, eventsFile, seq, off, fmt.Sprintf(
 			"the log's acknowledged part ends at seq %d with hash %s, which is not the head (seq %d, hash %s) recorded in the state", seq, prev, v.env.Seq, v.env.Head))
 	}
 	rep.Head, rep.Events = Head{Seq: seq, Hash: prev}, seq
-	if opts.Head != "" && rep.Anchor == nil {
-		return nil, s.located(runID, anchorMissing(runID, opts.Head, rep.Head))
-	}
-	rep.Checks = verifyChecks(v.env, rep, opts.Head)
-	return rep, nil
+	return nil
 }
 
 // checkRepair checks that the data a repair event records as kept aside

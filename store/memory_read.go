@@ -157,14 +157,27 @@ func (m *Memory) Verify(ctx context.Context, runID string, opts VerifyOptions) (
 		return nil, err
 	}
 	rep := &VerifyReport{RunID: runID, StateBytes: len(r.env.State), HeadRecord: v.recState, Tail: v.tail}
+	if err := m.walk(ctx, runID, r, opts.Head, rep); err != nil {
+		return nil, err
+	}
+	if opts.Head != "" && rep.Anchor == nil {
+		return nil, anchorMissing(runID, opts.Head, rep.Head)
+	}
+	rep.Checks = verifyChecks(r.env, rep, opts.Head)
+	return rep, nil
+}
+
+// walk checks every acknowledged event from the genesis hash to the head
+// and fills in the report, as the file store's walkLog does.
+func (m *Memory) walk(ctx context.Context, runID string, r *memRun, anchor string, rep *VerifyReport) error {
 	prev := genesisHash(runID)
-	if opts.Head == prev {
+	if anchor == prev {
 		rep.Anchor = &Head{Seq: 0, Hash: prev}
 	}
 	for i := range r.env.Seq {
 		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		l, seq := r.lines[i], i+1
@@ -173,11 +186,11 @@ func (m *Memory) Verify(ctx context.Context, runID string, opts VerifyOptions) (
 		}
 		switch {
 		case l.err != nil:
-			return nil, bad(l.err.Error())
+			return bad(l.err.Error())
 		case l.ev.Seq != seq:
-			return nil, bad(fmt.Sprintf("line holds seq %d", l.ev.Seq))
+			return bad(fmt.Sprintf("line holds seq %d", l.ev.Seq))
 		case l.ev.PrevHash != prev:
-			return nil, bad(fmt.Sprintf("prevHash %s is not the previous event's hash %s: the chain is broken", l.ev.PrevHash, prev))
+			return bad(fmt.Sprintf("prevHash %s is not the previous event's hash %s: the chain is broken", l.ev.PrevHash, prev))
 		}
 		if l.ev.Begin {
 			rep.Writes++
@@ -185,25 +198,21 @@ func (m *Memory) Verify(ctx context.Context, runID string, opts VerifyOptions) (
 		if l.ev.Type == EventRepair {
 			rp, err := m.checkRepair(r, l.ev)
 			if err != nil {
-				return nil, bad(err.Error())
+				return bad(err.Error())
 			}
 			rep.Repairs = append(rep.Repairs, rp)
 		}
-		if opts.Head != "" && l.ev.Hash == opts.Head {
+		if anchor != "" && l.ev.Hash == anchor {
 			rep.Anchor = &Head{Seq: seq, Hash: l.ev.Hash}
 		}
 		prev = l.ev.Hash
 	}
 	rep.Head, rep.Events = Head{Seq: r.env.Seq, Hash: prev}, r.env.Seq
 	if prev != r.env.Head {
-		return nil, &CorruptError{RunID: runID, Part: PartEvents, Seq: r.env.Seq, Offset: -1, Reason: fmt.Sprintf(
+		return &CorruptError{RunID: runID, Part: PartEvents, Seq: r.env.Seq, Offset: -1, Reason: fmt.Sprintf(
 			"the log's acknowledged part ends with hash %s, which is not the head %s recorded in the state", prev, r.env.Head)}
 	}
-	if opts.Head != "" && rep.Anchor == nil {
-		return nil, anchorMissing(runID, opts.Head, rep.Head)
-	}
-	rep.Checks = verifyChecks(r.env, rep, opts.Head)
-	return rep, nil
+	return nil
 }
 
 // checkRepair checks that the data a repair event kept aside is intact.
