@@ -34,6 +34,7 @@
 // engine. docs/storage.md documents the formats, the canonical JSON that
 // is hashed and every recovery rule.
 //
-// The package imports nothing of the module except internal/atomicfile; in
+// The package imports nothing of the module except internal/atomicfile
+// (where plain system calls are not available, and in tests); in
 // particular it must not import engine, ir or expr.
 package store

@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/stratum-go/stratum/internal/atomicfile"
 )
 
 // Create implements Store. It builds the whole run in a staging directory
@@ -84,7 +82,7 @@ func (s *FileStore) Create(ctx context.Context, runID string, c Change) (Head, e
 		}
 		os.WriteFile(filepath.Join(tmp, indexFile), idx, filePerm)
 	}
-	if err := atomicfile.SyncDir(tmp); err != nil {
+	if err := syncDir(tmp); err != nil {
 		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
 	}
 	// rename(2) refuses a non-empty target (ENOTEMPTY/EEXIST, both
@@ -96,7 +94,7 @@ func (s *FileStore) Create(ctx context.Context, runID string, c Change) (Head, e
 		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
 	}
 	placed = true
-	if err := atomicfile.SyncDir(s.root); err != nil {
+	if err := syncDir(s.root); err != nil {
 		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
 	}
 	s.writeHeadRecord(recordOf(env), nil) // see the doc comment

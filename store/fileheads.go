@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/stratum-go/stratum/internal/atomicfile"
 )
 
 // A slot file (a head record in .heads/<id>, a lease in <run>/lease)
@@ -209,7 +207,7 @@ func (s *FileStore) ensureDir(dir string) error {
 		return fmt.Errorf("state root: %w", err)
 	}
 	for _, d := range created {
-		if err := atomicfile.SyncDir(filepath.Dir(d)); err != nil {
+		if err := syncDir(filepath.Dir(d)); err != nil {
 			return fmt.Errorf("state root: %w", err)
 		}
 	}

@@ -7,9 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
-
-	"github.com/stratum-go/stratum/internal/atomicfile"
 )
 
 // Update implements Store. Order of writes (docs/storage.md, "Writing"):
@@ -112,22 +111,15 @@ func planRepair(runID string, v *runView) (repairPlan, error) {
 }
 
 // commit makes a write durable, in the order docs/storage.md gives: kept
-// data aside and the log cut back, the events appended and fsynced, the
-// state replaced, the head record overwritten and fdatasynced; then the
-// index (derived, not fsynced).
+// data aside and the log cut back; the events appended and the new state
+// written to its temp file, both fsynced (concurrently: neither is
+// visible before the rename, and two fsyncs issued together share a
+// journal commit where the file system allows); the state renamed into
+// place and the directory fsynced; the head record overwritten and
+// fdatasynced; then the index (derived, not fsynced).
 func (s *FileStore) commit(runID string, v *runView, kept []keptFile, w encodedWrite, p prepared) error {
 	if err := s.keep(runID, v, kept); err != nil {
 		return err
-	}
-	if len(w.lines) > 0 {
-		// One write of whole lines, then fsync: after a crash the log holds
-		// the acknowledged prefix plus at most a prefix of this write.
-		if _, err := v.log.Write(w.lines); err != nil {
-			return fmt.Errorf("run %s: append events: %w", runID, err)
-		}
-		if err := v.log.Sync(); err != nil {
-			return fmt.Errorf("run %s: append events: fsync: %w", runID, err)
-		}
 	}
 	next := v.env
 	next.Version, next.Rev, next.SavedAt = 2, v.env.Rev+1, time.Now().UTC()
@@ -138,7 +130,38 @@ func (s *FileStore) commit(runID string, v *runView, kept []keptFile, w encodedW
 	if p.summary != nil {
 		next.Summary = p.summary
 	}
-	if err := replaceFile(s.runDir(runID), stateFile, stateTemp, sealEnvelope(&next)); err != nil {
+	if len(w.lines) > 0 {
+		// One write of whole lines: after a crash the log holds the
+		// acknowledged prefix plus at most a prefix of this write.
+		if _, err := v.log.Write(w.lines); err != nil {
+			return fmt.Errorf("run %s: append events: %w", runID, err)
+		}
+	}
+	dir := s.runDir(runID)
+	tmp, err := writeTemp(dir, stateTemp, sealEnvelope(&next))
+	if err != nil {
+		return fmt.Errorf("run %s: replace state: %w", runID, err)
+	}
+	var logErr error
+	var wg sync.WaitGroup
+	if len(w.lines) > 0 {
+		wg.Go(func() { logErr = v.log.Sync() })
+	}
+	err = tmp.Sync()
+	wg.Wait()
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if logErr != nil {
+		return fmt.Errorf("run %s: append events: fsync: %w", runID, logErr)
+	}
+	if err != nil {
+		return fmt.Errorf("run %s: replace state: %w", runID, err)
+	}
+	if err := os.Rename(filepath.Join(dir, stateTemp), filepath.Join(dir, stateFile)); err != nil {
+		return fmt.Errorf("run %s: replace state: %w", runID, err)
+	}
+	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
 	if err := s.writeHeadRecord(recordOf(next), v.recFile); err != nil {
@@ -175,7 +198,7 @@ func (s *FileStore) keep(runID string, v *runView, kept []keptFile) error {
 		wrote = true
 	}
 	if wrote {
-		if err := atomicfile.SyncDir(dir); err != nil {
+		if err := syncDir(dir); err != nil {
 			return fmt.Errorf("run %s: keep the data after the head: %w", runID, err)
 		}
 	}
@@ -204,30 +227,21 @@ func writeSyncedReplace(path string, data []byte) error {
 	return f.Close()
 }
 
-// replaceFile atomically replaces dir/name with data: write the fixed temp
-// name (only the run's lock holder uses it, so a leftover is simply
-// overwritten: no sweep), fsync, rename, fsync the directory.
-func replaceFile(dir, name, temp string, data []byte) error {
-	tmp := filepath.Join(dir, temp)
-	f, err := openSmall(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+// writeTemp writes data to dir/temp, the one temp name of a state
+// replace: only the run's lock holder writes it, so a crash's leftover is
+// simply overwritten (no sweep). The caller fsyncs, closes and renames it.
+func writeTemp(dir, temp string, data []byte) (*smallFile, error) {
+	f, err := openSmall(filepath.Join(dir, temp), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(filePerm) // a leftover temp file keeps its mode through O_TRUNC
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
 	if err != nil {
-		return err
+		f.Close()
+		return nil, err
 	}
-	return syncDir(dir)
+	return f, nil
 }
