@@ -97,7 +97,7 @@ func (s *FileStore) Create(ctx context.Context, runID string, c Change) (Head, e
 	if err := syncDir(s.root); err != nil {
 		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
 	}
-	s.writeHeadRecord(recordOf(env), nil) // see the doc comment
+	s.writeHeadRecord(recordOf(env), nil, true) // see the doc comment
 	return w.head, nil
 }
 

@@ -143,17 +143,18 @@ func (s *FileStore) openHeadRecord(id string, write bool) (rec headRecord, have 
 	return rec, true, f, nil
 }
 
-// writeHeadRecord makes rec the run's head record, durably. open is the
-// head file when it exists, open for writing (openHeadRecord), or nil:
-// with a file the record overwrites its slot in place (one write and
-// fdatasync); else the file is made whole under a temp name and renamed
-// into place, so a head file never exists without a valid record.
-func (s *FileStore) writeHeadRecord(rec headRecord, open *smallFile) error {
+// writeHeadRecord makes rec the run's head record. open is the head file
+// when it exists, open for writing (openHeadRecord), or nil: with a file
+// the record overwrites its slot in place (one write, and an fdatasync
+// when durable; an Update leaves the flush to the run's next write, see
+// commit); else the file is made whole under a temp name, fsynced and
+// renamed into place, so a head file never exists without a valid record.
+func (s *FileStore) writeHeadRecord(rec headRecord, open *smallFile, durable bool) error {
 	line := encodeHeadRecord(rec)
 	path := s.headPath(rec.RunID)
 	if open != nil {
 		err := writeSlot(open, rec.Rev%2, line)
-		if err == nil {
+		if err == nil && durable {
 			err = open.Datasync()
 		}
 		if err != nil {

@@ -69,7 +69,7 @@ func (s *FileStore) completeRecord(ctx context.Context, runID string) {
 	}
 	defer v.close()
 	if v.recState == HeadRecordBehind {
-		s.writeHeadRecord(recordOf(v.env), v.recFile)
+		s.writeHeadRecord(recordOf(v.env), v.recFile, true)
 	}
 }
 

@@ -41,7 +41,8 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 	}
 	defer v.close()
 	if v.recState == HeadRecordBehind {
-		if err := s.writeHeadRecord(recordOf(v.env), v.recFile); err != nil {
+		// Flushed with this write's own fsyncs (see commit).
+		if err := s.writeHeadRecord(recordOf(v.env), v.recFile, false); err != nil {
 			return Head{}, err
 		}
 		v.recState = HeadRecordMatch
@@ -112,11 +113,13 @@ func planRepair(runID string, v *runView) (repairPlan, error) {
 
 // commit makes a write durable, in the order docs/storage.md gives: kept
 // data aside and the log cut back; the events appended and the new state
-// written to its temp file, both fsynced (concurrently: neither is
-// visible before the rename, and two fsyncs issued together share a
-// journal commit where the file system allows); the state renamed into
-// place and the directory fsynced; the head record overwritten and
-// fdatasynced; then the index (derived, not fsynced).
+// written to its temp file; the log, the temp file and the head file
+// (holding the previous write's record) flushed concurrently: neither new
+// file is visible before the rename, and syncs issued together share a
+// journal commit where the file system allows; the state renamed into
+// place and the directory fsynced; this write's head record overwritten in
+// place, to be flushed by the next write (docs/decisions/0010); then the
+// index (derived, not fsynced).
 func (s *FileStore) commit(runID string, v *runView, kept []keptFile, w encodedWrite, p prepared) error {
 	if err := s.keep(runID, v, kept); err != nil {
 		return err
@@ -142,10 +145,13 @@ func (s *FileStore) commit(runID string, v *runView, kept []keptFile, w encodedW
 	if err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
-	var logErr error
+	var logErr, recErr error
 	var wg sync.WaitGroup
 	if len(w.lines) > 0 {
 		wg.Go(func() { logErr = v.log.Sync() })
+	}
+	if v.recFile != nil {
+		wg.Go(func() { recErr = v.recFile.Datasync() })
 	}
 	err = tmp.Sync()
 	wg.Wait()
@@ -154,6 +160,9 @@ func (s *FileStore) commit(runID string, v *runView, kept []keptFile, w encodedW
 	}
 	if logErr != nil {
 		return fmt.Errorf("run %s: append events: fsync: %w", runID, logErr)
+	}
+	if recErr != nil {
+		return fmt.Errorf("run %s: flush head record: %w", runID, recErr)
 	}
 	if err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
@@ -164,7 +173,7 @@ func (s *FileStore) commit(runID string, v *runView, kept []keptFile, w encodedW
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
-	if err := s.writeHeadRecord(recordOf(next), v.recFile); err != nil {
+	if err := s.writeHeadRecord(recordOf(next), v.recFile, v.recFile == nil); err != nil {
 		return err
 	}
 	s.appendIndex(runID, v.env, v.headOffset, w, v.env.LogSize)
