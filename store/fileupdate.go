@@ -12,13 +12,14 @@ import (
 )
 
 // Update implements Store. Order of writes (docs/storage.md, "Writing"):
-// the new events are appended and fsynced first, then the state (which
-// records the new head and log size) is replaced atomically, then the
-// head record is overwritten in place and fdatasynced. A crash after the
+// the new events are appended and fsynced (with the new state's temp file
+// and the previous head record), then the state (which records the new
+// head and log size) is renamed into place, then the head record is
+// overwritten in place, to be flushed by the next write. A crash after the
 // append leaves one write's events after the acknowledged size, which the
 // next write keeps aside with an EventRepair event; a crash after the
-// state replace leaves the head record one write behind, which the next
-// Load or write completes.
+// state replace (or a power loss before the record is flushed) leaves the
+// head record one write behind, which the next Load or write completes.
 func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snapshot) (*Change, error)) (Head, error) {
 	if err := ValidateRunID(runID); err != nil {
 		return Head{}, err
