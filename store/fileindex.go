@@ -199,11 +199,11 @@ func lineSeq(line []byte) (int64, error) {
 // head the write followed (its last entry is headOffset); otherwise it is
 // rebuilt from the log. Failures are ignored: the index is an
 // accelerator, and readers check what it points to.
-func (s *FileStore) appendIndex(id string, prev envelope, headOffset int64, w encodedWrite, at int64) {
+func (s *FileStore) appendIndex(id string, rf runFS, prev envelope, headOffset int64, w encodedWrite, at int64) {
 	if len(w.at) == 0 {
 		return
 	}
-	f, err := openSmall(s.runPath(id, indexFile), os.O_RDWR|os.O_CREATE, filePerm)
+	f, err := rf.open(indexFile, os.O_RDWR|os.O_CREATE, filePerm)
 	if err != nil {
 		return
 	}

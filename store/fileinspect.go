@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 )
 
 // runView is what a check of a file run reads apart from the interior of
@@ -44,7 +43,7 @@ func (v *runView) head() Head { return Head{Seq: v.env.Seq, Hash: v.env.Head} }
 // reads next (it may see an older one, or a tail being written; callers
 // without the lock confirm any complaint under it, see Load). write opens
 // the log for appending; full also looks for pending kept tails.
-func (s *FileStore) inspect(id string, write, full bool) (*runView, error) {
+func (s *FileStore) inspect(id string, write, full bool, rf runFS) (*runView, error) {
 	v := &runView{}
 	var err error
 	v.rec, v.hasRec, v.recFile, err = s.openHeadRecord(id, write)
@@ -57,10 +56,10 @@ func (s *FileStore) inspect(id string, write, full bool) (*runView, error) {
 			v.close()
 		}
 	}()
-	if v.env, err = s.readState(id); err != nil {
+	if v.env, err = s.readState(id, rf); err != nil {
 		return nil, err
 	}
-	if v.log, v.size, err = s.openLog(id, v.env, write); err != nil {
+	if v.log, v.size, err = s.openLog(id, v.env, write, rf); err != nil {
 		return nil, err
 	}
 	v.headOffset = -1
@@ -96,7 +95,7 @@ func (s *FileStore) inspect(id string, write, full bool) (*runView, error) {
 		v.tail.Chained = true
 	}
 	if full {
-		if v.pending, err = s.pendingKept(id, v.head()); err != nil {
+		if v.pending, err = s.pendingKept(id, v.head(), rf); err != nil {
 			return nil, err
 		}
 	}
@@ -143,11 +142,11 @@ func keptName(seq int64, i int) string { return fmt.Sprintf("tail-after-%d.%d.js
 // pendingKept returns the tails kept aside at head seq by a repair whose
 // write did not complete. A completed repair moves the head past seq, so
 // these names are looked up, not listed: one stat on the usual path.
-func (s *FileStore) pendingKept(id string, head Head) ([]keptFile, error) {
+func (s *FileStore) pendingKept(id string, head Head, rf runFS) ([]keptFile, error) {
 	var out []keptFile
 	for i := 1; ; i++ {
 		name := keptName(head.Seq, i)
-		data, err := os.ReadFile(s.runPath(id, name))
+		data, err := readWhole(rf, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return out, nil
 		}

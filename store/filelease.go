@@ -112,8 +112,8 @@ func readLease(runID string, f *smallFile, path string) (leaseRecord, error) {
 // read sees that record unless two writes overlap it, and then reads
 // again. An unreadable lease file shows as no lease: the lease is advice
 // to the engine, and Acquire reports the damage.
-func (s *FileStore) currentLease(runID string) *Lease {
-	f, err := openSmall(s.runPath(runID, leaseFile), os.O_RDONLY, 0)
+func (s *FileStore) currentLease(rf runFS) *Lease {
+	f, err := rf.open(leaseFile, os.O_RDONLY, 0)
 	if err != nil {
 		return nil
 	}

@@ -27,23 +27,31 @@ func (s *FileStore) Load(ctx context.Context, runID string) (*Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	v, err := s.inspect(runID, false, false)
+	rf, err := s.openFiles(runID)
+	if errors.Is(err, errNoRunDir) {
+		return nil, s.missingRun(runID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rf.close()
+	v, err := s.inspect(runID, false, false, rf)
 	var ce *CorruptError
 	if errors.As(err, &ce) && ce.Part != PartRun {
-		v, err = s.inspectShared(ctx, runID)
+		v, err = s.inspectShared(ctx, runID, rf)
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer v.close()
 	if v.recState == HeadRecordBehind {
-		s.completeRecord(ctx, runID)
+		s.completeRecord(ctx, runID, rf)
 	}
-	return &Snapshot{RunID: runID, State: v.env.State, Summary: v.env.Summary, Head: v.head(), Lease: s.currentLease(runID)}, nil
+	return &Snapshot{RunID: runID, State: v.env.State, Summary: v.env.Summary, Head: v.head(), Lease: s.currentLease(rf)}, nil
 }
 
 // inspectShared inspects a run under its lock held shared.
-func (s *FileStore) inspectShared(ctx context.Context, runID string) (*runView, error) {
+func (s *FileStore) inspectShared(ctx context.Context, runID string, rf runFS) (*runView, error) {
 	lk, err := acquire(ctx, runID, s.runPath(runID, lockFile), false, s.lockTimeout)
 	if errors.Is(err, errNoRunDir) {
 		return nil, s.missingRun(runID)
@@ -52,18 +60,18 @@ func (s *FileStore) inspectShared(ctx context.Context, runID string) (*runView, 
 		return nil, err
 	}
 	defer lk.release()
-	return s.inspect(runID, false, false)
+	return s.inspect(runID, false, false, rf)
 }
 
 // completeRecord writes the head record a write left one behind, if the
 // run's lock is free at once (a holder writes the record itself).
-func (s *FileStore) completeRecord(ctx context.Context, runID string) {
+func (s *FileStore) completeRecord(ctx context.Context, runID string, rf runFS) {
 	lk, err := acquire(ctx, runID, s.runPath(runID, lockFile), true, 0)
 	if err != nil {
 		return
 	}
 	defer lk.release()
-	v, err := s.inspect(runID, true, false)
+	v, err := s.inspect(runID, true, false, rf)
 	if err != nil {
 		return
 	}
@@ -86,14 +94,14 @@ func (s *FileStore) Events(ctx context.Context, runID string, afterSeq int64, li
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	env, err := s.readState(runID)
+	env, err := s.readState(runID, s.files(runID))
 	if err != nil {
 		return nil, err
 	}
 	if afterSeq < 0 || afterSeq > env.Seq {
 		return nil, fmt.Errorf("run %s: %w: after seq %d, head is %d", runID, ErrSeqOutOfRange, afterSeq, env.Seq)
 	}
-	f, _, err := s.openLog(runID, env, false)
+	f, _, err := s.openLog(runID, env, false, s.files(runID))
 	if err != nil || f == nil {
 		return nil, err
 	}
@@ -126,14 +134,14 @@ func (s *FileStore) Event(ctx context.Context, runID string, seq int64) (Event, 
 	if err := ctx.Err(); err != nil {
 		return Event{}, err
 	}
-	env, err := s.readState(runID)
+	env, err := s.readState(runID, s.files(runID))
 	if err != nil {
 		return Event{}, err
 	}
 	if seq < 1 || seq > env.Seq {
 		return Event{}, fmt.Errorf("run %s: %w: seq %d, head is %d", runID, ErrSeqOutOfRange, seq, env.Seq)
 	}
-	f, _, err := s.openLog(runID, env, false)
+	f, _, err := s.openLog(runID, env, false, s.files(runID))
 	if err != nil {
 		return Event{}, err
 	}
@@ -249,7 +257,7 @@ func (s *FileStore) fillFromRecords(ctx context.Context, runs []RunInfo) error {
 // listRecord reads a head record for List; a damaged one lists the run
 // with what it is (its id) and leaves the complaint to Load and Verify.
 func listRecord(dir *smallFile, id string, scratch []byte) (headRecord, bool) {
-	f, err := openSmallAt(dir, id, os.O_RDONLY)
+	f, err := openSmallAt(dir, id, os.O_RDONLY, 0)
 	if err != nil {
 		return headRecord{}, false
 	}

@@ -133,10 +133,56 @@ func (s *FileStore) missingRun(id string) error {
 	return notFound(id)
 }
 
+// runFS opens the files of one run: through an open handle on its
+// directory when it has one (openat resolves only the name: an update
+// opens half a dozen of them), else by path.
+type runFS struct {
+	path string
+	dir  *smallFile
+}
+
+func (s *FileStore) files(id string) runFS { return runFS{path: s.runDir(id)} }
+
+// openFiles opens a handle on the run's directory; errNoRunDir when it
+// does not exist.
+func (s *FileStore) openFiles(id string) (runFS, error) {
+	dir, err := openSmall(s.runDir(id), os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return runFS{}, errNoRunDir
+	}
+	if err != nil {
+		return runFS{}, fmt.Errorf("run %s: %w", id, err)
+	}
+	return runFS{path: s.runDir(id), dir: dir}, nil
+}
+
+func (r runFS) open(name string, flag int, perm fs.FileMode) (*smallFile, error) {
+	if r.dir != nil {
+		return openSmallAt(r.dir, name, flag, perm)
+	}
+	return openSmall(filepath.Join(r.path, name), flag, perm)
+}
+
+// sync fsyncs the run's directory.
+func (r runFS) sync() error {
+	if r.dir != nil {
+		if err := r.dir.Sync(); err != nil {
+			return fmt.Errorf("sync dir %s: %w", r.path, err)
+		}
+		return nil
+	}
+	return syncDir(r.path)
+}
+
+func (r runFS) close() {
+	if r.dir != nil {
+		r.dir.Close()
+	}
+}
+
 // readState reads and checks a run's state file.
-func (s *FileStore) readState(id string) (envelope, error) {
-	path := s.runPath(id, stateFile)
-	data, err := readWhole(path)
+func (s *FileStore) readState(id string, rf runFS) (envelope, error) {
+	data, err := readWhole(rf, stateFile)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return envelope{}, fmt.Errorf("run %s: read state: %w", id, err)
@@ -162,8 +208,8 @@ func (s *FileStore) readState(id string) (envelope, error) {
 
 // readWhole reads a file with one read when it fits the size fstat gives
 // (os.ReadFile reads again to see EOF).
-func readWhole(path string) ([]byte, error) {
-	f, err := openSmall(path, os.O_RDONLY, 0)
+func readWhole(rf runFS, name string) ([]byte, error) {
+	f, err := rf.open(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -183,18 +229,17 @@ func readWhole(path string) ([]byte, error) {
 // openLog opens a run's event log for reading or, with write, for
 // appending, and returns its size. A missing log is an empty one only while
 // the state acknowledges no bytes of it.
-func (s *FileStore) openLog(id string, env envelope, write bool) (*smallFile, int64, error) {
-	path := s.runPath(id, eventsFile)
+func (s *FileStore) openLog(id string, env envelope, write bool, rf runFS) (*smallFile, int64, error) {
 	flag := os.O_RDONLY
 	if write {
 		flag = os.O_RDWR | os.O_APPEND
 	}
-	f, err := openSmall(path, flag, filePerm)
+	f, err := rf.open(eventsFile, flag, filePerm)
 	if errors.Is(err, fs.ErrNotExist) && env.LogSize == 0 {
 		if !write {
 			return nil, 0, nil
 		}
-		f, err = openSmall(path, flag|os.O_CREATE, filePerm)
+		f, err = rf.open(eventsFile, flag|os.O_CREATE, filePerm)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, s.corrupt(id, eventsFile, 0, -1, fmt.Sprintf("the event log is missing; the state acknowledges %d events", env.Seq))

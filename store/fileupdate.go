@@ -27,16 +27,23 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 	if err := ctx.Err(); err != nil {
 		return Head{}, err
 	}
-	lk, err := acquire(ctx, runID, s.runPath(runID, lockFile), true, s.lockTimeout)
+	rf, err := s.openFiles(runID)
+	if err == nil {
+		defer rf.close()
+		var lk *runLock
+		lk, err = acquire(ctx, runID, s.runPath(runID, lockFile), true, s.lockTimeout)
+		if err == nil {
+			defer lk.release()
+		}
+	}
 	if errors.Is(err, errNoRunDir) {
 		return Head{}, s.missingRun(runID)
 	}
 	if err != nil {
 		return Head{}, err
 	}
-	defer lk.release()
 
-	v, err := s.inspect(runID, true, true)
+	v, err := s.inspect(runID, true, true, rf)
 	if err != nil {
 		return Head{}, err
 	}
@@ -53,7 +60,7 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 	if err != nil {
 		return Head{}, err
 	}
-	snap := &Snapshot{RunID: runID, State: slices.Clone(v.env.State), Summary: slices.Clone(v.env.Summary), Head: rp.head, Lease: s.currentLease(runID)}
+	snap := &Snapshot{RunID: runID, State: slices.Clone(v.env.State), Summary: slices.Clone(v.env.Summary), Head: rp.head, Lease: s.currentLease(rf)}
 	change, err := fn(snap)
 	if err != nil {
 		return Head{}, err
@@ -69,7 +76,7 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 	if err != nil {
 		return Head{}, err
 	}
-	if err := s.commit(runID, v, rp.kept, w, p); err != nil {
+	if err := s.commit(runID, rf, v, rp.kept, w, p); err != nil {
 		return Head{}, err
 	}
 	if s.onRepair != nil {
@@ -121,7 +128,7 @@ func planRepair(runID string, v *runView) (repairPlan, error) {
 // place and the directory fsynced; this write's head record overwritten in
 // place, to be flushed by the next write (docs/decisions/0010); then the
 // index (derived, not fsynced).
-func (s *FileStore) commit(runID string, v *runView, kept []keptFile, w encodedWrite, p prepared) error {
+func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, w encodedWrite, p prepared) error {
 	if err := s.keep(runID, v, kept); err != nil {
 		return err
 	}
@@ -142,7 +149,7 @@ func (s *FileStore) commit(runID string, v *runView, kept []keptFile, w encodedW
 		}
 	}
 	dir := s.runDir(runID)
-	tmp, err := writeTemp(dir, stateTemp, sealEnvelope(&next))
+	tmp, err := writeTemp(rf, stateTemp, sealEnvelope(&next))
 	if err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
@@ -171,13 +178,13 @@ func (s *FileStore) commit(runID string, v *runView, kept []keptFile, w encodedW
 	if err := os.Rename(filepath.Join(dir, stateTemp), filepath.Join(dir, stateFile)); err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := rf.sync(); err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
 	if err := s.writeHeadRecord(recordOf(next), v.recFile, v.recFile == nil); err != nil {
 		return err
 	}
-	s.appendIndex(runID, v.env, v.headOffset, w, v.env.LogSize)
+	s.appendIndex(runID, rf, v.env, v.headOffset, w, v.env.LogSize)
 	return nil
 }
 
@@ -240,8 +247,8 @@ func writeSyncedReplace(path string, data []byte) error {
 // writeTemp writes data to dir/temp, the one temp name of a state
 // replace: only the run's lock holder writes it, so a crash's leftover is
 // simply overwritten (no sweep). The caller fsyncs, closes and renames it.
-func writeTemp(dir, temp string, data []byte) (*smallFile, error) {
-	f, err := openSmall(filepath.Join(dir, temp), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+func writeTemp(rf runFS, temp string, data []byte) (*smallFile, error) {
+	f, err := rf.open(temp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func (s *FileStore) Verify(ctx context.Context, runID string, opts VerifyOptions
 	}
 	defer lk.release()
 
-	v, err := s.inspect(runID, false, true)
+	v, err := s.inspect(runID, false, true, s.files(runID))
 	if err != nil {
 		return nil, err
 	}

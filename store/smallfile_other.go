@@ -39,6 +39,6 @@ func (f *smallFile) Datasync() error { return f.Sync() }
 func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // openSmallAt opens name in the directory dir was opened on.
-func openSmallAt(dir *smallFile, name string, flag int) (*smallFile, error) {
-	return openSmall(filepath.Join(dir.Name(), name), flag, 0)
+func openSmallAt(dir *smallFile, name string, flag int, perm fs.FileMode) (*smallFile, error) {
+	return openSmall(filepath.Join(dir.Name(), name), flag, perm)
 }

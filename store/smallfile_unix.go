@@ -145,18 +145,3 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
-
-// openSmallAt opens name in the directory dir is open on (openat(2)):
-// List opens thousands of head records and resolves only their names.
-func openSmallAt(dir *smallFile, name string, flag int) (*smallFile, error) {
-	for {
-		fd, err := syscall.Openat(dir.fd, name, flag|syscall.O_CLOEXEC, 0)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: dir.path + "/" + name, Err: err}
-		}
-		return &smallFile{fd: fd, path: dir.path + "/" + name}, nil
-	}
-}
