@@ -78,7 +78,7 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 	st := sys.store
 	var chain string
 	if c.verify {
-		rep, err := st.Verify(ctx, runID)
+		rep, err := st.Verify(ctx, runID, store.VerifyOptions{})
 		if isNotFound(err) {
 			return fail(env, "NOT_FOUND", fmt.Sprintf("Flow '%s' not found", runID))
 		}
@@ -104,7 +104,7 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 		chain = fmt.Sprintf("chain: intact (%s, head seq %d, hash %s)", plural(int(rep.Events), "event"), rep.Head.Seq, rep.Head.Hash)
 		if rep.Tail.Bytes > 0 {
-			chain += fmt.Sprintf("\nunacknowledged tail: %d bytes (%d events) after the head, written by an interrupted update; the next update removes it", rep.Tail.Bytes, rep.Tail.Events)
+			chain += fmt.Sprintf("\nunacknowledged tail: %d bytes (%d events) after the head, written by an interrupted update; the next update keeps it aside and records a store.repair event", rep.Tail.Bytes, rep.Tail.Events)
 		}
 	}
 	a, err := e.Audit(ctx, runID)

@@ -198,7 +198,7 @@ func BenchmarkStoreUpdate(b *testing.B) {
 	}
 	ctx := context.Background()
 	state := []byte(`{"pad":"` + strings.Repeat("x", 4096) + `"}`)
-	if _, err := fs.Create(ctx, "r1", state, nil); err != nil {
+	if _, err := fs.Create(ctx, "r1", store.Change{State: state}); err != nil {
 		b.Fatal(err)
 	}
 	ev := store.NewEvent{Type: "result", At: time.Now(), Data: json.RawMessage(`{"stepId":"s1","detail":{"attempt":1,"result":{"v":"done"}}}`)}

@@ -183,7 +183,7 @@ func TestCrashSafety(t *testing.T) {
 		if rs.Error != "" {
 			t.Fatalf("run %s does not load: %s", rs.RunID, rs.Error)
 		}
-		if _, err := fs.Verify(ctx, rs.RunID); err != nil {
+		if _, err := fs.Verify(ctx, rs.RunID, store.VerifyOptions{}); err != nil {
 			t.Fatalf("run %s: chain does not verify: %v", rs.RunID, err)
 		}
 		a, err := e.Audit(ctx, rs.RunID)
@@ -292,7 +292,7 @@ func TestContention(t *testing.T) {
 		if countPrefix(h.eventTypes(r.RunID), "result(s1)") != 1 {
 			t.Fatalf("events %v", h.eventTypes(r.RunID))
 		}
-		if _, err := h.store.Verify(h.ctx, r.RunID); err != nil {
+		if _, err := h.store.Verify(h.ctx, r.RunID, store.VerifyOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

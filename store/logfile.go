@@ -97,42 +97,7 @@ func checkChainBack(runID string, lines []logLine, seq int64, headHash string) (
 	return events, nil
 }
 
-// maxTailRead bounds how much of a tail is read to classify it. A crashed
-// Update leaves at most one batch of events; a tail beyond this size is
-// not one and is classified from its first maxTailRead bytes as not
-// chained.
+// maxTailRead bounds the data after a head that is read to classify it.
+// One interrupted write leaves at most one write's events; a tail beyond
+// this size is not one.
 const maxTailRead = 64 << 20
-
-// readTail reads and classifies the size-start bytes after the head.
-func readTail(r io.ReaderAt, start, size int64, head Head) (Tail, error) {
-	n := size - start
-	data := make([]byte, min(n, maxTailRead))
-	if _, err := r.ReadAt(data, start); err != nil && !errors.Is(err, io.EOF) {
-		return Tail{}, err
-	}
-	t := classifyTail(data, head)
-	if n > maxTailRead {
-		t.Bytes, t.Chained = n, false
-	}
-	return t, nil
-}
-
-// classifyTail describes bytes found after the acknowledged head.
-func classifyTail(data []byte, head Head) Tail {
-	t := Tail{Bytes: int64(len(data)), Chained: true}
-	seq, prev := head.Seq, head.Hash
-	for {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			return t // nothing left, or one torn line
-		}
-		ev, err := decodeEvent(data[:i])
-		if err != nil || ev.Seq != seq+1 || ev.PrevHash != prev {
-			t.Chained = false
-			return t
-		}
-		t.Events++
-		seq, prev = ev.Seq, ev.Hash
-		data = data[i+1:]
-	}
-}
