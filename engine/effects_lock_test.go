@@ -189,7 +189,7 @@ func TestResumeTakesOverAnInterruptedEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.store.Create(h.ctx, st.ID, doc, tx.events); err != nil {
+	if _, err := h.store.Create(h.ctx, st.ID, store.Change{State: doc, Events: tx.events}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := h.reopen(Options{}).Resume(h.ctx, st.ID)
