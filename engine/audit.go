@@ -50,8 +50,9 @@ type AuditReport struct {
 // tokens, attempts, spend, fanout items, subflow state — the pristine
 // pending steps filled in), every event, spend, output and carry. It reads
 // without the run lock (the store guarantees a whole acknowledged state).
-func (e *Engine) Audit(ctx context.Context, runID string) (*AuditReport, error) {
-	st, c, head, err := e.load(ctx, runID, true)
+func (e *Engine) Audit(ctx context.Context, runID string) (_ *AuditReport, err error) {
+	defer recoverLoad(&err)
+	st, c, head, err := e.load(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,11 @@ func (e *Engine) Audit(ctx context.Context, runID string) (*AuditReport, error) 
 		return nil, err
 	}
 	t := newTxn(ctx, e, st, c)
-	fillSteps(c.plan, t.rootScope().flow, st.Steps)
+	root := t.rootScope()
+	for _, s := range root.flow.Steps {
+		root.peek(s) // the finished steps, from the log
+	}
+	fillSteps(c.plan, root.flow, st.Steps)
 	labels := make([]string, len(st.Checkpoints))
 	for i, cp := range st.Checkpoints {
 		labels[i] = cp.Label
@@ -138,8 +143,9 @@ type PollReport struct {
 
 // Poll returns the events after cursor (the seq of the last event seen; 0
 // for all) and the run's status, without taking the run lock.
-func (e *Engine) Poll(ctx context.Context, runID string, cursor int64) (*PollReport, error) {
-	st, c, head, err := e.load(ctx, runID, false)
+func (e *Engine) Poll(ctx context.Context, runID string, cursor int64) (_ *PollReport, err error) {
+	defer recoverLoad(&err)
+	st, c, head, err := e.load(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -158,8 +164,9 @@ func (e *Engine) Poll(ctx context.Context, runID string, cursor int64) (*PollRep
 }
 
 // Status returns a run's current actionable state without changing it.
-func (e *Engine) Status(ctx context.Context, runID string) (*Response, error) {
-	st, c, _, err := e.load(ctx, runID, false)
+func (e *Engine) Status(ctx context.Context, runID string) (_ *Response, err error) {
+	defer recoverLoad(&err)
+	st, c, _, err := e.load(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +195,7 @@ func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
 	}
 	out := make([]RunSummary, 0, len(infos))
 	for _, info := range infos {
-		st, c, _, err := e.load(ctx, info.ID, false)
+		st, c, _, err := e.load(ctx, info.ID)
 		if err != nil {
 			if errors.Is(err, ErrRunNotFound) {
 				continue
@@ -257,7 +264,7 @@ func revisesLeft(f *ir.Flow, g *ir.Step, st *stepState, rounds int) int {
 func (t *txn) eachWaitingGate(fn func(sc *scope, s *ir.Step, ss *stepState, wg WaitingGate)) {
 	root := t.rootScope()
 	visit := func(sc *scope, rounds int) {
-		for _, s := range sc.flow.Steps {
+		for _, s := range sc.liveSteps() {
 			ss := sc.peek(s)
 			if ss != nil && s.Kind == ir.KindDo && ss.Status == StepInterrupted {
 				fn(sc, s, ss, WaitingGate{RunID: t.st.ID, Flow: sc.flow.Name, StepID: sc.scoped(s.ID), Kind: WaitInterrupted,
@@ -280,7 +287,7 @@ func (t *txn) eachWaitingGate(fn func(sc *scope, s *ir.Step, ss *stepState, wg W
 		}
 	}
 	visit(root, t.st.Rounds)
-	for _, s := range root.flow.Steps {
+	for _, s := range root.liveSteps() {
 		if s.Kind == ir.KindRun {
 			if child := t.childScope(root, s); child != nil && root.peek(s).Status == StepRunning {
 				visit(child, child.parent.Sub.Rounds)
@@ -305,7 +312,7 @@ func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, er
 	}
 	var out []WaitingGate
 	for _, id := range ids {
-		st, c, _, err := e.load(ctx, id, false)
+		st, c, _, err := e.load(ctx, id)
 		if err != nil {
 			if runID == "" {
 				continue
@@ -329,7 +336,7 @@ func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, er
 // ends that describe a run (step kinds, routes, contracts in declaration
 // order). The plan is shared and must not be modified.
 func (e *Engine) RunPlan(ctx context.Context, runID string) (*ir.Plan, error) {
-	_, c, _, err := e.load(ctx, runID, true)
+	_, c, _, err := e.load(ctx, runID)
 	if err != nil {
 		return nil, err
 	}

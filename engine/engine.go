@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -28,6 +29,8 @@ type Engine struct {
 	mu    sync.Mutex
 	plans map[string]*compiled // by revision digest
 	cache map[string]*cachedRun
+	// blobs caches internal events' payloads (immutable) by run and seq.
+	blobs blobCache
 
 	// fanouts tracks engine-dispatched fanouts being driven by this
 	// process, by "runID\x00stepID".
@@ -240,7 +243,7 @@ func (e *Engine) decode(ctx context.Context, snap *store.Snapshot) (st *runState
 	if ok && string(c.doc) == string(snap.State) {
 		return c.st, true, nil
 	}
-	st, err = e.decodeRun(ctx, snap, true)
+	st, err = e.decodeRun(ctx, snap)
 	return st, false, err
 }
 
@@ -257,9 +260,9 @@ func (e *Engine) remember(id string, doc []byte, st *runState) {
 }
 
 // load reads a run without the lock (a consistent acknowledged snapshot):
-// the state document and, when full, the finished steps. The returned
-// state must not be cached.
-func (e *Engine) load(ctx context.Context, runID string, full bool) (*runState, *compiled, store.Head, error) {
+// the state document and its cold index (finished steps load when read).
+// The returned state must not be cached.
+func (e *Engine) load(ctx context.Context, runID string) (*runState, *compiled, store.Head, error) {
 	if err := store.ValidateRunID(runID); err != nil {
 		return nil, nil, store.Head{}, newErr(ErrRunNotFound, runID, "run %q not found: %v", runID, err)
 	}
@@ -267,7 +270,7 @@ func (e *Engine) load(ctx context.Context, runID string, full bool) (*runState, 
 	if err != nil {
 		return nil, nil, store.Head{}, mapStoreErr(runID, err)
 	}
-	st, err := e.decodeRun(ctx, snap, full)
+	st, err := e.decodeRun(ctx, snap)
 	if err != nil {
 		return nil, nil, store.Head{}, mapStoreErr(runID, err)
 	}
@@ -427,11 +430,14 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 func decideWith(fn func(t *txn) error, t *txn) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			nv, ok := r.(*needVerdict)
-			if !ok {
+			switch x := r.(type) {
+			case *needVerdict:
+				err = x
+			case *loadError:
+				err = x.err
+			default:
 				panic(r)
 			}
-			err = nv
 		}
 	}()
 	return fn(t)
@@ -439,20 +445,33 @@ func decideWith(fn func(t *txn) error, t *txn) (err error) {
 
 // checkPersisted compares a run as a fresh process would read it with the
 // state this process holds (a test-only invariant check: a finished step
-// changed without touch would be caught here).
+// changed in a transition that wrote nothing would be caught here).
 func (e *Engine) checkPersisted(ctx context.Context, runID string, mem *runState) error {
 	snap, err := e.store.Load(ctx, runID)
 	if err != nil {
 		return err
 	}
-	disk, err := e.decodeRun(ctx, snap, true)
+	disk, err := e.decodeRun(ctx, snap)
 	if err != nil {
 		return err
+	}
+	for id, s := range mem.Steps {
+		if s.coldSeq == 0 {
+			continue
+		}
+		// A finished step read from the log must still equal its record.
+		was, err := e.blob(ctx, runID, s.coldSeq)
+		if err != nil {
+			return err
+		}
+		if now, _ := json.Marshal(s); !bytes.Equal(was, now) {
+			return fmt.Errorf("run %s: finished step %s changed in memory but not in the log:\n log %s\n mem %s", runID, id, was, now)
+		}
 	}
 	norm := func(st *runState) string {
 		steps := map[string]*stepState{}
 		for id, s := range st.Steps {
-			if !s.pristine() {
+			if s.coldSeq == 0 && !s.pristine() {
 				steps[id] = compactStep(s)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -278,9 +279,23 @@ func readyIDs(r *Response) []string {
 // checks the audit view does not show.
 func (h *harness) persisted(runID string) *runState {
 	h.t.Helper()
-	st, _, _, err := h.e.load(h.ctx, runID, true)
+	st, _, _, err := h.e.load(h.ctx, runID)
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	// The finished steps too, read back from the log (into a copy: st may
+	// be the engine's own decoded state).
+	c := *st
+	st = &c
+	st.Steps = maps.Clone(st.Steps)
+	for id, ref := range st.cold {
+		if st.Steps[id] == nil {
+			ss, err := h.e.coldState(h.ctx, runID, ref)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			st.Steps[id] = ss
+		}
 	}
 	return st
 }
@@ -309,4 +324,19 @@ func js(v any) json.RawMessage {
 		panic(err)
 	}
 	return b
+}
+
+// allEventTypes are the types of every event in a run's log, internal
+// records included.
+func (h *harness) allEventTypes(runID string) []string {
+	h.t.Helper()
+	evs, err := h.store.Events(h.ctx, runID, 0, 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Type
+	}
+	return out
 }

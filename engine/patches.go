@@ -12,7 +12,7 @@ import (
 // one that recorded changes). A step without recorded changes gives a nil
 // patch and no error. Read-only; it reads the run's log.
 func (e *Engine) Patch(ctx context.Context, runID, stepID string, item, attempt int) ([]byte, error) {
-	if _, _, _, err := e.load(ctx, runID, false); err != nil {
+	if _, _, _, err := e.load(ctx, runID); err != nil {
 		return nil, err
 	}
 	evs, err := e.store.Events(ctx, runID, 0, 0)

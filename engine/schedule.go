@@ -169,16 +169,16 @@ func (t *txn) checkSettled() error {
 	}
 	root := t.rootScope()
 	for _, s := range root.flow.Steps {
-		st := root.peek(s)
-		status := StepPending
-		if st != nil {
-			status = st.Status
+		status := root.statusOf(s)
+		var st *stepState
+		if !status.Terminal() {
+			st = root.peek(s)
 		}
 		switch {
 		case status == StepPending && s.RouteOnly() && (st == nil || st.Routed == nil):
 			done := true
 			for _, ri := range s.RoutedFrom {
-				if rs := root.peek(root.flow.Steps[ri]); rs == nil || !rs.Status.Terminal() {
+				if !root.statusOf(root.flow.Steps[ri]).Terminal() {
 					done = false
 				}
 			}
@@ -207,7 +207,7 @@ func (t *txn) checkSettled() error {
 		case status == StepPending:
 			ready := true
 			for _, di := range s.Deps {
-				if ds := root.peek(root.flow.Steps[di]); ds == nil || !ds.Status.Terminal() {
+				if !root.statusOf(root.flow.Steps[di]).Terminal() {
 					ready = false
 				}
 			}

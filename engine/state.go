@@ -93,9 +93,17 @@ type runState struct {
 	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
 	CancelRequested bool                   `json:"cancelRequested,omitempty"`
 
-	// Cold maps each finished root step to the seq of the internal event
-	// holding its final state (written once, when it finished).
-	Cold map[string]int64 `json:"cold,omitempty"`
+	// ColdRecent and ColdChunks index the finished root steps, each
+	// written once into an engine.step_state event when it finished: the
+	// refs of the steps finished since the last chunk, and the seqs of the
+	// engine.cold_index events holding the earlier refs (see persist.go).
+	ColdRecent []coldRef `json:"coldRecent,omitempty"`
+	ColdChunks []int64   `json:"coldChunks,omitempty"`
+	// LegacyCold is the index of documents written before the chunked one
+	// (finished step → seq); it is read, never written again.
+	LegacyCold map[string]int64 `json:"cold,omitempty"`
+	// cold is the whole index by step id, built when the document is read.
+	cold map[string]coldRef
 	// Checkpoints map labels (in commit order) to the seq of the internal
 	// event holding the snapshot.
 	Checkpoints       []checkpointRef `json:"checkpoints,omitempty"`
@@ -412,7 +420,9 @@ type snapshot struct {
 	FlowSpent       Ledger                 `json:"flowSpent"`
 	Rounds          int                    `json:"rounds,omitempty"`
 	Steps           map[string]*stepState  `json:"steps"`
-	Cold            map[string]int64       `json:"cold,omitempty"`
+	ColdRecent      []coldRef              `json:"coldRecent,omitempty"`
+	ColdChunks      []int64                `json:"coldChunks,omitempty"`
+	LegacyCold      map[string]int64       `json:"cold,omitempty"`
 	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
 	CancelRequested bool                   `json:"cancelRequested,omitempty"`
 	// EventSeq is the head of the event log when the checkpoint was

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,34 +102,97 @@ type scope struct {
 	// only; see schedule.go); full asks the next pass to sweep them all.
 	cand candidates
 	full bool
+	// cold indexes the finished steps not in steps (root scope only);
+	// load reads one from the log.
+	cold map[string]coldRef
+	load func(coldRef) *stepState
 }
+
+// loadError stops a transition or a view whose finished step cannot be
+// read from the log (the run is corrupt); see decideWith and view.
+type loadError struct{ err error }
+
+func (l *loadError) Error() string { return l.err.Error() }
+
+// recoverLoad turns a loadError raised while a read-only view reads the
+// run into the view's error: defer recoverLoad(&err).
+func recoverLoad(err *error) {
+	if r := recover(); r != nil {
+		le, ok := r.(*loadError)
+		if !ok {
+			panic(r)
+		}
+		*err = le.err
+	}
+}
+func (l *loadError) Unwrap() error { return l.err }
 
 func (sc *scope) root() bool { return sc.parent == nil }
 
 // state returns a step's state, creating its pristine pending state.
 func (sc *scope) state(s *ir.Step) *stepState {
-	if st := sc.list[s.Index]; st != nil {
+	if st := sc.peek(s); st != nil {
 		return st
 	}
-	st, ok := sc.steps[s.ID]
-	if !ok {
-		st = newStepState()
-		sc.steps[s.ID] = st
-	}
+	st := newStepState()
+	sc.steps[s.ID] = st
 	sc.list[s.Index] = st
 	return st
 }
 
-// peek returns a step's state, or nil when it is pristine and absent.
+// peek returns a step's state, or nil when it is pristine and absent. A
+// finished root step is loaded from the log the first time it is read
+// (see persist.go).
 func (sc *scope) peek(s *ir.Step) *stepState {
 	if st := sc.list[s.Index]; st != nil {
 		return st
 	}
 	st := sc.steps[s.ID]
+	if st == nil && sc.cold != nil {
+		if ref, ok := sc.cold[s.ID]; ok {
+			st = sc.load(ref)
+			sc.steps[s.ID] = st
+		}
+	}
 	if st != nil {
 		sc.list[s.Index] = st
 	}
 	return st
+}
+
+// liveSteps are the scope's steps whose state is live (not a finished
+// step indexed in the log), in declaration order: every step that is
+// ready, running or waiting is among them, so the scans for what acts or
+// waits cost what is live, not the flow's size.
+func (sc *scope) liveSteps() []*ir.Step {
+	out := make([]*ir.Step, 0, len(sc.steps))
+	for id, st := range sc.steps {
+		if st.coldSeq != 0 {
+			continue // a finished step read from the log
+		}
+		if s := sc.flow.Step(id); s != nil {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *ir.Step) int { return a.Index - b.Index })
+	return out
+}
+
+// statusOf is a step's status without loading a finished step's state.
+func (sc *scope) statusOf(s *ir.Step) StepStatus {
+	if st := sc.list[s.Index]; st != nil {
+		return st.Status
+	}
+	if st := sc.steps[s.ID]; st != nil {
+		return st.Status
+	}
+	if ref, ok := sc.cold[s.ID]; ok {
+		if ref.Status != "" {
+			return ref.Status
+		}
+		return sc.peek(s).Status // an index of the first format: no status
+	}
+	return StepPending
 }
 
 // peekID is peek by step id.
@@ -147,7 +211,14 @@ func (sc *scope) scoped(id string) string { return sc.prefix + id }
 func (t *txn) rootScope() *scope {
 	if t.root == nil {
 		f := t.c.plan.Flow(t.st.FlowName)
-		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: make([]*stepState, len(f.Steps)), full: t.fullSweep}
+		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: make([]*stepState, len(f.Steps)), full: t.fullSweep,
+			cold: t.st.cold, load: func(ref coldRef) *stepState {
+				ss, err := t.e.coldState(t.ctx, t.st.ID, ref)
+				if err != nil {
+					panic(&loadError{err})
+				}
+				return ss
+			}}
 		t.children = map[int]*scope{}
 	}
 	return t.root

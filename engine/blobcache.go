@@ -1,0 +1,54 @@
+package engine
+
+import "sync"
+
+// blobCache keeps the payloads of internal events (spec snapshots,
+// finished steps' states, cold index chunks, patches) this process has
+// read, bounded by bytes: they never change, so a cached payload is
+// always right, and a process continuing a run reads each once.
+type blobCache struct {
+	mu    sync.Mutex
+	limit int
+	size  int
+	byKey map[blobKey][]byte
+	order []blobKey // insertion order, for eviction
+}
+
+type blobKey struct {
+	run string
+	seq int64
+}
+
+// defaultBlobCacheBytes bounds the blob cache.
+const defaultBlobCacheBytes = 64 << 20
+
+func (c *blobCache) get(run string, seq int64) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.byKey[blobKey{run, seq}]
+	return b, ok
+}
+
+func (c *blobCache) put(run string, seq int64, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byKey == nil {
+		c.byKey = map[blobKey][]byte{}
+	}
+	if c.limit == 0 {
+		c.limit = defaultBlobCacheBytes
+	}
+	k := blobKey{run, seq}
+	if _, ok := c.byKey[k]; ok || len(b) > c.limit/4 {
+		return // cached already, or too large to keep
+	}
+	for c.size+len(b) > c.limit && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.size -= len(c.byKey[old])
+		delete(c.byKey, old)
+	}
+	c.byKey[k] = b
+	c.order = append(c.order, k)
+	c.size += len(b)
+}
