@@ -41,11 +41,16 @@ func benchEngine(b *testing.B) (*Engine, context.Context) {
 		b.Cleanup(func() { os.RemoveAll(d) })
 		dir = d
 	}
-	fs, err := store.NewFileStore(filepath.Join(dir, "flows"), nil)
-	if err != nil {
-		b.Fatal(err)
+	var st store.Store = store.NewMemory()
+	// STRATUM_BENCH_STORE=memory measures the engine alone.
+	if os.Getenv("STRATUM_BENCH_STORE") != "memory" {
+		fs, err := store.NewFileStore(filepath.Join(dir, "flows"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st = fs
 	}
-	e := New(fs, Options{Workspace: WorkspacePolicy{Default: dir}})
+	e := New(st, Options{Workspace: WorkspacePolicy{Default: dir}})
 	b.Cleanup(e.Close)
 	return e, context.Background()
 }
@@ -215,7 +220,8 @@ func BenchmarkStoreUpdate(b *testing.B) {
 // BenchmarkLinearRun drives whole linear runs of N steps and reports the
 // cost per step (ns/step): the cost of a run must grow linearly with its
 // steps, so ns/step at N=10000 stays within 1.5x of N=100. With
-// STRATUM_BENCH_DIR=/dev/shm it measures the engine's CPU, not the disk.
+// STRATUM_BENCH_DIR=/dev/shm it measures the engine and the file store's
+// CPU, not the disk; with STRATUM_BENCH_STORE=memory the engine alone.
 func BenchmarkLinearRun(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {

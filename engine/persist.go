@@ -133,6 +133,14 @@ func (t *txn) encode() ([]byte, error) {
 			st.ColdRecent = nil
 		}
 	}
+	// A fresh map: a Go map keeps the room of every key it ever held, and
+	// iterating it costs that room, so the steps deleted above would make
+	// every later scan of the live steps cost the run's history.
+	live := make(map[string]*stepState, len(hot))
+	for id := range hot {
+		live[id] = st.Steps[id]
+	}
+	st.Steps = live
 	b, err := json.Marshal(doc{runState: st, Steps: hot})
 	if err != nil {
 		return nil, fmt.Errorf("encode run state: %w", err)

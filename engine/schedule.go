@@ -25,7 +25,7 @@ import (
 
 // candidates is a set of step indexes taken in ascending order.
 type candidates struct {
-	in   []bool // by step index
+	in   map[int]bool // by step index (a map: a transition touches few steps of a long flow)
 	heap intHeap
 	// behind holds candidates at or before the cursor of the sweep in
 	// progress: they wait for the next sweep.
@@ -40,9 +40,7 @@ func (c *candidates) add(i int) {
 	}
 	if c.in == nil {
 		c.cursor = -1
-	}
-	for len(c.in) <= i {
-		c.in = append(c.in, false)
+		c.in = map[int]bool{}
 	}
 	if c.in[i] {
 		return
@@ -61,7 +59,7 @@ func (c *candidates) next() (int, bool) {
 		return 0, false
 	}
 	i := heap.Pop(&c.heap).(int)
-	c.in[i] = false
+	delete(c.in, i)
 	c.cursor = i
 	return i, true
 }

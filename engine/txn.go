@@ -95,9 +95,9 @@ type scope struct {
 	parentStep *ir.Step
 	// sub is the subState a child scope was built from.
 	sub *subState
-	// list caches the states by step index (map lookups of every step on
-	// every sweep dominated a long flow's cost).
-	list []*stepState
+	// list caches the states read in this transition by step index (a
+	// map, not a slice the flow's length: a transition reads few steps).
+	list map[int]*stepState
 	// cand are the steps a change may have made actionable (root scope
 	// only; see schedule.go); full asks the next pass to sweep them all.
 	cand candidates
@@ -211,7 +211,7 @@ func (sc *scope) scoped(id string) string { return sc.prefix + id }
 func (t *txn) rootScope() *scope {
 	if t.root == nil {
 		f := t.c.plan.Flow(t.st.FlowName)
-		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: make([]*stepState, len(f.Steps)), full: t.fullSweep,
+		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: map[int]*stepState{}, full: t.fullSweep,
 			cold: t.st.cold, load: func(ref coldRef) *stepState {
 				ss, err := t.e.coldState(t.ctx, t.st.ID, ref)
 				if err != nil {
@@ -238,7 +238,7 @@ func (t *txn) childScope(root *scope, s *ir.Step) *scope {
 	}
 	f := t.c.plan.Flow(s.Run)
 	c := &scope{flow: f, steps: st.Sub.Steps, input: st.Sub.Input.Data,
-		prefix: s.ID + "/", parent: st, parentStep: s, sub: st.Sub, list: make([]*stepState, len(f.Steps))}
+		prefix: s.ID + "/", parent: st, parentStep: s, sub: st.Sub, list: map[int]*stepState{}}
 	t.children[s.Index] = c
 	return c
 }
