@@ -166,18 +166,21 @@ func (s *FileStore) Event(ctx context.Context, runID string, seq int64) (Event, 
 // and not a read. A head record whose run directory is gone is listed
 // too: the run was removed, and Load says so.
 func (s *FileStore) List(ctx context.Context) ([]RunInfo, error) {
-	entries, err := readDirUnsorted(s.root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return []RunInfo{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
+	// The root is listed (for runs without a record) while the records
+	// are read.
+	var entries []fs.DirEntry
+	var rootErr error
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		entries, rootErr = readDirUnsorted(s.root)
+	}()
 	heads, err := readDirNames(filepath.Join(s.root, headsDir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		<-listed
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	runs := make([]RunInfo, 0, len(entries))
+	runs := make([]RunInfo, 0, len(heads))
 	recorded := make(map[string]bool, len(heads))
 	for _, id := range heads {
 		if !strings.HasPrefix(id, ".") && ValidateRunID(id) == nil {
@@ -185,8 +188,16 @@ func (s *FileStore) List(ctx context.Context) ([]RunInfo, error) {
 			runs = append(runs, RunInfo{ID: id})
 		}
 	}
-	if err := s.fillFromRecords(ctx, runs); err != nil {
+	err = s.fillFromRecords(ctx, runs)
+	<-listed
+	if err != nil {
 		return nil, err
+	}
+	if errors.Is(rootErr, fs.ErrNotExist) {
+		return []RunInfo{}, nil
+	}
+	if rootErr != nil {
+		return nil, fmt.Errorf("list runs: %w", rootErr)
 	}
 	for _, e := range entries {
 		if !e.IsDir() || recorded[e.Name()] || ValidateRunID(e.Name()) != nil {
