@@ -102,8 +102,10 @@ type runState struct {
 	// LegacyCold is the index of documents written before the chunked one
 	// (finished step → seq); it is read, never written again.
 	LegacyCold map[string]int64 `json:"cold,omitempty"`
-	// cold is the whole index by step id, built when the document is read.
-	cold map[string]coldRef
+	// cold is the whole index by step id, built when the document is read;
+	// coldDone counts its entries that succeeded or were skipped.
+	cold     map[string]coldRef
+	coldDone int
 	// Checkpoints map labels (in commit order) to the seq of the internal
 	// event holding the snapshot.
 	Checkpoints       []checkpointRef `json:"checkpoints,omitempty"`
