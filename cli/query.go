@@ -75,18 +75,14 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return fail(env, "INVALID", err.Error())
 		}
+		// From the runs' summaries: a listing never reads a run's log.
 		out := []flowSummary{}
 		for _, r := range runs {
 			if r.Error != "" {
 				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %s\n", r.RunID, r.Error)
 				continue
 			}
-			s, err := summarize(ctx, e, st, r.RunID)
-			if err != nil {
-				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %v\n", r.RunID, err)
-				continue
-			}
-			out = append(out, s.flowSummary)
+			out = append(out, listedFlow(r))
 		}
 		return writeJSON(env.Stdout, out)
 	case "flow":
@@ -170,6 +166,25 @@ func nullable(s string) *string {
 	return &s
 }
 
+// listedFlow is the query view of a run in a listing, from its summary.
+func listedFlow(r engine.RunSummary) flowSummary {
+	name := r.Flow
+	if name == "" {
+		name = r.RunID
+	}
+	s := flowSummary{SchemaVersion: schemaVersion, FlowID: r.RunID, FlowName: name,
+		Status: projectedStatus(r.Status, r.FailureCause, r.GateWaits), StepCount: r.Steps, CompletedSteps: r.Done, Round: r.Rounds}
+	if r.Status != engine.StatusRunning {
+		status := string(r.Status)
+		s.TerminalStatus = &status
+	}
+	if r.Current != "" {
+		id := r.Current
+		s.CurrentStepID = &id
+	}
+	return s
+}
+
 // summarize builds the query view of one run (spec/cli.md 5.2-5.4).
 func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID string) (*flowDetail, error) {
 	a, err := e.Audit(ctx, runID)
@@ -244,21 +259,29 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 // projectStatus maps a run's status to the query vocabulary (spec/cli.md
 // 5.2).
 func projectStatus(a *engine.AuditReport) string {
-	switch a.Status {
+	var cause engine.FailureCause
+	if a.Failure != nil {
+		cause = a.Failure.Cause
+	}
+	return projectedStatus(a.Status, cause, gateWaits(a.Steps))
+}
+
+func projectedStatus(status engine.RunStatus, cause engine.FailureCause, gateWaits bool) string {
+	switch status {
 	case engine.StatusCompleted:
 		return "complete"
 	case engine.StatusFailed:
-		if f := a.Failure; f != nil && f.Cause == engine.CauseGateKilled {
+		if cause == engine.CauseGateKilled {
 			return "killed"
 		}
 		return "failed"
 	case engine.StatusRunning:
-		if gateWaits(a.Steps) {
+		if gateWaits {
 			return "awaiting_gate"
 		}
 		return "running"
 	}
-	return string(a.Status)
+	return string(status)
 }
 
 func gateWaits(steps map[string]*engine.StepView) bool {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/stratum-go/stratum/ir"
@@ -202,21 +203,37 @@ func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]RunSummary, 0, len(infos))
-	for _, info := range infos {
-		s, err := e.runSummary(ctx, info)
-		if err != nil {
-			if errors.Is(err, ErrRunNotFound) {
-				continue
+	// Decoding the summaries is most of a long listing's CPU: a few
+	// workers share it.
+	all := make([]RunSummary, len(infos))
+	gone := make([]bool, len(infos))
+	workers := min(4, max(1, len(infos)/512))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(infos); i += workers {
+				info := infos[i]
+				s, err := e.runSummary(ctx, info)
+				switch {
+				case errors.Is(err, ErrRunNotFound):
+					gone[i] = true
+				case err != nil:
+					all[i] = RunSummary{RunID: info.ID, UpdatedAt: info.UpdatedAt, Error: err.Error()}
+				default:
+					all[i] = s.RunSummary
+					if all[i].Status == StatusRunning && s.CancelRequested {
+						all[i].Status = StatusCancelled
+					}
+				}
 			}
-			out = append(out, RunSummary{RunID: info.ID, UpdatedAt: info.UpdatedAt, Error: err.Error()})
-			continue
+		})
+	}
+	wg.Wait()
+	out := make([]RunSummary, 0, len(infos))
+	for i, rs := range all {
+		if !gone[i] {
+			out = append(out, rs)
 		}
-		rs := s.RunSummary
-		if rs.Status == StatusRunning && s.CancelRequested {
-			rs.Status = StatusCancelled
-		}
-		out = append(out, rs)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
 	return out, nil
