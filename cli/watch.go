@@ -124,7 +124,7 @@ func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 			if desc == "" {
 				continue
 			}
-			fmt.Fprintf(env.Stdout, "%s  %s\n", ev.At.Local().Format("15:04:05.000"), desc)
+			fmt.Fprintf(env.Stdout, "%s  %s\n", ev.At.Local().Format("15:04:05.000"), printable(desc))
 		}
 		if p.Status != engine.StatusRunning && p.Status != engine.StatusReady {
 			clearStatus()

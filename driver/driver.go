@@ -49,12 +49,15 @@ type Options struct {
 	Resolver *agent.Resolver
 	// Gates is what to do at gates; empty means GateStop.
 	Gates GateMode
-	// AskGate asks for a decision on a gate (GateAsk): it returns the
+	// AskGate asks for a decision on a gate (GateAsk), given its view
+	// (what is under review and its digest: show it): it returns the
 	// decision (approve, revise or kill) with the note and the decider to
-	// record, or an error. ctx ends when the gate is decided elsewhere or
-	// the drive ends. ErrNoAnswer means nobody can answer: the drive then
-	// stops at its gates as with GateStop.
-	AskGate func(ctx context.Context, g engine.WaitingGate) (GateAnswer, error)
+	// record, or an error. The decision is recorded with the view's token
+	// and digest, so it is refused (and asked again) if the content under
+	// review is no longer what was shown. ctx ends when the gate is decided
+	// elsewhere or the drive ends. ErrNoAnswer means nobody can answer: the
+	// drive then stops at its gates as with GateStop.
+	AskGate func(ctx context.Context, g engine.GateView) (GateAnswer, error)
 	// GateWaiting, in GateWait mode, is told once about each gate round
 	// that starts waiting (to say how to decide it elsewhere). Called from
 	// the drive's goroutine.
