@@ -6,8 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
 )
@@ -128,10 +130,7 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 	for _, ev := range a.Events {
 		desc := describeEvent(ev)
 		if desc == "" {
-			desc = string(ev.Type) + " " + string(ev.Detail)
-			if ev.StepID != "" {
-				desc = ev.StepID + ": " + desc
-			}
+			desc = describeDebit(ev)
 		}
 		fmt.Fprintf(w, "%5d  %s  %s\n", ev.Seq, ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), printable(desc))
 	}
@@ -156,4 +155,35 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(w, chain)
 	}
 	return nil
+}
+
+// describeDebit renders a ledger debit, which progress views leave out
+// and the trace shows: what was spent, on which attempt or item.
+func describeDebit(ev engine.Event) string {
+	var d struct {
+		Amount    engine.Value `json:"amount"`
+		Attempt   int          `json:"attempt"`
+		ItemIndex *int         `json:"itemIndex"`
+		Source    string       `json:"source"`
+	}
+	_ = ev.DecodeDetail(&d)
+	who := ev.StepID
+	if d.ItemIndex != nil {
+		who = fmt.Sprintf("%s[%d]", who, *d.ItemIndex)
+	}
+	s := "spent " + compactJSON(d.Amount)
+	var on []string
+	if d.Attempt > 0 {
+		on = append(on, fmt.Sprintf("attempt %d", d.Attempt))
+	}
+	if d.Source != "" {
+		on = append(on, "reported by "+d.Source)
+	}
+	if len(on) > 0 {
+		s += " (" + strings.Join(on, ", ") + ")"
+	}
+	if who != "" {
+		return who + ": " + s
+	}
+	return s
 }

@@ -90,7 +90,7 @@ func writeStep(w io.Writer, a *engine.AuditReport, plan *ir.Plan, decl *ir.Step,
 		for _, it := range fo.Items {
 			line := fmt.Sprintf("%s[%d]: %s", in, it.Index, it.Status)
 			if it.PatchBytes > 0 {
-				line += fmt.Sprintf(", a %s patch (stratum diff %s %s/%d)", sizeText(it.PatchBytes), a.RunID, id, it.Index)
+				line += fmt.Sprintf(", a patch of %s (stratum diff %s %s/%d)", sizeText(it.PatchBytes), a.RunID, id, it.Index)
 			}
 			fmt.Fprintln(w, line)
 			for _, at := range it.Attempts {

@@ -96,7 +96,7 @@ func (c *diffCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	n := len(sv.Attempts)
 	if n == 0 {
-		return say(ExitFailure, "%s has no attempt yet: nothing changed", stepID)
+		return say(ExitFailure, "%s has no attempt: it is not a do step or has not run yet, so nothing of it changed the workspace", stepID)
 	}
 	pick := n
 	if c.attempt > 0 {

@@ -58,7 +58,7 @@ func writeUnderReview(w io.Writer, g engine.GateView, lim viewLimits) {
 					fmt.Fprintf(w, "      %s/%d: no changes\n", r.StepID, it.ItemIndex)
 					continue
 				}
-				fmt.Fprintf(w, "      %s/%d: a %s patch (stratum diff %s %s/%d)\n", r.StepID, it.ItemIndex, sizeText(it.Bytes), g.RunID, r.StepID, it.ItemIndex)
+				fmt.Fprintf(w, "      %s/%d: a patch of %s (stratum diff %s %s/%d)\n", r.StepID, it.ItemIndex, sizeText(it.Bytes), g.RunID, r.StepID, it.ItemIndex)
 			}
 		}
 	}
@@ -73,7 +73,7 @@ func writeWorkChanges(w io.Writer, runID, stepID string, c *engine.Changes, lim 
 		fmt.Fprintf(w, "    changes (the patch was not recorded):\n")
 		writeBlock(w, c.Stat, lim, more)
 	default:
-		fmt.Fprintf(w, "    changes (a %s patch: stratum diff %s %s):\n", sizeText(c.PatchBytes), runID, stepID)
+		fmt.Fprintf(w, "    changes (a patch of %s: stratum diff %s %s):\n", sizeText(c.PatchBytes), runID, stepID)
 		writeBlock(w, c.Stat, lim, more)
 	}
 	if c.HeadBefore != c.HeadAfter {
@@ -119,7 +119,11 @@ func writeBlock(w io.Writer, text string, lim viewLimits, more string) {
 		fmt.Fprintf(w, "      %s\n", l)
 	}
 	if cut > 0 {
-		fmt.Fprintf(w, "      ... (%s more: %s)\n", plural(cut, "line"), more)
+		word := "lines"
+		if cut == 1 {
+			word = "line"
+		}
+		fmt.Fprintf(w, "      ... (%d more %s: %s)\n", cut, word, more)
 	}
 }
 

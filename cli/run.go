@@ -359,6 +359,7 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 		}
 		say("run %s is waiting at %s %s", out.RunID, what, strings.Join(ids, ", "))
 		for _, id := range ids {
+			say("  read:     stratum gate show %s %s   (what is under review, and the digest to decide with)", out.RunID, id)
 			if interrupted[id] {
 				say("  %s: its attempt was interrupted (the agent died mid-way and may have left changes)", id)
 				say("  decide:   stratum gate approve|reject %s %s   (approve runs it again, reject fails it)", out.RunID, id)
