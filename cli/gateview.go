@@ -10,7 +10,7 @@ import (
 	"github.com/stratum-go/stratum/expr"
 )
 
-// What a person deciding a gate reads (docs/cli.md, "stratum gate show"):
+// What a person deciding a gate reads (docs/cli.md, "stratum gate"):
 // the work under review, step by step — the task each step was given,
 // rendered, its output (JSON, indented, never HTML-escaped), the diff stat
 // of what it changed in the workspace (or, for a worktree fanout, the
