@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,43 @@ func TestSnapErrorLeavesNothing(t *testing.T) {
 	}
 	if left := snapshotDirs(t); len(left) > 0 {
 		t.Errorf("a failed snapshot left %v", left)
+	}
+}
+
+// BenchmarkSnap measures one snapshot (the cost added before and after
+// each attempt of a do step) of a repository of 2,000 tracked files in
+// 40 directories, 10 of them modified and 5 untracked.
+func BenchmarkSnap(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "repo")
+	for i := 0; i < 2000; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("d%02d", i%40), fmt.Sprintf("f%04d.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(strings.Repeat(fmt.Sprintf("line %d\n", i), 20)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "base"}} {
+		if _, err := git(ctx, dir, nil, nil, args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		if err := os.WriteFile(filepath.Join(dir, "d00", fmt.Sprintf("f%04d.txt", i*40)), []byte("changed\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("new%d.txt", i)), []byte("new\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Snap(ctx, dir); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
