@@ -154,7 +154,7 @@ func writeAttempt(w io.Writer, runID, id string, at engine.Attempt, ind string) 
 			fmt.Fprintf(w, "%schanges: none\n", in)
 		default:
 			where := ""
-			if c.PatchBytes > 0 && id != "" {
+			if patchKept(c) && id != "" {
 				where = fmt.Sprintf(" (stratum diff %s %s --attempt %d)", runID, id, at.Attempt)
 			}
 			fmt.Fprintf(w, "%schanges%s:\n", in, where)

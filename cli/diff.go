@@ -112,7 +112,7 @@ func (c *diffCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return say(ExitFailure, "%s attempt %d: no changes were recorded (they are when stratum run drives the step in a git workspace)", stepID, pick)
 	case !changed(ch):
 		return say(ExitFailure, "%s attempt %d changed nothing in the workspace", stepID, pick)
-	case ch.PatchBytes == 0:
+	case !patchKept(ch):
 		return say(ExitFailure, "%s attempt %d: its patch was not recorded; its stat:\n%s", stepID, pick, printable(ch.Stat))
 	}
 	patch, err := sys.engine.Patch(ctx, runID, stepID, -1, at.Attempt)

@@ -69,7 +69,7 @@ func writeWorkChanges(w io.Writer, runID, stepID string, c *engine.Changes, lim 
 	switch {
 	case !changed(c):
 		fmt.Fprintf(w, "    changes: none (the workspace files are as before the attempt)\n")
-	case c.PatchBytes == 0:
+	case !patchKept(c):
 		fmt.Fprintf(w, "    changes (the patch was not recorded):\n")
 		writeBlock(w, c.Stat, lim, more)
 	default:
@@ -85,6 +85,10 @@ func writeWorkChanges(w io.Writer, runID, stepID string, c *engine.Changes, lim 
 func changed(c *engine.Changes) bool {
 	return c.TreeBefore != c.TreeAfter || c.HeadBefore != c.HeadAfter || c.PatchBytes > 0
 }
+
+// patchKept reports an attempt whose patch is in the run's log (stratum
+// diff can print it): it changed files and the patch was under the limit.
+func patchKept(c *engine.Changes) bool { return c.PatchBytes > 0 && !c.PatchOmitted }
 
 // outputText is an output as a person reads it: indented JSON, or the
 // cut JSON text of a truncated output as it is.

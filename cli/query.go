@@ -147,7 +147,7 @@ func gateSummaryOf(v engine.GateView) gateSummary {
 	for _, r := range v.UnderReview {
 		rs := reviewSummary{StepID: r.StepID, Status: r.Status, Task: r.Task, Output: r.Output, OutputTruncated: r.OutputTruncated}
 		if c := r.WorkChanges; c != nil {
-			rs.Changes = &changesSummary{Changed: changed(c), Stat: c.Stat, PatchBytes: c.PatchBytes, HeadBefore: c.HeadBefore, HeadAfter: c.HeadAfter}
+			rs.Changes = &changesSummary{Changed: changed(c), Stat: c.Stat, PatchBytes: c.PatchBytes, PatchOmitted: c.PatchOmitted, HeadBefore: c.HeadBefore, HeadAfter: c.HeadAfter}
 		}
 		for _, it := range r.Changes {
 			rs.Items = append(rs.Items, itemChanges{Index: it.ItemIndex, PatchBytes: it.Bytes})
@@ -221,8 +221,10 @@ type changesSummary struct {
 	Changed    bool   `json:"changed"`
 	Stat       string `json:"stat,omitempty"`
 	PatchBytes int    `json:"patch_bytes"`
-	HeadBefore string `json:"head_before"`
-	HeadAfter  string `json:"head_after"`
+	// PatchOmitted: the patch was over the limit and was not kept.
+	PatchOmitted bool   `json:"patch_omitted,omitempty"`
+	HeadBefore   string `json:"head_before"`
+	HeadAfter    string `json:"head_after"`
 }
 
 // itemChanges is the size of a worktree item's patch.

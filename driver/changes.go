@@ -128,6 +128,7 @@ func (w *workChanges) compare(ctx context.Context, m *measuring) (*engine.Change
 	}
 	var notes []string
 	if d.TooLarge != nil {
+		ch.PatchOmitted, ch.PatchBytes = true, int(d.TooLarge.Size)
 		notes = append(notes, fmt.Sprintf("the patch is %s, over the %s limit: it was not recorded (ignore generated files with .gitignore)",
 			sizeText(d.TooLarge.Size), sizeText(int64(d.TooLarge.Limit))))
 	}

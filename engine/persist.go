@@ -391,17 +391,27 @@ type attemptPatch struct {
 
 // recordChanges writes an attempt's patch into the log (once) and returns
 // the changes to keep with the attempt (without the patch).
-func (t *txn) recordChanges(stepID string, attempt int, ch *Changes) *Changes {
+func (t *txn) recordChanges(st *stepState, stepID string, attempt int, ch *Changes) *Changes {
 	if ch == nil {
 		return nil
 	}
 	c := *ch
 	c.Stat = cleanText(c.Stat)
-	c.PatchBytes, c.Patch = len(ch.Patch), nil
-	if len(ch.Patch) > 0 {
-		if _, err := t.emitBlob(evAttemptPatch, stepID, attemptPatch{StepID: stepID, Attempt: attempt, Patch: ch.Patch}); err != nil {
+	c.Patch = nil
+	switch {
+	case len(ch.Patch) > 0:
+		c.PatchBytes, c.PatchOmitted = len(ch.Patch), false
+		seq, err := t.emitBlob(evAttemptPatch, stepID, attemptPatch{StepID: stepID, Attempt: attempt, Patch: ch.Patch})
+		if err != nil {
 			c.Stat += " (the patch could not be recorded: " + err.Error() + ")"
+			break
 		}
+		if st.PatchSeqs == nil {
+			st.PatchSeqs = map[int]int64{}
+		}
+		st.PatchSeqs[attempt] = seq
+	case !ch.PatchOmitted:
+		c.PatchBytes = 0
 	}
 	return &c
 }
