@@ -192,31 +192,51 @@ func streamAuditText(ctx context.Context, out io.Writer, e *engine.Engine, runID
 }
 
 // streamAuditJSON writes the audit document (the answer of stratum_audit)
-// as it is read: the header, then each step, then each event, in the
-// layout writeJSON gives (steps in declaration order).
+// as it is read: the header, then each event, then each step (in
+// declaration order), in the layout writeJSON gives.
 func streamAuditJSON(ctx context.Context, out io.Writer, e *engine.Engine, runID string) error {
 	w := bufio.NewWriter(out)
-	var rest string // the document after "events": [
+	var between, after string // the header between "events": [ … ] and "steps": { … }, and after it
 	steps, events := 0, 0
-	_, err := e.AuditStream(ctx, runID, engine.AuditOptions{StepsFirst: true}, engine.AuditVisitor{
+	closeEvents := func() {
+		if events > 0 {
+			w.WriteString("\n  ")
+		}
+		w.WriteString("]" + between)
+		events = -1
+	}
+	_, err := e.AuditStream(ctx, runID, engine.AuditOptions{}, engine.AuditVisitor{
 		Header: func(a *engine.AuditReport) error {
 			doc, err := indentedJSON(a, "")
 			if err != nil {
 				return err
 			}
-			const stepsAt, eventsAt = "\n  \"steps\": {}", "\n  \"events\": []"
-			i, j := strings.Index(doc, stepsAt), strings.Index(doc, eventsAt)
+			const eventsAt, stepsAt = "\n  \"events\": []", "\n  \"steps\": {}"
+			i, j := strings.Index(doc, eventsAt), strings.Index(doc, stepsAt)
 			if i < 0 || j < i {
-				return fmt.Errorf("internal error: audit document without steps and events")
+				return fmt.Errorf("internal error: audit document without events and steps")
 			}
-			// doc[:open] ends with `"steps": {`; between is `,` and
-			// `"events": [`; rest follows the events' `]`.
-			open := i + len(stepsAt) - 1
-			w.WriteString(doc[:open])
-			rest = doc[open+1:j+len(eventsAt)-1] + "\x00" + doc[j+len(eventsAt):]
+			w.WriteString(doc[:i+len(eventsAt)-1]) // up to "events": [
+			between = doc[i+len(eventsAt) : j+len(stepsAt)-1]
+			after = doc[j+len(stepsAt):]
+			return nil
+		},
+		Event: func(ev engine.Event) error {
+			b, err := indentedJSON(ev, "    ")
+			if err != nil {
+				return err
+			}
+			if events > 0 {
+				w.WriteByte(',')
+			}
+			events++
+			fmt.Fprintf(w, "\n    %s", b)
 			return nil
 		},
 		Step: func(id string, sv *engine.StepView) error {
+			if events >= 0 {
+				closeEvents()
+			}
 			b, err := indentedJSON(sv, "    ")
 			if err != nil {
 				return err
@@ -229,39 +249,17 @@ func streamAuditJSON(ctx context.Context, out io.Writer, e *engine.Engine, runID
 			fmt.Fprintf(w, "\n    %s: %s", k, b)
 			return nil
 		},
-		Event: func(ev engine.Event) error {
-			if events == 0 {
-				between, _, _ := strings.Cut(rest, "\x00")
-				if steps > 0 {
-					w.WriteString("\n  ")
-				}
-				w.WriteString("}" + between)
-			}
-			b, err := indentedJSON(ev, "    ")
-			if err != nil {
-				return err
-			}
-			if events > 0 {
-				w.WriteByte(',')
-			}
-			events++
-			fmt.Fprintf(w, "\n    %s", b)
-			return nil
-		},
 	})
 	if err != nil {
 		return err
 	}
-	between, after, _ := strings.Cut(rest, "\x00")
-	if events == 0 {
-		if steps > 0 {
-			w.WriteString("\n  ")
-		}
-		w.WriteString("}" + between)
-	} else {
+	if events >= 0 {
+		closeEvents()
+	}
+	if steps > 0 {
 		w.WriteString("\n  ")
 	}
-	w.WriteString("]" + after)
+	w.WriteString("}" + after)
 	return w.Flush()
 }
 

@@ -33,8 +33,8 @@ type AuditReport struct {
 	CreatedAt      time.Time              `json:"createdAt" jsonschema:"when the run was planned (RFC 3339)"`
 	UpdatedAt      time.Time              `json:"updatedAt" jsonschema:"when the run last changed (RFC 3339)"`
 	Input          Value                  `json:"input" jsonschema:"the entry input"`
-	Steps          map[string]*StepView   `json:"steps" jsonschema:"every step's state by id: status, attempts (each with its result or failure), output, spent; a waiting gate's gateToken; fanout items; sub.steps for a subflow's steps"`
 	Events         []Event                `json:"events" jsonschema:"every event of the run, oldest first"`
+	Steps          map[string]*StepView   `json:"steps" jsonschema:"every step's state by id: status, attempts (each with its result or failure), output, spent; a waiting gate's gateToken; fanout items; sub.steps for a subflow's steps"`
 	FlowSpent      Ledger                 `json:"flowSpent" jsonschema:"the run's total spend: usd, tokens, dispatches, ms"`
 	Ledger         LedgerView             `json:"ledger" jsonschema:"spend and the flow's budget"`
 	Output         Value                  `json:"output,omitzero" jsonschema:"the flow's output (completed)"`

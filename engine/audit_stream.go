@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
+	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -39,8 +42,6 @@ type AuditOptions struct {
 	EventsLimit int
 	// Steps, when not nil, are the only root steps read.
 	Steps []string
-	// StepsFirst visits the steps before the events.
-	StepsFirst bool
 }
 
 // AuditStream reads a run's record and passes its events and steps to v.
@@ -72,37 +73,59 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 			return nil, err
 		}
 	}
-	events := func() error {
-		if v.Event == nil {
-			return nil
+	var steps []*ir.Step
+	var records stepRecords
+	if v.Step != nil {
+		steps = t.auditSteps(opts.Steps)
+		records = t.stepRecordSeqs(steps)
+	}
+	if v.Event != nil {
+		next, err := e.streamEvents(ctx, runID, opts, head.Seq, v.Event, &records)
+		if err != nil {
+			return nil, err
 		}
-		next, err := e.streamEvents(ctx, runID, opts, head.Seq, v.Event)
 		rep.NextEventsAfter = next
-		return err
 	}
-	steps := func() error {
-		if v.Step == nil {
-			return nil
+	if v.Step != nil {
+		if err := t.streamSteps(head.Seq, steps, records, v.Step); err != nil {
+			return nil, err
 		}
-		return t.streamSteps(head.Seq, opts.Steps, v.Step)
-	}
-	first, second := events, steps
-	if opts.StepsFirst {
-		first, second = steps, events
-	}
-	if err := first(); err != nil {
-		return nil, err
-	}
-	if err := second(); err != nil {
-		return nil, err
 	}
 	return rep, nil
+}
+
+// stepRecords are the log records an audit's steps pass needs, by seq;
+// the events pass, which reads them first, keeps their data (up to
+// maxKeptRecords bytes in all) so that the steps pass reads again only
+// the pages of those it could not keep.
+type stepRecords struct {
+	ids  map[int64]string      // seq of a finished step's record → step id
+	kept map[int64]store.Event // records read by the events pass
+	size int
+}
+
+// maxKeptRecords bounds the record data an audit keeps between its two
+// passes; beyond it the steps pass re-reads the log where it must, so an
+// audit's memory stays bounded whatever the run's length.
+var maxKeptRecords = 16 << 20 // a variable for tests
+
+// keep holds on to raw if the steps pass will want it and there is room.
+func (r *stepRecords) keep(raw store.Event) {
+	if _, ok := r.ids[raw.Seq]; !ok || r.size+len(raw.Data) > maxKeptRecords {
+		return
+	}
+	if r.kept == nil {
+		r.kept = map[int64]store.Event{}
+	}
+	raw.Data = bytes.Clone(raw.Data) // not the page it was read with
+	r.kept[raw.Seq] = raw
+	r.size += len(raw.Data)
 }
 
 // streamEvents passes the events after opts.EventsAfter to fn, a page at
 // a time; it returns the cursor of the next page when opts.EventsLimit
 // stopped it (0 when every event was read).
-func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptions, head int64, fn func(Event) error) (int64, error) {
+func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptions, head int64, fn func(Event) error, records *stepRecords) (int64, error) {
 	sent := 0
 	for after := opts.EventsAfter; after < head; {
 		page, err := e.store.Events(ctx, runID, after, min(auditPage, int(head-after)))
@@ -114,6 +137,7 @@ func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptio
 		}
 		for _, raw := range page {
 			after = raw.Seq
+			records.keep(raw)
 			ev, ok, err := toEvent(runID, raw)
 			if err != nil {
 				return 0, err
@@ -151,34 +175,53 @@ func toEvent(runID string, raw store.Event) (Event, bool, error) {
 	return Event{Seq: raw.Seq, At: raw.At, Type: EventType(raw.Type), StepID: d.StepID, Detail: d.Detail, Hash: raw.Hash}, true, nil
 }
 
-// streamSteps passes the root steps (only those named in only, when not
-// nil) to fn in declaration order. The finished ones are read in one
-// pass over the log, each record decoded when reached and dropped once
-// passed on; a record reached before its turn waits (records are written
-// as steps finish, mostly in declaration order).
-func (t *txn) streamSteps(head int64, only []string, fn func(string, *StepView) error) error {
-	root := t.rootScope()
-	steps := root.flow.Steps
-	if only != nil {
-		want := make(map[string]bool, len(only))
-		for _, id := range only {
-			want[id] = true
-		}
-		steps = steps[:0:0]
-		for _, s := range root.flow.Steps {
-			if want[s.ID] {
-				steps = append(steps, s)
-			}
+// auditSteps are the root steps an audit reads (only those named in
+// only, when not nil), in declaration order.
+func (t *txn) auditSteps(only []string) []*ir.Step {
+	steps := t.rootScope().flow.Steps
+	if only == nil {
+		return steps
+	}
+	want := make(map[string]bool, len(only))
+	for _, id := range only {
+		want[id] = true
+	}
+	var out []*ir.Step
+	for _, s := range steps {
+		if want[s.ID] {
+			out = append(out, s)
 		}
 	}
-	bySeq := map[int64]string{}
+	return out
+}
+
+// stepRecordSeqs finds the records of the finished steps among steps.
+func (t *txn) stepRecordSeqs(steps []*ir.Step) stepRecords {
+	root := t.rootScope()
+	r := stepRecords{ids: map[int64]string{}}
 	for _, s := range steps {
 		if root.steps[s.ID] == nil {
 			if ref, ok := t.st.cold[s.ID]; ok {
-				bySeq[ref.Seq] = s.ID
+				r.ids[ref.Seq] = s.ID
 			}
 		}
 	}
+	return r
+}
+
+// streamSteps passes steps to fn in declaration order. The finished ones
+// come from their records, in the order of the log: those the events
+// pass kept, and pages read from the first record it did not, so that a
+// few steps cost a few pages. Each record is decoded when reached and
+// dropped once passed on; one reached before its turn waits (records are
+// written as steps finish, mostly in declaration order).
+func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn func(string, *StepView) error) error {
+	root := t.rootScope()
+	seqs := make([]int64, 0, len(records.ids))
+	for seq := range records.ids {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
 	read := make(map[string]*stepState, 8)
 	next := 0
 	flush := func() error {
@@ -205,28 +248,29 @@ func (t *txn) streamSteps(head int64, only []string, fn func(string, *StepView) 
 	if err := flush(); err != nil {
 		return err
 	}
-	for after := int64(0); after < head && next < len(steps); {
-		page, err := t.e.store.Events(t.ctx, t.st.ID, after, min(auditPage, int(head-after)))
+	var page []store.Event // the last page read (consecutive seqs)
+	inPage := func(seq int64) bool { return len(page) > 0 && page[0].Seq <= seq && seq <= page[len(page)-1].Seq }
+	for _, seq := range seqs {
+		raw, ok := records.kept[seq]
+		if !ok {
+			if !inPage(seq) {
+				var err error
+				if page, err = t.e.store.Events(t.ctx, t.st.ID, seq-1, min(auditPage, int(head-seq+1))); err != nil {
+					return mapStoreErr(t.st.ID, err)
+				}
+				if !inPage(seq) {
+					return fmt.Errorf("run %s: %w: the log ends before event %d, the record of step %s", t.st.ID, ErrCorrupt, seq, records.ids[seq])
+				}
+			}
+			raw = page[seq-page[0].Seq]
+		}
+		ss, err := t.e.stepRecord(t.ctx, t.st.ID, raw)
 		if err != nil {
-			return mapStoreErr(t.st.ID, err)
+			return err
 		}
-		if len(page) == 0 {
-			break
-		}
-		for _, raw := range page {
-			after = raw.Seq
-			id, ok := bySeq[raw.Seq]
-			if !ok {
-				continue
-			}
-			ss, err := t.e.stepRecord(t.ctx, t.st.ID, raw)
-			if err != nil {
-				return err
-			}
-			read[id] = ss
-			if err := flush(); err != nil {
-				return err
-			}
+		read[records.ids[seq]] = ss
+		if err := flush(); err != nil {
+			return err
 		}
 	}
 	if next < len(steps) {

@@ -31,8 +31,10 @@ func TestAuditStreamOrderAndPages(t *testing.T) {
 
 	e2 := h.reopen(Options{}) // a fresh process: every finished step from the log
 	var got []string
+	streamed := map[string]*StepView{}
 	rep, err := e2.AuditStream(h.ctx, r.RunID, AuditOptions{}, AuditVisitor{Step: func(id string, v *StepView) error {
 		got = append(got, id)
+		streamed[id] = v
 		if id != "z" && jsonOf(t, v.Output.Data) != fmt.Sprintf(`{"v":"out %s"}`, id) {
 			t.Errorf("%s streamed with output %s", id, jsonOf(t, v.Output.Data))
 		}
@@ -51,6 +53,24 @@ func TestAuditStreamOrderAndPages(t *testing.T) {
 	full, err := e2.Audit(h.ctx, r.RunID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The steps read alone (every record from the log) are the steps
+	// read with the events (records kept by the events pass), and so
+	// they are when the events pass may keep only a few, or none before
+	// a cursor.
+	if a, b := dump(full.Steps), dump(streamed); a != b {
+		t.Fatalf("steps with the events differ from the steps alone:\n %s\n %s", a, b)
+	}
+	defer func(n int) { maxKeptRecords = n }(maxKeptRecords)
+	maxKeptRecords = 3000
+	for _, after := range []int64{0, full.Events[len(full.Events)/2].Seq} {
+		few, err := e2.AuditWith(h.ctx, r.RunID, AuditOptions{EventsAfter: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := dump(full.Steps), dump(few.Steps); a != b {
+			t.Fatalf("steps with a few records kept, events after %d, differ:\n %s\n %s", after, a, b)
+		}
 	}
 	var paged []Event
 	for after, pages := int64(0), 0; ; pages++ {
