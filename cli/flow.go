@@ -74,8 +74,8 @@ func (c *flowCmd) Run(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "stratum flow cancel: %s\n", doc.Message)
 		return exitCode(ExitFailure)
 	}
-	// An id that cannot name a run is an error, not "not found" (spec/cli.md
-	// 2): the answer must not suggest that such a run could exist.
+	// An id that cannot name a run is an error, not "not found" (docs/cli.md,
+	// "stratum query"): the answer must not suggest that such a run could exist.
 	if msg := runIDProblem(runID); msg != "" {
 		return refuse(cancelRefusal{Error: "INVALID", Message: msg})
 	}

@@ -218,7 +218,7 @@ func waitingGates(r *engine.Response) []string {
 }
 
 // gateOutcome names what the decision led to, from the gate's own route
-// (spec/cli.md 6 step 6).
+// (the result of docs/cli.md, "stratum gate").
 func gateOutcome(decision engine.Decision, target string, resp *engine.Response) string {
 	switch {
 	case decision == engine.DecisionRevise && (resp.Status == engine.StatusFailed || resp.Status == engine.StatusBudgetExhausted):

@@ -11,8 +11,8 @@ import (
 	"github.com/stratum-go/stratum/ir"
 )
 
-// graphCmd is "stratum graph": draw a spec's compiled DAG (DESIGN
-// decision 11) as a Mermaid flowchart or a Graphviz digraph.
+// graphCmd is "stratum graph": draw a spec's compiled DAG as a Mermaid
+// flowchart or a Graphviz digraph (docs/cli.md, "stratum graph").
 type graphCmd struct {
 	flow   string
 	format string

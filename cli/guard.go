@@ -143,8 +143,8 @@ func (c *guardCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	call, known := guardActions()[action]
 	if !known && action != "verify" {
-		// spec/guard.md 17: stderr only, exit 1. A missing action is said
-		// as such rather than as the unknown action "".
+		// Stderr only, exit 1 (docs/guard.md, "Quick start (CLI)"). A
+		// missing action is said as such rather than as the unknown action "".
 		what := fmt.Sprintf("Unknown guard action: %s.", action)
 		if action == "" {
 			what = "Missing guard action."

@@ -259,7 +259,7 @@ func listedFlow(r engine.RunSummary) flowSummary {
 	return s
 }
 
-// summarize builds the query view of one run (spec/cli.md 5.2-5.4).
+// summarize builds the query view of one run (docs/cli.md, "stratum query").
 func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID string) (*flowDetail, error) {
 	a, err := e.Audit(ctx, runID)
 	if err != nil {
@@ -330,8 +330,8 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 	return d, nil
 }
 
-// projectStatus maps a run's status to the query vocabulary (spec/cli.md
-// 5.2).
+// projectStatus maps a run's status to the query vocabulary (docs/cli.md,
+// "stratum query").
 func projectStatus(a *engine.AuditReport) string {
 	var cause engine.FailureCause
 	if a.Failure != nil {

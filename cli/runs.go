@@ -11,7 +11,7 @@ import (
 )
 
 // schemaVersion is the _schema_version of the query, gate and flow cancel
-// JSON documents (spec/cli.md).
+// JSON documents (docs/cli.md, "stratum query").
 const schemaVersion = "1"
 
 // writeJSON writes v as two-space indented JSON and a newline (the form
@@ -42,7 +42,7 @@ func fail(env *Env, code, message string) error {
 }
 
 // checkRunID refuses an id that cannot name a run (an error, not "not
-// found": spec/cli.md 2).
+// found": docs/cli.md, "stratum query").
 func checkRunID(env *Env, id string) error {
 	if msg := runIDProblem(id); msg != "" {
 		return fail(env, "INVALID", msg)

@@ -26,7 +26,7 @@ func (t *txn) scopeLive(sc *scope) bool {
 	return t.running() && (sc.root() || sc.parent.Status == StepRunning)
 }
 
-// advance schedules until nothing changes (spec/engine.md 2): carry
+// advance schedules until nothing changes (docs/engine.md, "Scheduling"): carry
 // materialisation, a pass over the root scope, a pass over each active
 // subflow and its settlement, repeated while anything changed; then
 // completion or dead-end detection of the root.
@@ -167,8 +167,8 @@ func (t *txn) activate(sc *scope, s *ir.Step, st *stepState) bool {
 }
 
 // skipUnrouted skips a route-only step once every step that could route
-// to it has finished without doing so (DESIGN decision 10: gate targets
-// too, so a gate with distinct approve and kill targets completes).
+// to it has finished without doing so; gate targets too, so a gate with
+// distinct approve and kill targets completes (docs/engine.md, "Gates").
 func (t *txn) skipUnrouted(sc *scope, s *ir.Step, st *stepState) bool {
 	var decided []string
 	for _, ri := range s.RoutedFrom {
@@ -207,7 +207,8 @@ func onlyOnFailRouters(f *ir.Flow, s *ir.Step) bool {
 // it succeeded or was skipped. A failed dependency (whose failure was
 // routed by on_fail) or a killed gate blocks the step, and so does a
 // dependency skipped because it was blocked, unless the step lies on the
-// recovery path (reachable from the route's target): DESIGN decision 4.
+// recovery path (reachable from the route's target): docs/engine.md,
+// "Scheduling", routing that completes.
 // A blocked step is skipped at once with the reason.
 func (t *txn) depsReady(sc *scope, s *ir.Step, st *stepState) (ready, changed bool) {
 	waiting := false
@@ -332,7 +333,7 @@ type attemptFailure struct {
 }
 
 // failAttempt records a failed attempt and retries, routes or fails
-// (spec/engine.md 4.4).
+// (docs/engine.md, "Step results and failure context").
 func (t *txn) failAttempt(sc *scope, s *ir.Step, st *stepState, f attemptFailure) {
 	identical := false
 	if f.evidence.Present && len(st.Attempts) > 0 {
@@ -535,8 +536,9 @@ func (t *txn) flowOutput(sc *scope) (any, error) {
 	return v, nil
 }
 
-// outputCheck validates the flow output early when s produces it
-// (spec/engine.md 4.1 step 8).
+// outputCheck validates the flow output early when s produces it: the
+// last check of a report (docs/engine.md, "Step results and failure
+// context").
 func (t *txn) outputCheck(sc *scope, s *ir.Step, output any) error {
 	from := sc.flow.Output.From
 	if from == nil || from.Name != s.ID {

@@ -7,7 +7,8 @@ import (
 	"github.com/stratum-go/stratum/ir"
 )
 
-// CancelResult is the outcome of Cancel (spec/mcp.md 2.15). The agent
+// CancelResult is the outcome of Cancel (docs/engine.md, "Cancel, audit,
+// poll"; docs/cli.md, "stratum flow cancel"). The agent
 // teardown half belongs to the front ends; the engine settles the run.
 type CancelResult struct {
 	// Status is the run's status after the call.

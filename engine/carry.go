@@ -16,7 +16,8 @@ type carryWrite struct {
 }
 
 // materialiseCarry writes initial carry values whose source is available
-// (spec/engine.md 5.6): all values are staged before any is stored, and
+// (docs/engine.md, "Constructs", carry): all values are staged before any
+// is stored, and
 // an unresolvable reference fails the run. It reports whether anything
 // changed.
 func (t *txn) materialiseCarry() bool {

@@ -16,7 +16,8 @@ import (
 // would make every step cost more. Reusing a label replaces it in place.
 const MaxCheckpoints = 32
 
-// CommitResult is the answer to Commit (spec/mcp.md 2.6).
+// CommitResult is the answer to Commit (and of the MCP tool stratum_commit:
+// docs/mcp.md, "Tools").
 type CommitResult struct {
 	Status string `json:"status" jsonschema:"committed"`
 	RunID  string `json:"runId" jsonschema:"the run's id"`
@@ -72,8 +73,8 @@ func deepCopy[T any](v T) (T, error) {
 	return out, err
 }
 
-// Commit saves a named, state-only checkpoint of the run (spec/engine.md
-// 6): status, output, failure, spend, rounds, every step state and carry.
+// Commit saves a named, state-only checkpoint of the run (docs/engine.md,
+// "Checkpoints"): status, output, failure, spend, rounds, every step state and carry.
 // Workspace files are never touched. Reusing a label replaces its
 // snapshot in place.
 func (e *Engine) Commit(ctx context.Context, runID, label string) (*CommitResult, error) {
@@ -153,7 +154,8 @@ func (t *txn) labels() []string {
 	return out
 }
 
-// Revert restores a checkpoint and re-advances the run (spec/engine.md 6):
+// Revert restores a checkpoint and re-advances the run (docs/engine.md,
+// "Checkpoints"):
 // step states, status, output, rounds and carry return to the snapshot;
 // spend never goes down; every restored issuance (ready step, waiting gate,
 // live fanout item) gets a new token so reports made against the reverted

@@ -8,7 +8,7 @@ import (
 	"github.com/stratum-go/stratum/ir"
 )
 
-// Evaluate steps (docs/engine.md, "evaluate") run a command outside every
+// Evaluate steps (docs/engine.md, "Effects") run a command outside every
 // transition: the transition that activates the step reserves it
 // (status running, an effect token, the rendered input), the command runs
 // after that transition is durable and without the run's lock, and a

@@ -18,7 +18,7 @@ const (
 
 func consumerFanout(s *ir.Step) bool { return s.Fanout.Dispatch == ir.DispatchConsumer }
 
-// activateFanout enumerates a fanout's items (spec/engine.md 5.4).
+// activateFanout enumerates a fanout's items (docs/engine.md, "Constructs").
 func (t *txn) activateFanout(sc *scope, s *ir.Step, st *stepState) {
 	attempt := len(st.Attempts) + 1
 	over, err := s.Fanout.Over.Render(t.resolver(sc, nil))
@@ -255,8 +255,8 @@ type capture struct {
 	err   error
 }
 
-// settleItem is the shared attempt settlement of spec/engine.md 5.4.1 for
-// consumer and engine items.
+// settleItem settles one attempt of a consumer or engine item, the same
+// way for both (docs/engine.md, "Constructs", fanout).
 func (t *txn) settleItem(sc *scope, s *ir.Step, st *stepState, it *itemState, r itemResult) {
 	attempt := len(it.Attempts) + 1
 	id := sc.scoped(s.ID)
@@ -428,8 +428,8 @@ func requireMet(s *ir.Step, st *stepState) bool {
 }
 
 // settleFanout completes a fanout whose items are all terminal (and, for
-// an engine fanout with worktree isolation, merged) (spec/engine.md
-// 5.4.2). Consumer fanouts are never merged by the engine.
+// an engine fanout with worktree isolation, merged: docs/engine.md,
+// "Worktree isolation of engine fanouts"). Consumer fanouts are never merged by the engine.
 func (t *txn) settleFanout(sc *scope, s *ir.Step, st *stepState) {
 	items := st.Fanout.Items
 	required := required(s, len(items))

@@ -108,7 +108,7 @@ func TestConsumerFanoutRequire(t *testing.T) {
 				wantStatus(t, r, StatusCompleted)
 				return
 			}
-			// on_fail routes to rescue; after is skipped (decision 4).
+			// on_fail routes to rescue; after is skipped (docs/engine.md, "Scheduling").
 			en := entry(t, r, "rescue")
 			if en.PreviousFailure == nil || !strings.Contains(en.PreviousFailure.Reason, tc.reason) {
 				t.Fatalf("rescue %s, want %q", dump(en), tc.reason)

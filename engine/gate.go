@@ -57,8 +57,7 @@ type GateDecision struct {
 	Target string
 }
 
-// ResolveGate applies a gate decision (spec/engine.md 5.2 with DESIGN
-// decisions 8 and 10). approve completes the gate and routes to on_approve
+// ResolveGate applies a gate decision (docs/engine.md, "Gates"). approve completes the gate and routes to on_approve
 // when it names one; the gate's other successors then proceed. kill with a
 // null route fails the run (or the subflow's run step); with a target it
 // routes there and the gate's other successors are skipped. revise resets
@@ -291,7 +290,8 @@ func (t *txn) revise(sc *scope, g *ir.Step, st *stepState, target string, req Ga
 	return nil
 }
 
-// resetClosure resets every step of a revise closure (spec/engine.md 5.2).
+// resetClosure resets every step of a revise closure (docs/engine.md,
+// "Gates", revise).
 func (t *txn) resetClosure(sc *scope, target *ir.Step, closure []int) {
 	var reset []map[string]any
 	var dropped []string

@@ -121,7 +121,7 @@ func TestGateDecisionRefusals(t *testing.T) {
 
 // A gate with distinct approve and kill targets completes on either
 // path; the gate's other successors continue after approve and are
-// skipped after kill (DESIGN decision 10).
+// skipped after kill (docs/engine.md, "Gates").
 const gateRoutes = `
 version: 1
 contracts:

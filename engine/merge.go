@@ -8,7 +8,8 @@ import (
 	"github.com/stratum-go/stratum/ir"
 )
 
-// Worktree isolation of engine fanouts (spec/engine.md 5.4, 5.4.2).
+// Worktree isolation of engine fanouts (docs/engine.md, "Worktree isolation
+// of engine fanouts").
 //
 // Each item works in its own git worktree (fanout_engine.go makes and
 // removes it). After the final stage the item's changes are captured as a

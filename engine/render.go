@@ -14,7 +14,8 @@ type stageCtx struct {
 	hasPrev bool
 }
 
-// resolver resolves references in a scope (spec/ir.md 7.8).
+// resolver resolves references in a scope (docs/spec-language.md, "At run
+// time").
 func (t *txn) resolver(sc *scope, sx *stageCtx) ir.Resolver {
 	return func(r *ir.Ref) (any, error) {
 		switch r.Kind {

@@ -135,7 +135,7 @@ type ReadyEntry struct {
 }
 
 // FanoutItem is where a consumer fanout item's ready entry belongs
-// (docs/engine.md, "Fanouts").
+// (docs/engine.md, "Responses").
 type FanoutItem struct {
 	Flow         string `json:"flow" jsonschema:"fanout item: the flow of the fanout step"`
 	Step         string `json:"step" jsonschema:"fanout item: the fanout step"`
@@ -200,7 +200,7 @@ func (t *txn) response() *Response {
 	return r.normalize()
 }
 
-// readyEntries lists ready work in spec order (spec/engine.md 2.3): root
+// readyEntries lists ready work in order (docs/engine.md, "Responses"): root
 // do steps, then the ready do steps of each running run step, then the
 // ready items of each running consumer fanout.
 func (t *txn) readyEntries() []ReadyEntry {

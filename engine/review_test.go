@@ -116,7 +116,7 @@ flows:
 func TestCancelBurnsEveryToken(t *testing.T) {
 	h := newHarness(t, Options{})
 	r := h.plan(childAndFanout, map[string]any{"items": []any{"i0", "i1"}})
-	// Ready order (spec/engine.md 2.3): root tasks, subflow tasks, items.
+	// Ready order (docs/engine.md, "Responses"): root tasks, subflow tasks, items.
 	if ids := strings.Join(readyIDs(r), ","); ids != "a,w/d,fan/0" {
 		t.Fatalf("ready %s", ids)
 	}
@@ -397,7 +397,8 @@ func TestReviseClosure(t *testing.T) {
 	})
 }
 
-// The step_done checks of spec/engine.md 4.1 in order: each case breaks
+// The step_done checks in the order of docs/engine.md, "Step results and
+// failure context": each case breaks
 // two rules at once and the earlier one must be the reason; what is
 // recorded (usage) follows from where the pipeline stopped.
 func TestStepDoneCheckOrder(t *testing.T) {
@@ -601,7 +602,8 @@ func TestFanoutItemJudgeAndStageWhen(t *testing.T) {
 
 func fmtAny(v any) string { s, _ := v.(string); return s }
 
-// Failure reasons quote expressions as JSON strings (spec/engine.md 4.2),
+// Failure reasons quote expressions as JSON strings (docs/engine.md, "Step
+// results and failure context"),
 // not as Go literals: control characters are \u escapes, other characters
 // are kept.
 func TestReasonQuotesJSON(t *testing.T) {
@@ -617,7 +619,8 @@ func TestReasonQuotesJSON(t *testing.T) {
 	}
 }
 
-// Decision 4 inside a subflow: the on_fail example's flow called by a run
+// Routing that completes (docs/engine.md, "Scheduling") inside a subflow:
+// the on_fail example's flow called by a run
 // step completes on its failure path too (the reference leaves such a
 // child stalled and the run running forever), and a killed child gate
 // with a target skips the gate's successors in the child.
@@ -683,7 +686,8 @@ flows:
 	})
 }
 
-// With decision 4 a consistent run never dead-ends, so the last line of
+// With routing that completes (docs/engine.md, "Scheduling") a consistent
+// run never dead-ends, so the last line of
 // defence is exercised on a state no scheduler path produces (a step in a
 // status the scheduler does not know): the scope fails with the precise
 // reason instead of answering running forever, in the root and in a child.
@@ -897,8 +901,8 @@ flows:
 }
 
 // Values a Go caller hands over are copied: changing them after the call
-// returns changes nothing in the run (spec/engine.md 1.2: the input is a
-// deep copy; the same holds for outputs).
+// returns changes nothing in the run (docs/engine.md, "Go API (for front
+// ends)").
 func TestCallerValuesCopied(t *testing.T) {
 	h := newHarness(t, Options{})
 	in := expr.NewObject(1)

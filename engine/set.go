@@ -7,7 +7,7 @@ import (
 	"github.com/stratum-go/stratum/ir"
 )
 
-// runSet evaluates a set step (spec/engine.md 5.1): deterministic, never
+// runSet evaluates a set step (docs/engine.md, "Constructs"): deterministic, never
 // retried. An expression error, a contract violation or a failed ensure
 // fails the scope (the run, or the parent run step of a subflow).
 // Deliberate difference: the reference turns an expression error into the

@@ -56,7 +56,8 @@ type StepResult struct {
 	Patch []byte
 }
 
-// StepDone reports a step result (spec/engine.md 3-4). The dispatch token
+// StepDone reports a step result (docs/engine.md, "Tokens" and "Step
+// results and failure context"). The dispatch token
 // fences the report: a missing, superseded or already-accepted token is
 // refused with ErrStaleToken and the current state, and changes nothing.
 // An accepted report is durable when StepDone returns; the response is the
@@ -179,7 +180,8 @@ func stepIssued(st *stepState) bool {
 	return st.Status != StepPending && st.Status != StepSkipped || len(st.Attempts) > 0 || st.Epoch > 0
 }
 
-// stepDone runs the step_done pipeline of a do step (spec/engine.md 4.1).
+// stepDone runs the step_done pipeline of a do step, its checks in the
+// order of docs/engine.md, "Step results and failure context".
 func (t *txn) stepDone(sc *scope, s *ir.Step, req StepDoneRequest) error {
 	id := sc.scoped(s.ID)
 	if s.Kind != ir.KindDo {

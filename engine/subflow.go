@@ -7,7 +7,7 @@ import (
 	"github.com/stratum-go/stratum/ir"
 )
 
-// activateRun starts a run step (spec/engine.md 5.5): render `with`,
+// activateRun starts a run step (docs/engine.md, "Constructs"): render `with`,
 // validate it against the callee's input contract (a failure is forced),
 // create the child scope.
 func (t *txn) activateRun(sc *scope, s *ir.Step, st *stepState) {
@@ -33,7 +33,7 @@ func (t *txn) activateRun(sc *scope, s *ir.Step, st *stepState) {
 
 // settleChild completes or fails a run step whose child scope has
 // finished, and fails it precisely when nothing in the child can ever run
-// again (DESIGN decision 4: never an eternal running).
+// again (docs/engine.md, "Scheduling": a run never stays running forever).
 func (t *txn) settleChild(root, child *scope) bool {
 	ps := child.parent
 	if ps.Status != StepRunning || !t.running() {

@@ -10,7 +10,7 @@ import (
 	"github.com/stratum-go/stratum/ir"
 )
 
-// Receipt is an external cost receipt (spec/engine.md 8.4).
+// Receipt is an external cost receipt (docs/engine.md, "Budgets").
 type Receipt struct {
 	// DispatchID identifies the dispatch the cost belongs to; receipts
 	// are idempotent by it. It must not start with legacy: or engine:.

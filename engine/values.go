@@ -257,7 +257,8 @@ func compactJSON(v any) string {
 }
 
 // quote is a string as a JSON string literal, as JSON.stringify writes it
-// (for messages: spec/engine.md 4.2 quotes expressions as JSON strings).
+// (failure reasons quote expressions so: docs/engine.md, "Step results and
+// failure context").
 func quote(s string) string {
 	b, err := expr.EncodeJSON(cleanText(s))
 	if err != nil {

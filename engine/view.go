@@ -5,7 +5,7 @@ package engine
 // and must not build on (accepted tokens, in-flight marks, event seqs of
 // internal records); the view types below are the public, documented
 // shape, and their json and jsonschema tags are the wire form that every
-// front end sends unchanged (docs/mcp.md, "One owner of the wire").
+// front end sends unchanged (docs/engine.md, "Responses").
 
 // StepView is one step's state in an audit.
 type StepView struct {

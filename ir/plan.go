@@ -211,7 +211,7 @@ type Step struct {
 	OnFail string
 	// Idempotent says a do step may be attempted again at once when an
 	// attempt was interrupted (its process died mid-attempt) rather than
-	// wait for a person to decide (docs/spec-language.md, "idempotent").
+	// wait for a person to decide (docs/engine.md, "Interrupted attempts").
 	Idempotent bool
 	// Set holds a set step's fields in declaration order.
 	Set    []SetField

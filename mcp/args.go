@@ -14,7 +14,7 @@ import (
 // authors: JSON pointers, Go slice syntax ("[\"title\" \"points\"]"),
 // "want one of \"string, object\"". explainArgs says the same thing in the
 // model's words, from the tool's own input schema: which argument, what it
-// must be, what to write instead (docs/mcp.md, "Refusals"). It covers the
+// must be, what to write instead (docs/mcp.md, "Wire conventions"). It covers the
 // keywords the input schemas use (type, properties, required,
 // additionalProperties, items, enum); anything else falls back to the
 // validator's message.

@@ -94,8 +94,8 @@ func readyEntrySchema() *jsonschema.Schema {
 // jsonTypes is every JSON type: the explicit type of a property that takes
 // any JSON value. A property with no type at all is legal JSON Schema, but
 // some clients drop what they cannot type: Codex shows such a property to
-// its model as {} without its description (docs/mcp.md, "What the clients
-// show"), so every property advertises a type.
+// its model as {} without its description (docs/mcp.md, "What a model
+// sees"), so every property advertises a type.
 var jsonTypes = []string{"object", "array", "string", "number", "boolean", "null"}
 
 func anyJSONSchema() *jsonschema.Schema {

@@ -83,7 +83,7 @@ func BenchmarkStepDone(b *testing.B) {
 	floorState := encodeEnvelope(envelope{RunID: "r", Head: genesisHash("r"), State: state})
 	floorLine, _, _ := encodeEvent(1, genesisHash("r"), resultEvent(1), true)
 	// The floor with a head record: one more in-place overwrite and
-	// fdatasync, what decision 0010 adds to every write.
+	// fdatasync, what docs/decisions/0010-head-record.md adds to every write.
 	floorHead, err := openSmall(filepath.Join(floorDir, "head"), os.O_CREATE|os.O_RDWR, filePerm)
 	if err != nil {
 		b.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // not exist, and two concurrent Creates of one id cannot both succeed. The
 // head record is written once the run is in place; if that fails the run
 // is still durable and complete, so Create succeeds and the next write
-// records the head (docs/storage.md, "Create").
+// records the head (docs/storage.md, "Writing").
 func (s *FileStore) Create(ctx context.Context, runID string, c Change) (Head, error) {
 	if err := ValidateRunID(runID); err != nil {
 		return Head{}, err

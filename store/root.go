@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 )
 
-// DefaultRoot resolves the directory that holds runs (DESIGN decision 6):
+// DefaultRoot resolves the directory that holds runs (docs/storage.md,
+// "Where runs live"):
 // $STRATUM_STATE_ROOT when set, else $STRATUM_HOME/flows, else
 // $HOME/.stratum/flows. getenv is os.Getenv in production; tests pass their
 // own. The result is absolute (a relative setting is resolved against the
