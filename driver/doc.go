@@ -1,21 +1,28 @@
-// Package driver runs a flow end to end on this machine (DESIGN decision
-// 9): it hands every ready do step and consumer fanout item to an agent
-// connector, reports each result to the engine, resolves or stops at gates
-// as told, and lends the engine a Dispatcher backed by the same connectors
-// for engine-dispatched fanouts. NewDispatcher is that Dispatcher on its
-// own: the one the module has, which `stratum mcp` uses too. The engine
-// isolates and merges engine fanouts itself; the driver isolates and
-// merges only the consumer fanout items it executes (it is their
-// consumer).
+// Package driver runs a flow end to end on this machine, without an MCP
+// host (docs/cli.md, "stratum run: the local driver"): a [Driver] hands
+// every ready do step and consumer fanout item to an agent connector,
+// reports each result to the engine, and resolves or stops at gates as its
+// [GateMode] says ([Driver.Start], [Driver.Resume]).
 //
-// The person who runs it configures the agents (AgentSetup: options such
-// as the sandbox, model and attempt time limit, a per-step hook for a
-// policy, a progress view) and bounds each drive (Options.RunTimeout). An
-// attempt's measured wall time is reported as its ms usage. An agent that
-// cannot run at all (agent.ErrUnavailable) halts the drive without using
+// The package also has the production executors of the engine's effects
+// (docs/engine.md, "Effects"), which the engine calls outside its
+// transitions: [Dispatcher] runs one agent task of an engine-dispatched
+// fanout ([NewDispatcher] is the one the module has; `stratum mcp` uses it
+// too, and [Driver.Dispatcher] lends a Driver's), [Shell] runs evaluate
+// commands, and [GitWorkspaces] makes, captures and merges the worktrees
+// of fanout items. The engine isolates and merges engine fanouts itself
+// through GitWorkspaces; the driver isolates and merges only the consumer
+// fanout items it executes (it is their consumer).
+//
+// The person who runs it configures the agents ([AgentSetup]: options
+// such as the sandbox, model and attempt time limit, a per-step hook for a
+// policy, a progress view) and bounds each drive ([Options].RunTimeout,
+// ending in a [RunTimeLimitError]). An attempt's measured wall time is
+// reported as its ms usage. An agent that cannot run at all
+// (agent.ErrUnavailable) halts the drive with a [HaltError] without using
 // an attempt, so that the run can be resumed once the cause is fixed
 // (docs/agents.md, "When the agent cannot run"). Gate decisions carry who
-// made them and why (GateAnswer), and a question about a gate is asked
+// made them and why ([GateAnswer]), and a question about a gate is asked
 // with the gate's view and answered on its digest. In a git workspace each
 // attempt of a do step is reported with what it changed there (snapshots
 // before and after through a temporary index: docs/agents.md, "What a
@@ -24,9 +31,11 @@
 // The run is an ordinary persisted run: everything the driver does goes
 // through the engine's public API, so any other process (stratum gate,
 // stratum flow cancel, an MCP client) can observe and act on the same run
-// while it is driven, and an interrupted drive is resumed with Resume.
+// while it is driven, and an interrupted drive is resumed with
+// [Driver.Resume]. The driver takes no lease: the engine's tokens fence
+// every report.
 //
-// driver imports engine, agent, ir and internal/worktree. It must not
-// import cli or mcp: the command line and the MCP server are front ends
-// over it.
+// driver imports engine, agent, expr, ir, internal/proc and
+// internal/worktree. It must not import cli or mcp: the command line and
+// the MCP server are front ends over it.
 package driver

@@ -1,32 +1,57 @@
-// Package engine runs Stratum flows: it plans a run from a validated spec,
-// hands out ready steps with dispatch tokens, decides whether a reported
-// result actually finished its step (contracts, ensures, iterate,
-// attempts, on_fail routing), resolves gates, runs subflows, fanouts, set
-// and evaluate steps, carries loop values across gate revisions, enforces
-// budgets, keeps checkpoints, and answers audits and polls.
+// Package engine runs Stratum flows (docs/engine.md): it plans a run from a
+// validated spec ([Engine.Plan]), hands out ready steps with dispatch
+// tokens, decides whether a reported result actually finished its step
+// ([Engine.StepDone]: contracts, ensures, iterate, attempts, on_fail
+// routing), resolves gates ([Engine.ResolveGate], [Engine.GateViews]),
+// runs subflows, fanouts, set and evaluate steps, carries loop values
+// across gate revisions, enforces budgets and usage receipts, keeps
+// checkpoints ([Engine.Commit], [Engine.Revert]), settles cancels
+// ([Engine.Cancel]) and continues any run from its store ([Engine.Resume]).
 //
-// An Engine is built from a store.Store and Options (clock, id source,
-// judge, dispatcher, evaluator, workspace policy). Every state-changing
-// method runs as one transition inside the store's locked Update: the
-// run's current state (a compact JSON document: header, step states,
-// carry, checkpoints, spend, counters — no history) is replaced and the
-// transition's audit events are appended to the run's hash-chained log,
-// and the method returns only once both are durable. Any process can
-// continue any run; concurrent calls are serialised by the store's
-// per-run lock and fenced by tokens.
+// An [Engine] is built by [New] from a [store.Store] and [Options]. Every
+// state-changing method is one transition inside the store's locked
+// Update: the run's current state document (header, the steps still in
+// progress, carry, checkpoints, spend, counters, a bounded index of the
+// finished steps; no history) is replaced, the transition's events are
+// appended to the run's hash-chained log, the run's summary is rewritten,
+// and the method returns only once all of it is durable. A finished step's
+// state is written once into the log and read back only when needed, so a
+// step costs the same at step 10,000 as at step 10 (docs/engine.md, "What
+// is persisted"). Any process can continue any run; concurrent calls are
+// serialised by the store's per-run lock and fenced by tokens.
 //
-// Domain refusals are *Error values wrapping a sentinel (ErrStaleToken,
-// ErrRunNotFound, ErrRunTerminal, ...) with a stable Code() for the MCP
-// and CLI front ends, and, where the refusal returns it, the run's current
-// state. Responses are exported structs whose JSON is the wire vocabulary
-// of spec/mcp.md, so front ends return them as they are.
+// A transition only decides. Effects (evaluate commands, judges, the
+// agents of engine fanouts, git worktrees, patches and pre_merge commands)
+// run outside every transition, never under the run's lock, through the
+// executors of Options ([Evaluator], judge.Judge, [Dispatcher],
+// [Workspaces]): a transition reserves the work, the executor runs, and
+// another transition settles the outcome if the reservation is still
+// current (docs/engine.md, "Effects"). Engine fanouts with worktree
+// isolation are the engine's whole job (per-item worktrees, captured
+// patches persisted with the run, their merge into the workspace,
+// restart-safe: merge.go); a Dispatcher only runs one agent task in the
+// directory it is given. The engine takes no lease: the process that
+// drives an engine fanout is the one that started or resumed it.
 //
-// Engine-dispatched fanouts with worktree isolation are the engine's
-// whole job: per-item git worktrees, the captured patches (persisted with
-// the run) and their merge into the workspace, restart-safe (merge.go);
-// the Dispatcher only runs one agent task in the directory it is given.
+// Reads change nothing and take no lock on the usual path (the store's
+// Load does not). [Engine.Audit] returns a run's whole record,
+// [Engine.AuditStream] hands it to an [AuditVisitor] piece by piece
+// (events oldest first, then steps) so that a long run's audit holds a
+// page of its log, and [Engine.AuditWith] narrows it ([AuditOptions]: a
+// page of events, some steps). [Engine.Poll] returns the events after a
+// cursor, [Engine.Status] the current actionable state, [Engine.Patch] a
+// recorded patch. [Engine.ListRuns] and [Engine.ListGates] (for every run)
+// read the runs' summaries only, never their logs ([RunSummary]).
 //
-// engine imports ir, expr, store, internal/proc and internal/worktree. It
-// must not import cli, mcp, agent, driver or guard: front ends sit above
-// it, and agent connectors reach it through the Dispatcher interface.
+// Domain refusals are [*Error] values wrapping a sentinel ([ErrStaleToken],
+// [ErrRunNotFound], [ErrRunTerminal], ...) with a stable [Error.Code] for
+// the MCP and CLI front ends and, where the refusal returns it, the run's
+// current state. Answers are exported structs ([Response], [AuditReport],
+// [PollReport], [StepView], [GateView], ...) whose JSON tags are the wire
+// form and whose jsonschema tags its documentation, so front ends return
+// them as they are (docs/engine.md, "Responses").
+//
+// engine imports ir, expr, judge and store. It must not import cli, mcp,
+// agent, driver or guard: front ends sit above it, and the executors that
+// cause effects (the driver's) reach it through its interfaces.
 package engine
