@@ -3,8 +3,9 @@
 // rolled back or removed without a trace (docs/storage.md).
 //
 // To the store a run is an opaque current-state document (JSON that the
-// engine writes and reads), a small summary the engine keeps current, and
-// an append-only list of events, each carrying a store-assigned seq, the
+// engine writes and reads), a small summary the engine keeps current
+// ([Change].Summary, at most [MaxSummaryBytes]), and an append-only list of
+// events, each carrying a store-assigned seq, the
 // previous event's hash and its own hash: a SHA-256 chain that makes edits
 // of the history evident. The first event of every write is marked, so
 // the store can tell what one interrupted write leaves after a run's head
@@ -13,8 +14,10 @@
 // log, or a removed run, no longer matches; [Store.List] reads only these.
 // What no local check can catch, a consistent rewrite, is caught by
 // [Store.Verify] against an anchor head kept elsewhere. Leases
-// ([Store.AcquireLease]) say which process drives a run; they are judged
-// on the store's clock and are not events.
+// ([Store.AcquireLease], [Store.RenewLease], [Store.ReleaseLease]) say
+// which process drives a run (docs/storage.md, "Leases"); they are judged
+// on the store's clock, carry a fencing epoch, are not events and never
+// block [Store.Update].
 //
 // The [Store] interface is all the engine sees; it has no file-system
 // notions, so a SQL backend can implement it without touching the engine.
