@@ -106,7 +106,7 @@ func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) 
 	if who == "" {
 		who = entry.Agent
 	}
-	if err := r.e.AttemptStarted(ctx, r.id, entry.ID, entry.DispatchToken, "stratum run (agent "+who+")"); err != nil {
+	if err := r.e.AttemptStarted(ctx, r.id, entry.ID, entry.DispatchToken, d.opts.By+" (agent "+who+")"); err != nil {
 		return agent.Result{}, nil, err
 	}
 	defer func() { d.opts.Agents.showStderr(conn, entry.ID, res) }()

@@ -107,7 +107,7 @@ func TestStdioReferenceFlows(t *testing.T) {
 			if len(w) != 1 || w[0].(map[string]any)["kind"] != "gate" || w[0].(map[string]any)["stepId"] != "approval" {
 				t.Fatalf("not waiting on the approval gate:\n%s", r.Text)
 			}
-			d := &driver{t: t, call: p.call}
+			d := &clientDriver{t: t, call: p.call}
 			return d.gateToken(run, "approval")
 		}
 		// The person reads the review and asks for another pass.
