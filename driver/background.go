@@ -403,7 +403,7 @@ func (r *bgRun) wasStopped(b *Background) bool {
 // only for gates, or the drive halts. Losing the lease ends the drive
 // (its agents are stopped).
 func (d *Driver) driveHeld(ctx context.Context, e *engine.Engine, runID string, hold *engine.Hold) (*Outcome, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := context.WithCancelCause(engine.AsDriver(ctx))
 	defer cancel(nil)
 	go func() {
 		select {

@@ -219,17 +219,32 @@ func (hs *leaseHolds) holds(runID string) bool {
 	return h != nil && h.k.Valid()
 }
 
-// guardDriver refuses a call that drives a run while another process
-// holds its lease, and any driving of a background run by a process that
-// does not hold its lease.
+// driverKey marks the context of a driver's calls (AsDriver).
+type driverKey struct{}
+
+// AsDriver marks ctx as the context of the calls a driver makes for the
+// runs it holds the lease of: only such calls may drive a leased run,
+// even in the holder's process (an MCP client of the server driving a
+// background run does not report its steps).
+func AsDriver(ctx context.Context) context.Context { return context.WithValue(ctx, driverKey{}, true) }
+
+func isDriver(ctx context.Context) bool { v, _ := ctx.Value(driverKey{}).(bool); return v }
+
+// guardDriver refuses a call that drives a run while a lease is held on
+// it, unless it is the holder's driver calling (AsDriver), and any
+// driving of a background run but by the holder of its lease.
 func (t *txn) guardDriver() error {
-	mine := t.lease != nil && t.lease.Owner == t.e.leases.owner
+	mine := t.lease != nil && t.lease.Owner == t.e.leases.owner && isDriver(t.ctx)
 	switch {
 	case t.lease != nil && !mine:
-		err := t.refuse(ErrRunLeased, "", "run %s is driven by %s, which holds its lease: only that process reports its steps", t.st.ID, t.lease.Owner)
+		who := t.lease.Owner
+		if who == t.e.leases.owner {
+			who = "this process (" + who + ")"
+		}
+		err := t.refuse(ErrRunLeased, "", "run %s is driven by %s, which holds its lease: only its driver reports its steps", t.st.ID, who)
 		err.Holder = t.lease.Owner
 		if t.st.Background != nil {
-			err.Message = fmt.Sprintf("run %s is a background run driven by %s, which holds its lease: the server does its steps; watch it with stratum_flow_bg_poll", t.st.ID, t.lease.Owner)
+			err.Message = fmt.Sprintf("run %s is a background run driven by %s, which holds its lease: the server does its steps; watch it with stratum_flow_bg_poll", t.st.ID, who)
 		}
 		return err
 	case t.st.Background != nil && !mine && !isTerminalRun(t.st.Status) && !t.st.CancelRequested:
