@@ -275,20 +275,33 @@ func (e *Engine) checkBackground(p *ir.Plan) error {
 	if e.opts.Policy == nil {
 		return nil
 	}
+	var first error
 	for _, f := range BackgroundEffects(p) {
 		if err := e.opts.Policy.Allow(f); err != nil {
-			return &Error{Kind: ErrEffectNotAllowed, Err: err,
-				Message: "the spec needs effects this server does not allow in the background (nothing was planned): " + err.Error()}
+			if first == nil {
+				first = err
+			}
+			msgs = append(msgs, err.Error())
 		}
 	}
-	return nil
+	if first == nil {
+		return nil
+	}
+	return &Error{Kind: ErrEffectNotAllowed, Err: first,
+		Message: "the spec needs effects this server does not allow in the background (nothing was planned): " + strings.Join(msgs, "; ")}
 }
 
 // BackgroundEffects lists the effects a spec causes when a server runs
-// it in the background: its own (SpecEffects) and an agent for each do
-// step (read-only), which the server starts instead of the client.
+// it in the background: its own (SpecEffects, with every agent's Origin
+// OriginBackground) and an agent for each do step (read-only), which the
+// server starts instead of the client.
 func BackgroundEffects(p *ir.Plan) []Effect {
 	out := SpecEffects(p)
+	for i := range out {
+		if out[i].Kind == EffectAgent {
+			out[i].Origin = OriginBackground
+		}
+	}
 	for _, f := range p.Flows {
 		seen := map[string]bool{}
 		for _, s := range f.Steps {

@@ -41,13 +41,12 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkPolicy(c.plan); err != nil {
-		return nil, err
-	}
+	check := e.checkPolicy
 	if req.Background {
-		if err := e.checkBackground(c.plan); err != nil {
-			return nil, err
-		}
+		check = e.checkBackground // the same, and the agents of its do steps
+	}
+	if err := check(c.plan); err != nil {
+		return nil, err
 	}
 	flow := c.plan.EntryFlow()
 	raw := req.Input

@@ -82,10 +82,16 @@ func (b *bgEnv) environ() []string {
 
 // server starts `stratum mcp --allow-agents` (plus args).
 func (b *bgEnv) server(args ...string) *serverProc {
+	b.t.Helper()
+	return b.serverWith(append([]string{"--allow-agents"}, args...))
+}
+
+// serverWith starts `stratum mcp` with exactly args.
+func (b *bgEnv) serverWith(args []string) *serverProc {
 	t := b.t
 	t.Helper()
 	bin, _ := buildBinaries(t)
-	cmd := exec.Command(bin, append([]string{"mcp", "--allow-agents"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
 	cmd.Env = b.environ()
 	cmd.Dir = b.home
 	stderr := &syncWriter{w: &bytes.Buffer{}}

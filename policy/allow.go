@@ -73,7 +73,7 @@ func (p *Policy) allowAgent(f engine.Effect, refuse func(why, allow, instead str
 	}
 	switch f.Origin {
 	case engine.OriginBackground:
-		consumer = "or start the run with stratum_plan instead: its steps then come back to the MCP client as ready steps to do itself (no agent is started)"
+		consumer = `or run the flow with stratum_plan instead and do its steps yourself (with "dispatch: consumer" on a fanout its items come back to you too; no agent is started)`
 	case engine.OriginAgentRun:
 		consumer = ""
 	}
