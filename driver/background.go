@@ -299,8 +299,10 @@ func (b *Background) takeOver(id string) {
 	b.mu.Unlock()
 	hold, err := b.e.Hold(b.ctx, id)
 	if err != nil {
+		b.opts.Log.Debug("background run not taken over", "run", id, "err", err)
 		return // held elsewhere (or gone): looked at again next scan
 	}
+	b.opts.Log.Info("background run: driving", "run", id, "epoch", hold.Lease().Epoch)
 	b.mu.Lock()
 	if r.hold != nil || r.driving || b.closed {
 		b.mu.Unlock()
