@@ -212,13 +212,18 @@ func (b *Background) scan() {
 		return
 	}
 	now := time.Now()
-	for id, head := range heads {
+	for id, rh := range heads {
 		if b.ctx.Err() != nil {
 			return
 		}
+		head := rh.Seq
 		b.mu.Lock()
 		settled, r := b.settled[id], b.runs[id]
 		b.mu.Unlock()
+		if rh.Settled && !settled && (r == nil || !r.driving) {
+			b.settle(id)
+			continue
+		}
 		if settled || r != nil && r.driving {
 			continue
 		}

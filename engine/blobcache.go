@@ -19,8 +19,12 @@ type blobKey struct {
 	seq int64
 }
 
-// defaultBlobCacheBytes bounds the blob cache.
-const defaultBlobCacheBytes = 64 << 20
+// defaultBlobCacheBytes bounds the blob cache; maxCachedBlob is the largest
+// payload it keeps.
+const (
+	defaultBlobCacheBytes = 64 << 20
+	maxCachedBlob         = 1 << 20
+)
 
 func (c *blobCache) get(run string, seq int64) ([]byte, bool) {
 	c.mu.Lock()
@@ -39,8 +43,8 @@ func (c *blobCache) put(run string, seq int64, b []byte) {
 		c.limit = defaultBlobCacheBytes
 	}
 	k := blobKey{run, seq}
-	if _, ok := c.byKey[k]; ok || len(b) > c.limit/4 {
-		return // cached already, or too large to keep
+	if _, ok := c.byKey[k]; ok || len(b) > min(c.limit/4, maxCachedBlob) {
+		return // cached already, or too large to keep (a big patch is read once)
 	}
 	for c.size+len(b) > c.limit && len(c.order) > 0 {
 		old := c.order[0]

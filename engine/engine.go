@@ -412,7 +412,11 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 		if err != nil {
 			return nil, err
 		}
-		return &store.Change{State: doc, Events: t.events}, nil
+		sum, err := t.summaryJSON()
+		if err != nil {
+			return nil, err
+		}
+		return &store.Change{State: doc, Events: t.events, Summary: sum}, nil
 	})
 	if err != nil {
 		return nil, mapStoreErr(runID, err)
@@ -459,6 +463,22 @@ func (e *Engine) checkPersisted(ctx context.Context, runID string, mem *runState
 	disk, err := e.decodeRun(ctx, snap)
 	if err != nil {
 		return err
+	}
+	// The stored summary says what the run says.
+	c, err := e.planFor(disk)
+	if err != nil {
+		return err
+	}
+	want, err := (&txn{ctx: ctx, e: e, st: disk, c: c}).summaryJSON() // no clock read: tests pin the clock
+	if err != nil {
+		return err
+	}
+	got, ok := decodeSummary(snap.Summary)
+	if !ok {
+		return fmt.Errorf("run %s: no summary stored (%s)", runID, snap.Summary)
+	}
+	if g, _ := json.Marshal(got); !bytes.Equal(g, want) {
+		return fmt.Errorf("run %s: stored summary differs from the run:\n stored %s\n run    %s", runID, g, want)
 	}
 	for id, s := range mem.Steps {
 		if s.coldSeq == 0 {

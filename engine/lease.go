@@ -599,18 +599,31 @@ func (e *Engine) BackgroundInfo(ctx context.Context, runID string) (_ *Backgroun
 	return r, nil
 }
 
-// RunHeads lists the runs of the store with their last event seq, from
-// the store's listing alone (no run is read): a supervisor of background
-// runs reads only the runs it does not know yet, or that changed, with
+// RunHead is a run as a store listing shows it (RunHeads).
+type RunHead struct {
+	// Seq is the seq of the run's last event.
+	Seq int64
+	// Settled: the run's summary says it needs no driver, for good: it
+	// was started in the foreground, or it has finished.
+	Settled bool
+}
+
+// RunHeads lists the runs of the store from the store's listing alone
+// (the runs' summaries; no run is read): a supervisor of background runs
+// reads only the runs it does not know yet, or that changed, with
 // BackgroundInfo.
-func (e *Engine) RunHeads(ctx context.Context) (map[string]int64, error) {
+func (e *Engine) RunHeads(ctx context.Context) (map[string]RunHead, error) {
 	infos, err := e.store.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]int64, len(infos))
+	out := make(map[string]RunHead, len(infos))
 	for _, info := range infos {
-		out[info.ID] = info.Head.Seq
+		h := RunHead{Seq: info.Head.Seq}
+		if s, ok := decodeSummary(info.Summary); ok {
+			h.Settled = !s.Background || s.Status.Terminal() || s.CancelRequested
+		}
+		out[info.ID] = h
 	}
 	return out, nil
 }

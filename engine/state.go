@@ -103,8 +103,10 @@ type runState struct {
 	// LegacyCold is the index of documents written before the chunked one
 	// (finished step → seq); it is read, never written again.
 	LegacyCold map[string]int64 `json:"cold,omitempty"`
-	// cold is the whole index by step id, built when the document is read.
-	cold map[string]coldRef
+	// cold is the whole index by step id, built when the document is read;
+	// coldDone counts its entries that succeeded or were skipped.
+	cold     map[string]coldRef
+	coldDone int
 	// Checkpoints map labels (in commit order) to the seq of the internal
 	// event holding the snapshot.
 	Checkpoints       []checkpointRef `json:"checkpoints,omitempty"`
@@ -238,6 +240,9 @@ type stepState struct {
 	// one, so that the agent can inspect what the first one left.
 	Interrupted *AttemptStart `json:"interrupted,omitempty"`
 
+	// PatchSeqs locates the recorded patch of each attempt (by attempt
+	// number) that changed files: an engine.attempt_patch event.
+	PatchSeqs map[int]int64 `json:"patchSeqs,omitempty"`
 	// coldSeq is the seq of the internal event holding exactly this
 	// (finished) state; 0 when the state lives in the state document or
 	// changed since it was written. Anything that mutates a finished step
@@ -273,6 +278,9 @@ type Changes struct {
 	Stat string `json:"stat,omitempty" jsonschema:"diff stat of the attempt's changes"`
 	// PatchBytes is the size of the attempt's patch (0: no changes).
 	PatchBytes int `json:"patchBytes" jsonschema:"the size of the attempt's patch in bytes (0: it changed nothing)"`
+	// PatchOmitted is set when the patch was over the driver's limit and
+	// was not kept: PatchBytes is then its measured size.
+	PatchOmitted bool `json:"patchOmitted,omitzero" jsonschema:"the patch was larger than the limit and was not kept; patchBytes is its size and the stat says what changed"`
 	// Patch is the patch itself (Go callers; it is stored in the log, not
 	// in the attempt).
 	Patch []byte `json:"-"`
@@ -442,7 +450,7 @@ func (s *stepState) pristine() bool {
 	return s.Status == StepPending && len(s.Attempts) == 0 && s.Epoch == 0 && s.DispatchToken == "" &&
 		s.AcceptedDispatchToken == "" && s.Task == "" && s.GateToken == "" && s.GateDigest == "" && len(s.PastGateTokens) == 0 && s.Decision == "" && !s.Output.Present &&
 		s.Failure == nil && s.Routed == nil && s.Skip == nil && s.Iterations == 0 && s.Fanout == nil &&
-		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero() && s.Effect == nil && s.Revision == nil && s.Started == nil && s.Interrupted == nil
+		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero() && s.Effect == nil && s.Revision == nil && s.Started == nil && s.Interrupted == nil && s.PatchSeqs == nil
 }
 
 func newStepState() *stepState { return &stepState{Status: StepPending, Attempts: []Attempt{}} }
