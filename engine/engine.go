@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -433,6 +435,31 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 	return t, nil
 }
 
+// fanoutsText is every fanout's array and items among steps, in full.
+func fanoutsText(prefix string, steps map[string]*stepState) string {
+	ids := make([]string, 0, len(steps))
+	for id := range steps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var b strings.Builder
+	for _, id := range ids {
+		ss := steps[id]
+		if ss == nil || ss.coldSeq != 0 {
+			continue
+		}
+		if ss.Fanout != nil {
+			over, _ := json.Marshal(ss.Fanout.Over)
+			items, _ := json.Marshal(ss.Fanout.Items)
+			fmt.Fprintf(&b, "%s%s: over %s items %s\n", prefix, id, over, items)
+		}
+		if ss.Sub != nil {
+			b.WriteString(fanoutsText(prefix+id+"/", ss.Sub.Steps))
+		}
+	}
+	return b.String()
+}
+
 // decideWith runs a transition's decision. A needVerdict raised from deep
 // inside the decision (txn.judge) becomes its error: the state it leaves
 // half changed is discarded with the transition.
@@ -500,11 +527,18 @@ func (e *Engine) checkPersisted(ctx context.Context, runID string, mem *runState
 				steps[id] = compactStep(s)
 			}
 		}
-		b, _ := json.Marshal(doc{runState: st, Steps: steps})
+		b, _ := json.Marshal(struct {
+			Doc   doc   `json:"doc"`
+			Input Value `json:"input"`
+		}{st.doc(steps), st.Input})
 		return string(b)
 	}
 	if a, b := norm(disk), norm(mem); a != b {
 		return fmt.Errorf("persisted run %s differs from memory:\n disk %s\n mem  %s", runID, a, b)
+	}
+	// Every fanout item, the ones in records included.
+	if a, b := fanoutsText("", disk.Steps), fanoutsText("", mem.Steps); a != b {
+		return fmt.Errorf("persisted fanouts of run %s differ from memory:\n disk %s\n mem  %s", runID, a, b)
 	}
 	return nil
 }

@@ -44,13 +44,17 @@ const (
 	evAttemptPatch EventType = "engine.attempt_patch"
 	// evColdIndex holds coldChunkSize refs of finished steps (see encode).
 	evColdIndex EventType = "engine.cold_index"
+	// evInput holds the run's input (written once, at plan).
+	evInput EventType = "engine.input"
 )
 
 func internalEvent(typ string) bool { return strings.HasPrefix(typ, "engine.") }
 
-// doc is the persisted form of runState.
+// doc is the persisted form of runState. Input, when a record holds it
+// (InputSeq), is left out (the field shadows runState's).
 type doc struct {
 	*runState
+	Input *Value                `json:"input,omitempty"`
 	Steps map[string]*stepState `json:"steps"`
 }
 
@@ -144,6 +148,16 @@ func (t *txn) encode() ([]byte, error) {
 		}
 		st.LegacyCold = nil
 	}
+	if err := t.persistFanouts("", hot); err != nil {
+		return nil, err
+	}
+	if st.InputSeq == 0 && st.Input.Present {
+		seq, err := t.emitBlob(evInput, "", st.Input)
+		if err != nil {
+			return nil, err
+		}
+		st.InputSeq = seq
+	}
 	// A fresh map: a Go map keeps the room of every key it ever held, and
 	// iterating it costs that room, so the steps deleted above would make
 	// every later scan of the live steps cost the run's history.
@@ -152,11 +166,20 @@ func (t *txn) encode() ([]byte, error) {
 		live[id] = st.Steps[id]
 	}
 	st.Steps = live
-	b, err := json.Marshal(doc{runState: st, Steps: hot})
+	b, err := json.Marshal(st.doc(hot))
 	if err != nil {
 		return nil, fmt.Errorf("encode run state: %w", err)
 	}
 	return b, nil
+}
+
+// doc is the persisted form of a state whose document steps are steps.
+func (st *runState) doc(steps map[string]*stepState) doc {
+	d := doc{runState: st, Steps: steps}
+	if st.InputSeq == 0 {
+		d.Input = &st.Input
+	}
+	return d
 }
 
 // settleLoaded finds the finished steps read from the log in this
@@ -239,6 +262,9 @@ func decodeDoc(runID string, b []byte) (*runState, error) {
 		return nil, fmt.Errorf("run %s: %w: state document: %v", runID, ErrCorrupt, err)
 	}
 	st := d.runState
+	if d.Input != nil {
+		st.Input = *d.Input
+	}
 	if st.Format != stateFormat {
 		return nil, fmt.Errorf("run %s: %w: state document format %q, want %q", runID, ErrCorrupt, st.Format, stateFormat)
 	}
@@ -261,6 +287,20 @@ func (e *Engine) decodeRun(ctx context.Context, snap *store.Snapshot) (*runState
 	}
 	if err := e.buildCold(ctx, snap.RunID, st); err != nil {
 		return nil, err
+	}
+	if err := e.hydrateSteps(ctx, snap.RunID, st.Steps); err != nil {
+		return nil, err
+	}
+	if st.InputSeq != 0 { // shared read-only, as a fanout's array
+		v, err := e.parsedBlob(ctx, snap.RunID, st.InputSeq, "input", func(raw []byte) (any, error) {
+			var in Value
+			err := json.Unmarshal(raw, &in)
+			return in, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		st.Input = v.(Value)
 	}
 	e.mu.Lock()
 	_, havePlan := e.plans[st.RevisionDigest]
@@ -337,6 +377,9 @@ func (e *Engine) coldState(ctx context.Context, runID string, ref coldRef) (*ste
 	}
 	if ss.Attempts == nil {
 		ss.Attempts = []Attempt{}
+	}
+	if err := e.hydrateStep(ctx, runID, ss); err != nil {
+		return nil, err
 	}
 	ss.coldSeq = ref.Seq
 	return ss, nil

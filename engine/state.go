@@ -117,6 +117,9 @@ type runState struct {
 	ExternalReceipts map[string]int64 `json:"externalReceipts,omitempty"`
 
 	Input Value `json:"input"`
+	// InputSeq is the engine.input record holding Input (the document
+	// leaves it out: see persist.go).
+	InputSeq int64 `json:"inputSeq,omitempty"`
 	// SpecSeq is the seq of the internal event holding the spec snapshot
 	// (the ordered JSON the revision digest hashes).
 	SpecSeq int64 `json:"specSeq"`
@@ -348,9 +351,18 @@ type subState struct {
 
 // fanoutState holds a fanout's items.
 type fanoutState struct {
-	// Over is the resolved array the items are drawn from.
-	Over  Value        `json:"over"`
-	Items []*itemState `json:"items"`
+	// Over is the resolved array the items are drawn from (persisted in
+	// an engine.fanout_over record, OverSeq; see fanout_persist.go).
+	Over    Value        `json:"over,omitzero"`
+	OverSeq int64        `json:"overSeq,omitempty"`
+	Items   []*itemState `json:"items"`
+	// Chunks are the engine.fanout_items records holding settled items.
+	Chunks []int64 `json:"chunks,omitempty"`
+	// Gen0 is item 0's first generation and ItemEpoch the items' first
+	// epoch: item i starts at generation Gen0+i, so an item not yet
+	// started is left out of the document and made again when read.
+	Gen0      int64 `json:"gen0,omitempty"`
+	ItemEpoch int   `json:"itemEpoch,omitempty"`
 	// Merge is set once merging succeeded items into the workspace began.
 	Merge *mergeState `json:"merge,omitempty"`
 	// Paused says why an engine fanout stopped being driven: its agent
@@ -385,6 +397,9 @@ type itemState struct {
 	// the workspace (then 0). PatchBytes is the patch's size.
 	PatchSeq   int64 `json:"patchSeq,omitempty"`
 	PatchBytes int   `json:"patchBytes,omitempty"`
+	// chunked is set once the item is in an engine.fanout_items record:
+	// it never changes again.
+	chunked bool
 }
 
 // mergeState is the progress of an engine fanout's merge into the
