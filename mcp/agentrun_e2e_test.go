@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -150,5 +151,115 @@ func pollAgent(t *testing.T, p *serverProc, id string, cond func(r result) bool)
 			t.Fatalf("agent run %s: no answer met the condition; last:\n%s\nserver stderr:\n%s", id, r.Text, p.stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// agentArgv returns the arguments each fake agent was started with, in
+// order (the argv lines of the fake agents' log).
+func agentArgv(t *testing.T, path string) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]string
+	for _, line := range strings.Split(string(b), "\n") {
+		fs := strings.SplitN(line, " ", 3)
+		if len(fs) != 3 || fs[0] != "argv" {
+			continue
+		}
+		var argv []string
+		if err := json.Unmarshal([]byte(fs[2]), &argv); err != nil {
+			t.Fatalf("argv line %q: %v", line, err)
+		}
+		out = append(out, argv)
+	}
+	return out
+}
+
+// TestAgentRunOptions: the reference's options reach the CLI as its
+// flags, and options that do not fit the agent are refused, naming the
+// argument, before any agent starts.
+func TestAgentRunOptions(t *testing.T) {
+	env := newBgEnv(t, "")
+	p := env.server()
+	cwd := env.home
+
+	for _, c := range []struct {
+		agent string
+		args  map[string]any
+		want  []string
+	}{
+		{"claude", map[string]any{"model": "opus", "effort": "max", "sandboxMode": "workspace-write",
+			"allowedTools": []string{"Read", "Bash(git diff:*)"}, "disallowedTools": []string{"WebFetch"},
+			"thinking": map[string]any{"type": "enabled", "budgetTokens": 4000, "display": "summarized"}},
+			[]string{"--model opus", "--effort max", "--permission-mode acceptEdits", "--allowedTools Read Bash(git diff:*)",
+				"--disallowedTools WebFetch", "--max-thinking-tokens 4000", "--thinking-display summarized"}},
+		{"codex", map[string]any{"model": "gpt-5-codex", "effort": "minimal", "sandboxMode": "workspace-write"},
+			[]string{"--sandbox workspace-write", "--model gpt-5-codex", `-c model_reasoning_effort="minimal"`}},
+		{"codex", map[string]any{}, []string{"--sandbox read-only"}},
+	} {
+		before := len(agentArgv(t, env.log))
+		args := map[string]any{"agent": c.agent, "prompt": "Check the options.", "cwd": cwd}
+		for k, v := range c.args {
+			args[k] = v
+		}
+		r := p.call("stratum_agent_run", args)
+		if r.status() != "complete" {
+			t.Fatalf("%s %v: %s", c.agent, c.args, r.Text)
+		}
+		all := agentArgv(t, env.log)
+		if len(all) != before+1 {
+			t.Fatalf("%s: %d agent starts, want 1", c.agent, len(all)-before)
+		}
+		got := " " + strings.Join(all[before], " ") + " "
+		for _, w := range c.want {
+			if !strings.Contains(got, " "+w+" ") {
+				t.Errorf("%s %v: argv %q lacks %q", c.agent, c.args, got, w)
+			}
+		}
+	}
+
+	starts := len(agentArgv(t, env.log))
+	for _, c := range []struct {
+		name string
+		args map[string]any
+		path string
+	}{
+		{"unknown agent", map[string]any{"agent": "gemini"}, "agent"},
+		{"empty prompt", map[string]any{"agent": "codex", "prompt": "  "}, "prompt"},
+		{"empty sandbox", map[string]any{"agent": "codex", "sandboxMode": ""}, ""},
+		{"unknown sandbox", map[string]any{"agent": "codex", "sandboxMode": "danger-full-access"}, "sandboxMode"},
+		{"allowedTools for codex", map[string]any{"agent": "codex", "allowedTools": []string{"Read"}}, "options"},
+		{"thinking for codex", map[string]any{"agent": "codex", "thinking": map[string]any{"type": "adaptive"}}, "options"},
+		{"claude effort for codex", map[string]any{"agent": "codex", "effort": "max"}, "options"},
+		{"effort against the model's suffix", map[string]any{"agent": "codex", "model": "gpt-5-codex-high", "effort": "low"}, "effort"},
+		{"cancellationId not a UUID", map[string]any{"agent": "codex", "cancellationId": "mine"}, "cancellationId"},
+		{"cancellationId of a detached run", map[string]any{"agent": "codex", "background": true, "cancellationId": "2b5e7a8e-1c1f-4d4b-9a59-6e8f0c3d2a11"}, "cancellationId"},
+		{"cwd outside the allowed roots", map[string]any{"agent": "codex", "cwd": "/"}, "cwd"},
+		{"flow that does not exist", map[string]any{"agent": "codex", "flow": map[string]any{"runId": "0b7e0c1e-58a4-4b3e-9a0c-2f4f3c1d9e77"}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := map[string]any{"prompt": "Check the options.", "cwd": cwd}
+			for k, v := range c.args {
+				args[k] = v
+			}
+			r := p.call("stratum_agent_run", args)
+			if !r.IsError {
+				t.Fatalf("accepted: %s", r.Text)
+			}
+			if c.path != "" {
+				errs, _ := r.Body["error"].(map[string]any)["errors"].([]any)
+				if len(errs) == 0 || errs[0].(map[string]any)["path"] != c.path {
+					t.Errorf("refusal does not name %s: %s", c.path, r.Text)
+				}
+			}
+		})
+	}
+	if n := len(agentArgv(t, env.log)); n != starts {
+		t.Errorf("%d agents started by refused calls", n-starts)
 	}
 }

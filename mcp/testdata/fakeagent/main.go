@@ -14,7 +14,8 @@
 // A prompt without ANSWER (a free-form agent run) is answered with the
 // text "reviewed: " and its first line. Every start and end is appended
 // to $FAKE_LOG: "start PID PGID STEP ATTEMPT CONTRACT" (CONTRACT is 1 when
-// the prompt gives the step's output shape) and "end PID STEP ATTEMPT".
+// the prompt gives the step's output shape), "argv PID [JSON array of its
+// arguments]" and "end PID STEP ATTEMPT".
 package main
 
 import (
@@ -93,6 +94,8 @@ func main() {
 	if strings.Contains(prompt, "exactly one JSON object of this shape") {
 		contract = 1
 	}
+	argv, _ := json.Marshal(args)
+	logLine("argv %d %s", os.Getpid(), argv)
 	logLine("start %d %d %s %d %d", os.Getpid(), syscall.Getpgrp(), step, attempt, contract)
 	defer logLine("end %d %s %d", os.Getpid(), step, attempt)
 
