@@ -14,6 +14,7 @@ import (
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/judge"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -93,5 +94,83 @@ func TestProgressNotifications(t *testing.T) {
 	defer mu.Unlock()
 	if len(got) != n {
 		t.Errorf("%d notifications for a call without a progress token", len(got)-n)
+	}
+}
+
+// TestProgressJudgedStepDone: a step_done whose ensure a judge decides
+// (a real judge command that takes a while) sends progress to a client
+// that gave a token.
+func TestProgressJudgedStepDone(t *testing.T) {
+	flows, err := store.NewFileStore(filepath.Join(t.TempDir(), "flows"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &judge.CommandJudge{Command: `sleep 0.3; echo '{"holds": true, "reason": "faithful"}'`}
+	eng := engine.New(flows, engine.Options{Judge: slow})
+	t.Cleanup(eng.Close)
+	srv, err := NewServer(Deps{Engine: eng, ProgressInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []*sdk.ProgressNotificationParams
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, req.Params)
+		}}).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+
+	spec := `version: 1
+contracts:
+  Summary: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${summary.output}", contract: Summary}
+    steps:
+      - id: summary
+        do: Summarise the change.
+        out: Summary
+        ensure:
+          - judged: {statement: "the summary is faithful", stakes: cheap}
+`
+	plan, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "stratum_plan", Arguments: map[string]any{"spec": spec}})
+	if err != nil || plan.IsError {
+		t.Fatalf("plan: %v %+v", err, plan)
+	}
+	body := plan.StructuredContent.(map[string]any)
+	entry := body["ready"].([]any)[0].(map[string]any)
+	params := &sdk.CallToolParams{Name: "stratum_step_done", Arguments: map[string]any{"runId": body["runId"], "stepId": "summary",
+		"dispatchToken": entry["dispatchToken"], "result": map[string]any{"output": map[string]any{"text": "it adds leases"}}}}
+	params.SetProgressToken(7)
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("step_done: %v %+v", err, res)
+	}
+	if s := res.StructuredContent.(map[string]any)["status"]; s != "completed" {
+		t.Fatalf("step_done: status %v", s)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	ticks := 0
+	for _, p := range got {
+		if strings.Contains(p.Message, "stratum_step_done is still working") {
+			ticks++
+		}
+	}
+	if ticks < 2 {
+		t.Errorf("%d progress notifications during a judged step_done of 300 ms (every 20 ms)", ticks)
 	}
 }
