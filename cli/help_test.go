@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"flag"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -35,5 +39,47 @@ func TestHelpConsistency(t *testing.T) {
 				t.Errorf("%s: flag --%s shows the placeholder %q; name it in upper case in backquotes", name, f.Name, ph)
 			}
 		})
+	}
+}
+
+// TestHelpGolden holds the whole help text, `stratum help` and `stratum
+// help COMMAND` for every command, to testdata/help/*.txt: a change to
+// what a person reads is a reviewed diff (go test ./cli -run
+// TestHelpGolden -update rewrites them).
+func TestHelpGolden(t *testing.T) {
+	pages := map[string][]string{"stratum": {"help"}}
+	for _, mk := range commands() {
+		name := mk().Name()
+		pages[name] = []string{"help", name}
+	}
+	for name, args := range pages {
+		var out, errb bytes.Buffer
+		env := &Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		if code := run(context.Background(), env, args); code != 0 {
+			t.Fatalf("stratum %v: exit %d: %s", args, code, errb.String())
+		}
+		path := filepath.Join("testdata", "help", name+".txt")
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Errorf("stratum %v differs from %s (run with -update if the change is meant):\n%s", args, path, out.String())
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join("testdata", "help"))
+	for _, e := range entries {
+		if _, ok := pages[strings.TrimSuffix(e.Name(), ".txt")]; !ok {
+			t.Errorf("testdata/help/%s names no command: remove it", e.Name())
+		}
 	}
 }

@@ -50,6 +50,9 @@ type Engine struct {
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 
+	// leases are the run leases this process holds (lease.go).
+	leases leaseHolds
+
 	// verifyWrites (tests only) re-reads every written run from the store
 	// and compares it with the state in memory.
 	verifyWrites bool
@@ -91,6 +94,7 @@ func New(st store.Store, opts Options) *Engine {
 		e.newID = randomUUID
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
+	e.leases.init(opts)
 	return e
 }
 
@@ -100,6 +104,7 @@ func New(st store.Store, opts Options) *Engine {
 func (e *Engine) Close() {
 	e.bgCancel()
 	e.wg.Wait()
+	e.leases.releaseAll()
 }
 
 // Wait blocks until background work started by this Engine has finished
@@ -416,7 +421,7 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 			return nil, err
 		}
 		t = newTxn(ctx, e, st, c)
-		t.headSeq = cur.Head.Seq
+		t.headSeq, t.lease = cur.Head.Seq, cur.Lease
 		t.verdicts = verdicts
 		if err := decideWith(fn, t); err != nil {
 			return nil, err
