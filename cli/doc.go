@@ -10,7 +10,8 @@
 // builds the store, judge, effects policy and engine every command that
 // touches runs works with, from the environment and the person's policy
 // flags; only the commands that drive runs (`stratum run`, `stratum mcp`)
-// add a dispatcher. Exit statuses are [ExitOK], [ExitFailure],
+// add a dispatcher, and `stratum mcp` the supervisor of background runs
+// and the agent-run store (driver.Background, driver.AgentRuns). Exit statuses are [ExitOK], [ExitFailure],
 // [ExitUsage] and, for a `stratum run` stopped at a gate, [ExitGate].
 // Commands read the outside world only through an [Env], which tests
 // build directly.

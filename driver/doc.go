@@ -32,10 +32,17 @@
 // through the engine's public API, so any other process (stratum gate,
 // stratum flow cancel, an MCP client) can observe and act on the same run
 // while it is driven, and an interrupted drive is resumed with
-// [Driver.Resume]. The driver takes no lease: the engine's tokens fence
-// every report.
+// [Driver.Resume]; the engine's tokens fence every report.
 //
-// driver imports engine, agent, expr, ir, internal/proc and
-// internal/worktree. It must not import cli or mcp: the command line and
-// the MCP server are front ends over it.
+// What a server does besides (docs/mcp.md, "Background flows" and "Agent
+// runs"): [Background] supervises the background runs of a state root,
+// driving each with a Driver under the run's lease and taking over those
+// whose holder died; [AgentRuns] runs claude or codex on a free-form
+// prompt for an MCP client, recorded in a store of their own so that any
+// process polls or stops them; [Cancel] cancels a run and tears its
+// agents down wherever they run.
+//
+// driver imports engine, agent, expr, ir, store, internal/lease,
+// internal/proc and internal/worktree. It must not import cli or mcp: the
+// command line and the MCP server are front ends over it.
 package driver

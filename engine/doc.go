@@ -30,8 +30,17 @@
 // isolation are the engine's whole job (per-item worktrees, captured
 // patches persisted with the run, their merge into the workspace,
 // restart-safe: merge.go); a Dispatcher only runs one agent task in the
-// directory it is given. The engine takes no lease: the process that
-// drives an engine fanout is the one that started or resumed it.
+// directory it is given.
+//
+// A process that drives a run holds the run's lease, through the store
+// ([Engine.Hold], renewed by internal/lease; docs/engine.md, "Leases").
+// While another owner holds it, the calls that drive the run are refused
+// with [ErrRunLeased] unless they come from the holder's own driver
+// ([AsDriver]); a gate decision, a cancel and every read never are.
+// Background runs (PlanRequest.Background) are driven only under their
+// lease: [Engine.TakeOver] continues one whose holder died,
+// [Engine.PollBackground] and [Engine.CancelBackground] serve the clients
+// that handed it over.
 //
 // Reads change nothing and take no lock on the usual path (the store's
 // Load does not). [Engine.Audit] returns a run's whole record,
@@ -51,7 +60,8 @@
 // form and whose jsonschema tags its documentation, so front ends return
 // them as they are (docs/engine.md, "Responses").
 //
-// engine imports ir, expr, judge and store. It must not import cli, mcp,
-// agent, driver or guard: front ends sit above it, and the executors that
-// cause effects (the driver's) reach it through its interfaces.
+// engine imports ir, expr, judge, store and internal/lease. It must not
+// import cli, mcp, agent, driver or guard: front ends sit above it, and
+// the executors that cause effects (the driver's) reach it through its
+// interfaces.
 package engine

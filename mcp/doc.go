@@ -17,9 +17,10 @@
 //     JSON-RPC error and never ends the server.
 //
 // [NewServer] registers, from [Deps], one file per tool (validate.go,
-// plan.go, ...): thirteen run tools (stratum_validate to
-// stratum_compile_speckit) and, when Deps.Guard is set, the seven guard
-// tools, 20 in all (docs/mcp.md, "Tools"); the language reference
+// plan.go, ...): nineteen run tools (the background-flow and agent-run
+// tools among them, served through [Deps].Background and [Deps].Agents)
+// and, when Deps.Guard is set, the seven guard tools, 26 in all
+// (docs/mcp.md, "Tools"); the language reference
 // ([Language]) as the resource [LanguageURI] and the prompt
 // [WriteFlowPrompt] (docs.go); and the server's [Instructions]. Everything
 // a model reads besides the answers (instructions.md, the descriptions,
@@ -34,9 +35,12 @@
 // [NewStreamTransport] is the stdio transport of `stratum mcp`: it answers
 // a line that is not one JSON-RPC message instead of ending the session,
 // and bounds what a client can make it hold ([MaxFrameBytes],
-// [MaxInFlight]; docs/mcp.md, "Limits and backpressure").
+// [MaxInFlight]; docs/mcp.md, "Limits and backpressure"). A call that
+// takes a while sends progress notifications when its client gave a
+// progress token (progress.go, [DefaultProgressInterval]).
 //
-// mcp imports engine, guard, ir and speckit. It must not import cli, and
-// it holds no run state of its own: everything lives in the engine's
-// store.
+// mcp imports engine, driver (background runs, agent runs, cancel), agent,
+// guard, ir and speckit. It must not import cli, and it holds no run state
+// of its own: everything lives in the engine's and the agent runs'
+// stores.
 package mcp
