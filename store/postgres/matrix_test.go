@@ -85,7 +85,7 @@ func (r *matrixRun) last() store.Head { return r.heads[len(r.heads)-1] }
 
 // restoreRow puts a saved row back into table.
 func (r *matrixRun) restoreRow(table, row string) error {
-	if err := r.s.exec(`DELETE FROM `+table+` WHERE run_id = 't'`); err != nil {
+	if err := r.s.exec(`DELETE FROM ` + table + ` WHERE run_id = 't'`); err != nil {
 		return err
 	}
 	return r.s.exec(`INSERT INTO `+table+` SELECT * FROM jsonb_populate_record(NULL::`+table+`, $1::jsonb)`, row)
