@@ -87,17 +87,30 @@ func DSN(t testing.TB) string {
 		}
 		t.Skip(SkipLine + " (" + startErr.Error() + ")")
 	}
+	dsn, err := NewSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// NewSchema is DSN for code without a testing.TB (a testscript Setup),
+// once DSN has said there is a server.
+func NewSchema() (string, error) {
+	if srv == nil {
+		return "", errors.New("pgtest: NewSchema before DSN found a server")
+	}
 	name := fmt.Sprintf("t%d", schemas.Add(1))
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, srv.dsn)
 	if err != nil {
-		t.Fatalf("pgtest: connect: %v", err)
+		return "", fmt.Errorf("pgtest: connect: %w", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-		t.Fatalf("pgtest: create schema: %v", err)
+		return "", fmt.Errorf("pgtest: create schema: %w", err)
 	}
-	return WithParam(srv.dsn, "search_path", name)
+	return WithParam(srv.dsn, "search_path", name), nil
 }
 
 // WithParam returns dsn (a URL) with a query parameter set: a run-time
