@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,7 +140,7 @@ func private() (*server, error) {
 	// SIGQUIT (immediate shutdown) if this binary dies without stopping it.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	if err := startLocked(cmd); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	exited := make(chan error, 1)
@@ -247,4 +248,19 @@ func removeStale() {
 			os.RemoveAll(d)
 		}
 	}
+}
+
+// startLocked starts cmd from a goroutine locked to its OS thread for the
+// life of the process. The kernel sends the parent-death signal when the
+// thread that forked the child ends, and the Go runtime ends a thread when
+// a goroutine locked to it returns (docs/decisions/0040): a thread that
+// never ends keeps the server alive exactly as long as the test binary.
+func startLocked(cmd *exec.Cmd) error {
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never unlocked
+		done <- cmd.Start()
+		select {}
+	}()
+	return <-done
 }

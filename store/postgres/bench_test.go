@@ -133,18 +133,32 @@ func BenchmarkList(b *testing.B) {
 	}
 }
 
-// BenchmarkConcurrentRuns drives 20 runs at once, from 20 clients spread
-// over 4 stores (4 servers sharing the database), each client making
-// step_dones on its own run; it reports steps per second and the
-// run_locked answers (there should be none: the runs are distinct).
+// BenchmarkConcurrentRuns drives 20 runs at once from 20 clients, each
+// making step_dones on its own run: on PostgreSQL spread over 4 stores (4
+// servers sharing the database), and on one file store for comparison. It
+// reports steps per second and the run_locked answers (there should be
+// none: the runs are distinct).
 func BenchmarkConcurrentRuns(b *testing.B) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(b)
 	const servers, clients = 4, 20
-	var stores []store.Store
-	for range servers {
-		stores = append(stores, open(b, pgtest.WithParam(dsn, "pool_max_conns", "5"), 0))
-	}
+	b.Run("postgres", func(b *testing.B) {
+		dsn := pgtest.DSN(b)
+		var stores []store.Store
+		for range servers {
+			stores = append(stores, open(b, pgtest.WithParam(dsn, "pool_max_conns", "5"), 0))
+		}
+		concurrentRuns(ctx, b, stores, clients)
+	})
+	b.Run("files", func(b *testing.B) {
+		files, err := store.NewFileStore(filepath.Join(b.TempDir(), "flows"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		concurrentRuns(ctx, b, []store.Store{files}, clients)
+	})
+}
+
+func concurrentRuns(ctx context.Context, b *testing.B, stores []store.Store, clients int) {
 	state := benchState(4 << 10)
 	for c := range clients {
 		if _, err := stores[0].Create(ctx, fmt.Sprintf("c%d", c), store.Change{State: state}); err != nil {
@@ -157,7 +171,7 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 	start := time.Now()
 	for c := range clients {
 		wg.Go(func() {
-			s, id := stores[c%servers], fmt.Sprintf("c%d", c)
+			s, id := stores[c%len(stores)], fmt.Sprintf("c%d", c)
 			for next.Add(1) <= int64(b.N) {
 				_, err := s.Update(ctx, id, stepDone(state))
 				switch {
@@ -174,4 +188,55 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "steps/s")
 	b.ReportMetric(float64(locked.Load()), "run_locked")
+}
+
+// BenchmarkRead measures the reads of a run at seq 1000 with a 4 KiB
+// state, and a Create with one event, on PostgreSQL.
+func BenchmarkRead(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, pgtest.DSN(b), 0)
+	state := benchState(4 << 10)
+	if _, err := s.Create(ctx, "r", store.Change{State: state, Events: []store.NewEvent{resultEvent(1)}}); err != nil {
+		b.Fatal(err)
+	}
+	for range 111 {
+		if _, err := s.Update(ctx, "r", func(cur *store.Snapshot) (*store.Change, error) {
+			evs := make([]store.NewEvent, 9)
+			for i := range evs {
+				evs[i] = resultEvent(cur.Head.Seq + int64(i) + 1)
+			}
+			return &store.Change{Events: evs}, nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("Load", func(b *testing.B) {
+		for range b.N {
+			if _, err := s.Load(ctx, "r"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Event", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := s.Event(ctx, "r", int64(1+i%1000)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("EventsPoll", func(b *testing.B) {
+		for range b.N {
+			if _, err := s.Events(ctx, "r", 999, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	var created atomic.Int64
+	b.Run("Create", func(b *testing.B) {
+		for range b.N {
+			if _, err := s.Create(ctx, fmt.Sprintf("new-%d", created.Add(1)), store.Change{State: state, Events: []store.NewEvent{resultEvent(1)}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
