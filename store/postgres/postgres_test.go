@@ -127,8 +127,13 @@ func TestWatch(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := <-ch; !ok {
-			t.Fatal("the channel closed")
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				t.Fatal("the channel closed")
+			}
+		case <-time.After(time.Minute): // a guard against a hang, not a timing assertion
+			t.Fatalf("no wake-up after write %d", i+1)
 		}
 	}
 	stop()
