@@ -6,8 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -24,9 +27,13 @@ func (*auditCmd) Short() string    { return "print a run's trace; --verify re-ch
 func (*auditCmd) Long() string {
 	return `Audit prints the trace of run RUN: its status, then every event of its
 append-only log, one per line (sequence number, time, what happened), then
-its output or failure. --json prints the full audit document instead (the
-answer of the MCP tool stratum_audit: every step's state with its
-attempts, every event, spend, output, carry).
+every step with its status, each of its attempts with the result it
+reported or why it was rejected (and, under stratum run in a git
+workspace, the diff stat of what it changed: stratum diff prints the
+patch), and its output, then the run's output or failure. Values are JSON
+as recorded (not HTML-escaped). --json prints the full audit document
+instead (the answer of the MCP tool stratum_audit: every step's state with
+its attempts, every event, spend, output, carry).
 
 --verify first re-checks the whole log: each event's hash over its
 content and its predecessor's hash, from the first event to the head the
@@ -123,19 +130,22 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 	for _, ev := range a.Events {
 		desc := describeEvent(ev)
 		if desc == "" {
-			desc = string(ev.Type) + " " + string(ev.Detail)
-			if ev.StepID != "" {
-				desc = ev.StepID + ": " + desc
-			}
+			desc = describeDebit(ev)
 		}
-		fmt.Fprintf(w, "%5d  %s  %s\n", ev.Seq, ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), desc)
+		fmt.Fprintf(w, "%5d  %s  %s\n", ev.Seq, ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), printable(desc))
 	}
+	var flow *ir.Flow
+	plan, err := e.RunPlan(ctx, runID)
+	if err == nil {
+		flow = plan.Flow(a.Flow)
+	}
+	fmt.Fprintln(w, "steps:")
+	writeSteps(w, a, plan, flow, a.Steps, "", 0)
 	switch {
 	case a.Output.Present:
-		b, _ := json.Marshal(a.Output)
-		fmt.Fprintf(w, "output: %s\n", b)
+		fmt.Fprintf(w, "output: %s\n", compactJSON(a.Output))
 	case a.Failure != nil:
-		fmt.Fprintf(w, "failure: %s\n", a.Failure.Reason)
+		fmt.Fprintf(w, "failure: %s%s\n", printable(a.Failure.Reason), causeNote(a.Failure.Cause, a.Failure.Step))
 	}
 	if l := a.Ledger.Spent; !l.IsZero() {
 		b, _ := json.Marshal(l)
@@ -145,4 +155,35 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(w, chain)
 	}
 	return nil
+}
+
+// describeDebit renders a ledger debit, which progress views leave out
+// and the trace shows: what was spent, on which attempt or item.
+func describeDebit(ev engine.Event) string {
+	var d struct {
+		Amount    engine.Value `json:"amount"`
+		Attempt   int          `json:"attempt"`
+		ItemIndex *int         `json:"itemIndex"`
+		Source    string       `json:"source"`
+	}
+	_ = ev.DecodeDetail(&d)
+	who := ev.StepID
+	if d.ItemIndex != nil {
+		who = fmt.Sprintf("%s[%d]", who, *d.ItemIndex)
+	}
+	s := "spent " + compactJSON(d.Amount)
+	var on []string
+	if d.Attempt > 0 {
+		on = append(on, fmt.Sprintf("attempt %d", d.Attempt))
+	}
+	if d.Source != "" {
+		on = append(on, "reported by "+d.Source)
+	}
+	if len(on) > 0 {
+		s += " (" + strings.Join(on, ", ") + ")"
+	}
+	if who != "" {
+		return who + ": " + s
+	}
+	return s
 }

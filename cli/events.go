@@ -60,7 +60,9 @@ func describeEvent(ev engine.Event) string {
 		}
 		return step + ": skipped"
 	case engine.EventGateWaiting:
-		return step + ": gate waiting for a decision"
+		var d engine.GateWaitingDetail
+		_ = ev.DecodeDetail(&d)
+		return step + ": gate waiting for a decision" + digestNote(d.Digest)
 	case engine.EventGateResolved:
 		var d engine.GateResolvedDetail
 		_ = ev.DecodeDetail(&d)
@@ -76,6 +78,9 @@ func describeEvent(ev engine.Event) string {
 			s += fmt.Sprintf(" (by %s)", oneLine(d.ResolvedBy))
 		case d.Rationale != "":
 			s += fmt.Sprintf(" (%s)", oneLine(d.Rationale))
+		}
+		if d.Digest != "" {
+			s += digestNote(d.Digest)
 		}
 		return s
 	case engine.EventStepReset:
@@ -105,10 +110,31 @@ func describeEvent(ev engine.Event) string {
 	case engine.EventFailed, engine.EventBudgetExhausted:
 		var d engine.EndDetail
 		_ = ev.DecodeDetail(&d)
-		if ev.Type == engine.EventFailed {
-			return "failed: " + oneLine(d.Reason)
+		what := "failed"
+		if ev.Type == engine.EventBudgetExhausted {
+			what = "budget exhausted"
 		}
-		return "budget exhausted: " + oneLine(d.Reason)
+		return what + ": " + oneLine(d.Reason) + causeNote(d.Cause, d.Step)
+	case engine.EventAttemptStarted, engine.EventAttemptReleased, engine.EventAttemptInterrupted:
+		var d engine.AttemptDetail
+		_ = ev.DecodeDetail(&d)
+		return describeAttemptEvent(ev.Type, step, d)
+	case engine.EventDispatchUnavailable:
+		var d engine.FanoutItemDetail
+		_ = ev.DecodeDetail(&d)
+		s := fmt.Sprintf("%s[%d]: its agent cannot run", step, d.ItemIndex)
+		if d.Reason != "" {
+			s += " (" + oneLine(d.Reason) + ")"
+		}
+		return s + "; the fanout waits: fix that, then resume the run"
+	case engine.EventEvaluateStarted:
+		var d engine.ReadyDetail
+		_ = ev.DecodeDetail(&d)
+		return fmt.Sprintf("%s: evaluate command started (attempt %d)", step, d.Attempt)
+	case engine.EventEffectInterrupted:
+		var d engine.ReadyDetail
+		_ = ev.DecodeDetail(&d)
+		return fmt.Sprintf("%s: its command (attempt %d) was interrupted: the process running it died; it runs again", step, d.Attempt)
 	case engine.EventFlowCancelled:
 		var d engine.CancelledDetail
 		_ = ev.DecodeDetail(&d)
@@ -121,6 +147,74 @@ func describeEvent(ev engine.Event) string {
 		return step + ": " + string(ev.Type)
 	}
 	return string(ev.Type)
+}
+
+// describeAttemptEvent renders the start, withdrawal or interruption of
+// an agent's attempt.
+func describeAttemptEvent(typ engine.EventType, step string, d engine.AttemptDetail) string {
+	by := ""
+	if d.By != "" {
+		by = " by " + oneLine(d.By)
+	}
+	switch typ {
+	case engine.EventAttemptStarted:
+		return fmt.Sprintf("%s: attempt %d started%s", step, d.Attempt, by)
+	case engine.EventAttemptReleased:
+		return fmt.Sprintf("%s: attempt %d withdrawn: its agent could not run%s; it is still to do", step, d.Attempt, parenthesised(d.By))
+	}
+	s := fmt.Sprintf("%s: attempt %d (started%s) was interrupted before it reported: it may have left changes", step, d.Attempt, by)
+	if d.Retried {
+		return s + "; it runs again"
+	}
+	return s + "; a person decides whether it runs again (stratum gate show|approve|reject RUN " + step + ")"
+}
+
+func parenthesised(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + oneLine(s) + ")"
+}
+
+// causeNote says in words what ended a run, and where.
+func causeNote(cause engine.FailureCause, step string) string {
+	words := map[engine.FailureCause]string{
+		engine.CauseStepFailed:          "a step failed",
+		engine.CauseGateKilled:          "a gate's kill",
+		engine.CauseRoundsExhausted:     "a revise past the round limit",
+		engine.CauseBudgetExhausted:     "the budget ran out",
+		engine.CauseDeadEnd:             "nothing could run any more",
+		engine.CauseOutputInvalid:       "the flow's output did not match its contract",
+		engine.CauseCarryUnresolved:     "a carried value could not be resolved",
+		engine.CauseDispatchUnavailable: "an agent could not run",
+		engine.CauseInternal:            "an internal error",
+	}[cause]
+	switch {
+	case words == "" && step == "":
+		return ""
+	case words == "":
+		return " (at step " + step + ")"
+	case step == "":
+		return " (cause: " + words + ")"
+	}
+	return " (cause: " + words + ", at step " + step + ")"
+}
+
+// digestNote shows a gate round's digest, shortened.
+func digestNote(digest string) string {
+	if digest == "" {
+		return ""
+	}
+	return " [digest " + shortHex(digest) + "]"
+}
+
+// shortHex is the first 12 characters of a digest: enough to compare
+// with the one stratum gate show prints.
+func shortHex(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
 
 // describeItemEvent renders a fanout item event.

@@ -3,9 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/stratum-go/stratum/ir"
@@ -173,49 +171,6 @@ func (e *Engine) Status(ctx context.Context, runID string) (_ *Response, err err
 	return newTxn(ctx, e, st, c).response(), nil
 }
 
-// RunSummary describes one run in a listing.
-type RunSummary struct {
-	RunID     string    `json:"runId"`
-	Flow      string    `json:"flow"`
-	Status    RunStatus `json:"status"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	// Waiting lists the gates and engine work a running run waits on.
-	Waiting []Waiting `json:"waiting,omitempty"`
-	// Error is set when the run could not be read (it is still listed).
-	Error string `json:"error,omitempty"`
-}
-
-// ListRuns lists every run of the store, newest first. A run that cannot
-// be read is listed with its error rather than hiding the others.
-func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
-	infos, err := e.store.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]RunSummary, 0, len(infos))
-	for _, info := range infos {
-		st, c, _, err := e.load(ctx, info.ID)
-		if err != nil {
-			if errors.Is(err, ErrRunNotFound) {
-				continue
-			}
-			out = append(out, RunSummary{RunID: info.ID, UpdatedAt: info.UpdatedAt, Error: err.Error()})
-			continue
-		}
-		rs := RunSummary{RunID: st.ID, Flow: st.FlowName, Status: st.Status, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt}
-		if st.Status == StatusRunning && st.CancelRequested {
-			rs.Status = StatusCancelled
-		}
-		if st.Status == StatusRunning {
-			rs.Waiting = newTxn(ctx, e, st, c).waiting()
-		}
-		out = append(out, rs)
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
-	return out, nil
-}
-
 // WaitingGate is a gate awaiting a decision.
 type WaitingGate struct {
 	RunID  string `json:"runId" jsonschema:"the run's id"`
@@ -294,42 +249,6 @@ func (t *txn) eachWaitingGate(fn func(sc *scope, s *ir.Step, ss *stepState, wg W
 			}
 		}
 	}
-}
-
-// ListGates lists the gates awaiting a decision: of one run, or of every
-// running run when runID is empty.
-func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, error) {
-	ids := []string{runID}
-	if runID == "" {
-		infos, err := e.store.List(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ids = ids[:0]
-		for _, info := range infos {
-			ids = append(ids, info.ID)
-		}
-	}
-	var out []WaitingGate
-	for _, id := range ids {
-		st, c, _, err := e.load(ctx, id)
-		if err != nil {
-			if runID == "" {
-				continue
-			}
-			return nil, err
-		}
-		if st.Status != StatusRunning || st.CancelRequested {
-			continue
-		}
-		newTxn(ctx, e, st, c).eachWaitingGate(func(_ *scope, _ *ir.Step, _ *stepState, wg WaitingGate) {
-			out = append(out, wg)
-		})
-	}
-	if out == nil {
-		out = []WaitingGate{}
-	}
-	return out, nil
 }
 
 // RunPlan returns the compiled plan of a persisted run's spec, for front

@@ -242,10 +242,10 @@ func (t *txn) rotate(sc *scope) {
 		}
 		if st.Fanout != nil {
 			for _, it := range st.Fanout.Items {
-				it.AcceptedDispatchToken = ""
 				if isTerminalStep(it.Status) {
-					continue
+					continue // as a finished step, a finished item keeps what it accepted
 				}
+				it.AcceptedDispatchToken = ""
 				t.st.GenerationCounter++
 				it.Generation = t.st.GenerationCounter
 				it.Epoch = st.Epoch
@@ -280,6 +280,9 @@ func (t *txn) loadSnapshot(seq int64) (*snapshot, error) {
 		if ss.Attempts == nil {
 			ss.Attempts = []Attempt{}
 		}
+	}
+	if err := t.e.hydrateSteps(t.ctx, t.st.ID, snap.Steps); err != nil {
+		return nil, err
 	}
 	return snap, nil
 }

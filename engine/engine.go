@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -407,7 +409,11 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 		if err != nil {
 			return nil, err
 		}
-		return &store.Change{State: doc, Events: t.events}, nil
+		sum, err := t.summaryJSON()
+		if err != nil {
+			return nil, err
+		}
+		return &store.Change{State: doc, Events: t.events, Summary: sum}, nil
 	})
 	if err != nil {
 		return nil, mapStoreErr(runID, err)
@@ -422,6 +428,31 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 		e.kickFanouts(runID)
 	}
 	return t, nil
+}
+
+// fanoutsText is every fanout's array and items among steps, in full.
+func fanoutsText(prefix string, steps map[string]*stepState) string {
+	ids := make([]string, 0, len(steps))
+	for id := range steps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var b strings.Builder
+	for _, id := range ids {
+		ss := steps[id]
+		if ss == nil || ss.coldSeq != 0 {
+			continue
+		}
+		if ss.Fanout != nil {
+			over, _ := json.Marshal(ss.Fanout.Over)
+			items, _ := json.Marshal(ss.Fanout.Items)
+			fmt.Fprintf(&b, "%s%s: over %s items %s\n", prefix, id, over, items)
+		}
+		if ss.Sub != nil {
+			b.WriteString(fanoutsText(prefix+id+"/", ss.Sub.Steps))
+		}
+	}
+	return b.String()
 }
 
 // decideWith runs a transition's decision. A needVerdict raised from deep
@@ -458,6 +489,22 @@ func (e *Engine) checkPersisted(ctx context.Context, runID string, head store.He
 	if err != nil {
 		return err
 	}
+	// The stored summary says what the run says.
+	c, err := e.planFor(disk)
+	if err != nil {
+		return err
+	}
+	want, err := (&txn{ctx: ctx, e: e, st: disk, c: c}).summaryJSON() // no clock read: tests pin the clock
+	if err != nil {
+		return err
+	}
+	got, ok := decodeSummary(snap.Summary)
+	if !ok {
+		return fmt.Errorf("run %s: no summary stored (%s)", runID, snap.Summary)
+	}
+	if g, _ := json.Marshal(got); !bytes.Equal(g, want) {
+		return fmt.Errorf("run %s: stored summary differs from the run:\n stored %s\n run    %s", runID, g, want)
+	}
 	for id, s := range mem.Steps {
 		if s.coldSeq == 0 {
 			continue
@@ -478,11 +525,18 @@ func (e *Engine) checkPersisted(ctx context.Context, runID string, head store.He
 				steps[id] = compactStep(s)
 			}
 		}
-		b, _ := json.Marshal(doc{runState: st, Steps: steps})
+		b, _ := json.Marshal(struct {
+			Doc   doc   `json:"doc"`
+			Input Value `json:"input"`
+		}{st.doc(steps), st.Input})
 		return string(b)
 	}
 	if a, b := norm(disk), norm(mem); a != b {
 		return fmt.Errorf("persisted run %s differs from memory:\n disk %s\n mem  %s", runID, a, b)
+	}
+	// Every fanout item, the ones in records included.
+	if a, b := fanoutsText("", disk.Steps), fanoutsText("", mem.Steps); a != b {
+		return fmt.Errorf("persisted fanouts of run %s differ from memory:\n disk %s\n mem  %s", runID, a, b)
 	}
 	return nil
 }

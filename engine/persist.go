@@ -44,13 +44,17 @@ const (
 	evAttemptPatch EventType = "engine.attempt_patch"
 	// evColdIndex holds coldChunkSize refs of finished steps (see encode).
 	evColdIndex EventType = "engine.cold_index"
+	// evInput holds the run's input (written once, at plan).
+	evInput EventType = "engine.input"
 )
 
 func internalEvent(typ string) bool { return strings.HasPrefix(typ, "engine.") }
 
-// doc is the persisted form of runState.
+// doc is the persisted form of runState. Input, when a record holds it
+// (InputSeq), is left out (the field shadows runState's).
 type doc struct {
 	*runState
+	Input *Value                `json:"input,omitempty"`
 	Steps map[string]*stepState `json:"steps"`
 }
 
@@ -120,18 +124,39 @@ func (t *txn) encode() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		ref := coldRef{ID: s.ID, Seq: seq, Status: ss.Status}
-		st.ColdRecent = append(st.ColdRecent, ref)
-		st.setCold(ref)
+		if err := t.indexCold(coldRef{ID: s.ID, Seq: seq, Status: ss.Status}); err != nil {
+			return nil, err
+		}
 		delete(st.Steps, s.ID)
-		if len(st.ColdRecent) >= coldChunkSize {
-			cseq, err := t.emitBlob(evColdIndex, "", st.ColdRecent)
-			if err != nil {
+	}
+	// An index of the first format (a map without statuses, statuses
+	// filled in when it was read) moves into the chunked index once.
+	if len(st.LegacyCold) > 0 {
+		ids := make([]string, 0, len(st.LegacyCold))
+		for id := range st.LegacyCold {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			ref, ok := st.cold[id]
+			if !ok || ref.Seq != st.LegacyCold[id] {
+				continue // replaced by a later ref
+			}
+			if err := t.indexCold(ref); err != nil {
 				return nil, err
 			}
-			st.ColdChunks = append(st.ColdChunks, cseq)
-			st.ColdRecent = nil
 		}
+		st.LegacyCold = nil
+	}
+	if err := t.persistFanouts("", hot); err != nil {
+		return nil, err
+	}
+	if st.InputSeq == 0 && st.Input.Present {
+		seq, err := t.emitBlob(evInput, "", st.Input)
+		if err != nil {
+			return nil, err
+		}
+		st.InputSeq = seq
 	}
 	// A fresh map: a Go map keeps the room of every key it ever held, and
 	// iterating it costs that room, so the steps deleted above would make
@@ -141,11 +166,20 @@ func (t *txn) encode() ([]byte, error) {
 		live[id] = st.Steps[id]
 	}
 	st.Steps = live
-	b, err := json.Marshal(doc{runState: st, Steps: hot})
+	b, err := json.Marshal(st.doc(hot))
 	if err != nil {
 		return nil, fmt.Errorf("encode run state: %w", err)
 	}
 	return b, nil
+}
+
+// doc is the persisted form of a state whose document steps are steps.
+func (st *runState) doc(steps map[string]*stepState) doc {
+	d := doc{runState: st, Steps: steps}
+	if st.InputSeq == 0 {
+		d.Input = &st.Input
+	}
+	return d
 }
 
 // settleLoaded finds the finished steps read from the log in this
@@ -173,10 +207,33 @@ func (t *txn) settleLoaded() error {
 	return nil
 }
 
+// indexCold adds a finished step's ref to the index, moving a full chunk
+// of recent refs into an engine.cold_index event.
+func (t *txn) indexCold(ref coldRef) error {
+	st := t.st
+	st.ColdRecent = append(st.ColdRecent, ref)
+	st.setCold(ref)
+	if len(st.ColdRecent) >= coldChunkSize {
+		cseq, err := t.emitBlob(evColdIndex, "", st.ColdRecent)
+		if err != nil {
+			return err
+		}
+		st.ColdChunks = append(st.ColdChunks, cseq)
+		st.ColdRecent = nil
+	}
+	return nil
+}
+
 // setCold records a finished step's ref in the in-memory index.
 func (st *runState) setCold(ref coldRef) {
 	if st.cold == nil {
 		st.cold = map[string]coldRef{}
+	}
+	if was, ok := st.cold[ref.ID]; ok && countsDone(was.Status) {
+		st.coldDone--
+	}
+	if countsDone(ref.Status) {
+		st.coldDone++
 	}
 	st.cold[ref.ID] = ref
 }
@@ -205,6 +262,9 @@ func decodeDoc(runID string, b []byte) (*runState, error) {
 		return nil, fmt.Errorf("run %s: %w: state document: %v", runID, ErrCorrupt, err)
 	}
 	st := d.runState
+	if d.Input != nil {
+		st.Input = *d.Input
+	}
 	if st.Format != stateFormat {
 		return nil, fmt.Errorf("run %s: %w: state document format %q, want %q", runID, ErrCorrupt, st.Format, stateFormat)
 	}
@@ -227,6 +287,20 @@ func (e *Engine) decodeRun(ctx context.Context, snap *store.Snapshot) (*runState
 	}
 	if err := e.buildCold(ctx, snap.RunID, st); err != nil {
 		return nil, err
+	}
+	if err := e.hydrateSteps(ctx, snap.RunID, st.Steps); err != nil {
+		return nil, err
+	}
+	if st.InputSeq != 0 { // shared read-only, as a fanout's array
+		v, err := e.parsedBlob(ctx, snap.RunID, st.InputSeq, "input", func(raw []byte) (any, error) {
+			var in Value
+			err := json.Unmarshal(raw, &in)
+			return in, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		st.Input = v.(Value)
 	}
 	e.mu.Lock()
 	_, havePlan := e.plans[st.RevisionDigest]
@@ -261,6 +335,20 @@ func (e *Engine) buildCold(ctx context.Context, runID string, st *runState) erro
 	for _, r := range st.ColdRecent {
 		st.cold[r.ID] = r
 	}
+	st.coldDone = 0
+	for id, r := range st.cold {
+		if r.Status == "" { // an index of the first format: no statuses
+			ss, err := e.coldState(ctx, runID, r)
+			if err != nil {
+				return err
+			}
+			r.Status = ss.Status
+			st.cold[id] = r
+		}
+		if countsDone(r.Status) {
+			st.coldDone++
+		}
+	}
 	return nil
 }
 
@@ -289,6 +377,9 @@ func (e *Engine) coldState(ctx context.Context, runID string, ref coldRef) (*ste
 	}
 	if ss.Attempts == nil {
 		ss.Attempts = []Attempt{}
+	}
+	if err := e.hydrateStep(ctx, runID, ss); err != nil {
+		return nil, err
 	}
 	ss.coldSeq = ref.Seq
 	return ss, nil
@@ -343,17 +434,27 @@ type attemptPatch struct {
 
 // recordChanges writes an attempt's patch into the log (once) and returns
 // the changes to keep with the attempt (without the patch).
-func (t *txn) recordChanges(stepID string, attempt int, ch *Changes) *Changes {
+func (t *txn) recordChanges(st *stepState, stepID string, attempt int, ch *Changes) *Changes {
 	if ch == nil {
 		return nil
 	}
 	c := *ch
 	c.Stat = cleanText(c.Stat)
-	c.PatchBytes, c.Patch = len(ch.Patch), nil
-	if len(ch.Patch) > 0 {
-		if _, err := t.emitBlob(evAttemptPatch, stepID, attemptPatch{StepID: stepID, Attempt: attempt, Patch: ch.Patch}); err != nil {
+	c.Patch = nil
+	switch {
+	case len(ch.Patch) > 0:
+		c.PatchBytes, c.PatchOmitted = len(ch.Patch), false
+		seq, err := t.emitBlob(evAttemptPatch, stepID, attemptPatch{StepID: stepID, Attempt: attempt, Patch: ch.Patch})
+		if err != nil {
 			c.Stat += " (the patch could not be recorded: " + err.Error() + ")"
+			break
 		}
+		if st.PatchSeqs == nil {
+			st.PatchSeqs = map[int]int64{}
+		}
+		st.PatchSeqs[attempt] = seq
+	case !ch.PatchOmitted:
+		c.PatchBytes = 0
 	}
 	return &c
 }

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // The state document holds the live part of a run only: between two
@@ -149,5 +152,117 @@ func TestLoadedFinishedStepChangeKept(t *testing.T) {
 	}
 	if got := a.Steps["s1"].Spent.Dispatches; got != 8 {
 		t.Fatalf("s1 dispatches %v after the change, want 8", got)
+	}
+}
+
+// A fanout's settled items move into records: the state document holds
+// the live items and fewer than a chunk of settled ones, whatever the
+// fanout's size; a fresh process reads every item back, in the middle of
+// the fanout and at its end.
+func TestFanoutItemsOutOfTheDocument(t *testing.T) {
+	h := newHarness(t, Options{})
+	const n = 5*fanoutChunkSize + 7
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf("item-%03d-%s", i, strings.Repeat("x", 100))
+	}
+	r := h.plan(fanoutSpec(4), map[string]any{"items": items})
+	maxItems := 0
+	for reported := 0; r.Status == StatusReady && r.Ready[0].FanoutItem != nil; reported++ {
+		en := r.Ready[0]
+		var err error
+		r, err = h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken,
+			Result: StepResult{Output: js(map[string]any{"value": en.ID})}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := h.store.Load(h.ctx, r.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Steps map[string]struct {
+				Fanout *struct {
+					Over  json.RawMessage   `json:"over"`
+					Items []json.RawMessage `json:"items"`
+				} `json:"fanout"`
+			} `json:"steps"`
+		}
+		if err := json.Unmarshal(snap.State, &d); err != nil {
+			t.Fatal(err)
+		}
+		if f := d.Steps["fan"].Fanout; f != nil {
+			maxItems = max(maxItems, len(f.Items))
+			if f.Over != nil {
+				t.Fatalf("after %d reports the document holds the fanout's array", reported+1)
+			}
+		}
+		if reported == n/2 { // a fresh process continues from the middle
+			e2 := h.reopen(Options{})
+			a, err := e2.Audit(h.ctx, r.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := a.Steps["fan"].Fanout
+			if len(f.Items) != n || f.Items[3].Status != StepSucceeded || jsonOf(t, f.Over.Data) != string(js(items)) {
+				t.Fatalf("a fresh process reads %d items (item 3: %s)", len(f.Items), dump(f.Items[3]))
+			}
+			h.e = e2
+		}
+	}
+	if maxItems >= fanoutChunkSize+4 || maxItems == 0 {
+		t.Fatalf("the document held up to %d items of %d", maxItems, n)
+	}
+	en := entry(t, r, "after")
+	r = h.report(r, en.ID, StepResult{Output: js(map[string]any{"value": "done"})})
+	wantStatus(t, r, StatusCompleted)
+	a := h.reopen(Options{})
+	audit, err := a.Audit(h.ctx, r.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := audit.Steps["fan"].Fanout
+	for i, it := range f.Items {
+		if it.Index != i || it.Status != StepSucceeded || jsonOf(t, it.Output.Data) != fmt.Sprintf(`{"value":"fan/%d"}`, i) {
+			t.Fatalf("item %d after completion: %s", i, dump(it))
+		}
+	}
+	if len(f.Items) != n {
+		t.Fatalf("%d items after completion, want %d", len(f.Items), n)
+	}
+}
+
+// pristineItem must check every field of an item: an item that differs
+// from a new one in any field is not left out of the document. Each
+// field is set to a non-zero value in turn.
+func TestPristineItemCoversEveryField(t *testing.T) {
+	f := &fanoutState{Gen0: 7, ItemEpoch: 2}
+	if !f.pristineItem(f.newItem(3)) {
+		t.Fatal("a new item is not pristine")
+	}
+	typ := reflect.TypeOf(itemState{})
+	for i := 0; i < typ.NumField(); i++ {
+		it := f.newItem(3)
+		v := reflect.ValueOf(it).Elem().Field(i)
+		v = reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem() // unexported fields too
+		switch v.Kind() {
+		case reflect.Bool:
+			v.SetBool(!v.Bool())
+		case reflect.Int, reflect.Int64:
+			v.SetInt(v.Int() + 1)
+		case reflect.String:
+			v.SetString(v.String() + "x")
+		case reflect.Slice:
+			v.Set(reflect.Append(v, reflect.Zero(v.Type().Elem())))
+		case reflect.Pointer:
+			v.Set(reflect.New(v.Type().Elem()))
+		case reflect.Struct: // Value
+			v.FieldByName("Present").SetBool(true)
+		default:
+			t.Fatalf("field %s: kind %s not handled by this test", typ.Field(i).Name, v.Kind())
+		}
+		if f.pristineItem(it) {
+			t.Errorf("an item with %s changed is taken for a new one", typ.Field(i).Name)
+		}
 	}
 }

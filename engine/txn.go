@@ -290,10 +290,13 @@ func (t *txn) locate(id string) (located, bool) {
 		if st.Fanout == nil {
 			return located{}, false
 		}
-		for _, it := range st.Fanout.Items {
-			if itoa(it.Index) == rest {
-				return located{sc: root, step: s, item: it, index: it.Index}, true
-			}
+		// rest is the item's index in canonical form ("07" is not item 7).
+		i, err := strconv.Atoi(rest)
+		if err != nil || i < 0 || i >= len(st.Fanout.Items) || itoa(i) != rest {
+			return located{}, false
+		}
+		if it := st.Fanout.Items[i]; it.Index == i {
+			return located{sc: root, step: s, item: it, index: i}, true
 		}
 	}
 	return located{}, false
