@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
@@ -61,5 +64,62 @@ func BenchmarkQueryFlows(b *testing.B) {
 		if code := run(ctx, env, []string{"query", "flows"}); code != 0 {
 			b.Fatalf("exit %d", code)
 		}
+	}
+}
+
+// BenchmarkAuditLongRun is `stratum audit RUN` (text, and --json) of a
+// finished 10,000-step run (AUDIT_STEPS changes it), run as a child
+// process: ns/op is its wall time and peak-rss-MiB its peak resident
+// memory. TMPDIR=/dev/shm makes the set-up quick.
+func BenchmarkAuditLongRun(b *testing.B) {
+	n := 10000
+	if s := os.Getenv("AUDIT_STEPS"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	ctx := context.Background()
+	home := b.TempDir()
+	fs, err := store.NewFileStore(filepath.Join(home, "flows"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := engine.New(fs, engine.Options{Workspace: engine.WorkspacePolicy{Default: b.TempDir()}})
+	var spec strings.Builder
+	spec.WriteString("version: 1\ncontracts:\n  V: {v: string}\nflows:\n  entry: main\n  main:\n    input: {}\n")
+	fmt.Fprintf(&spec, "    output: {from: \"${s%d.output}\", contract: V}\n    steps:\n", n)
+	spec.WriteString("      - id: s1\n        do: \"step one\"\n        out: V\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&spec, "      - id: s%d\n        do: \"step %d after ${s%d.output.v}\"\n        out: V\n", i, i, i-1)
+	}
+	r, err := e.Plan(ctx, engine.PlanRequest{Spec: []byte(spec.String()), Input: json.RawMessage(`{}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for r.Status == engine.StatusReady {
+		en := r.Ready[0]
+		if r, err = e.StepDone(ctx, engine.StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken,
+			Result: engine.StepResult{Output: json.RawMessage(`{"v":"a result of some length for ` + en.ID + `"}`)}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e.Close()
+	for name, args := range map[string][]string{"text": {"audit", r.RunID}, "json": {"audit", r.RunID, "--json"}} {
+		b.Run(name, func(b *testing.B) {
+			var peak int64
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command(os.Args[0], args...)
+				cmd.Args[0] = "stratum" // testscript.Main runs the stratum command
+				cmd.Env = append(os.Environ(), "STRATUM_HOME="+home, "STRATUM_STATE_ROOT=")
+				cmd.Stdout = io.Discard
+				var errb strings.Builder
+				cmd.Stderr = &errb
+				if err := cmd.Run(); err != nil {
+					b.Fatalf("%v: %v: %s", args, err, errb.String())
+				}
+				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+					peak = max(peak, ru.Maxrss)
+				}
+			}
+			b.ReportMetric(float64(peak)/1024, "peak-rss-MiB")
+		})
 	}
 }

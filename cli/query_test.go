@@ -143,3 +143,71 @@ func TestQueryFlowsAgreesWithQueryFlow(t *testing.T) {
 		}
 	}
 }
+
+// `stratum audit --json` streams the document: it must be the engine's
+// audit (stratum_audit's answer) exactly, for runs in every state.
+func TestAuditJSONStreamIsTheAudit(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	fs, err := store.NewFileStore(filepath.Join(home, "flows"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engine.New(fs, engine.Options{Workspace: engine.WorkspacePolicy{Default: t.TempDir()}})
+	defer e.Close()
+	var ids []string
+	for i := 0; i < 3; i++ {
+		r, err := e.Plan(ctx, engine.PlanRequest{Spec: []byte(querySpec), Input: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.RunID)
+		if i == 0 {
+			continue
+		}
+		en := r.Ready[0]
+		if r, err = e.StepDone(ctx, engine.StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken,
+			Result: engine.StepResult{Output: json.RawMessage(`{"v":"<b>&x</b>"}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			gates, _ := e.ListGates(ctx, r.RunID)
+			if _, err := e.ResolveGate(ctx, engine.GateRequest{RunID: r.RunID, StepID: "review", Decision: engine.DecisionApprove, GateToken: gates[0].GateToken, ResolvedBy: "human"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, id := range ids {
+		var out, errb bytes.Buffer
+		en := &Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+			if k == "STRATUM_HOME" {
+				return home
+			}
+			return ""
+		}}
+		if code := run(ctx, en, []string{"audit", id, "--json"}); code != 0 {
+			t.Fatalf("audit: exit %d: %s", code, errb.String())
+		}
+		a, err := e.Audit(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := writeJSON(&want, a); err != nil {
+			t.Fatal(err)
+		}
+		var got, exp any
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("streamed audit is not JSON: %v\n%s", err, out.String())
+		}
+		_ = json.Unmarshal(want.Bytes(), &exp)
+		g, _ := json.Marshal(got)
+		x, _ := json.Marshal(exp)
+		if !bytes.Equal(g, x) {
+			t.Errorf("run %s: streamed audit differs:\n got  %s\n want %s", id, g, x)
+		}
+		if bytes.Contains(out.Bytes(), []byte(`\u003c`)) {
+			t.Errorf("streamed audit escapes HTML")
+		}
+	}
+}

@@ -33,8 +33,8 @@ type AuditReport struct {
 	CreatedAt      time.Time              `json:"createdAt" jsonschema:"when the run was planned (RFC 3339)"`
 	UpdatedAt      time.Time              `json:"updatedAt" jsonschema:"when the run last changed (RFC 3339)"`
 	Input          Value                  `json:"input" jsonschema:"the entry input"`
-	Steps          map[string]*StepView   `json:"steps" jsonschema:"every step's state by id: status, attempts (each with its result or failure), output, spent; a waiting gate's gateToken; fanout items; sub.steps for a subflow's steps"`
 	Events         []Event                `json:"events" jsonschema:"every event of the run, oldest first"`
+	Steps          map[string]*StepView   `json:"steps" jsonschema:"every step's state by id: status, attempts (each with its result or failure), output, spent; a waiting gate's gateToken; fanout items; sub.steps for a subflow's steps"`
 	FlowSpent      Ledger                 `json:"flowSpent" jsonschema:"the run's total spend: usd, tokens, dispatches, ms"`
 	Ledger         LedgerView             `json:"ledger" jsonschema:"spend and the flow's budget"`
 	Output         Value                  `json:"output,omitzero" jsonschema:"the flow's output (completed)"`
@@ -42,36 +42,36 @@ type AuditReport struct {
 	Carry          map[string]*CarryEntry `json:"carry,omitzero" jsonschema:"loop-carried values and their provenance"`
 	Rounds         int                    `json:"rounds" jsonschema:"gate revise rounds used so far"`
 	Checkpoints    []string               `json:"checkpoints" jsonschema:"checkpoint labels, oldest first"`
+	// NextEventsAfter is set when a limit stopped the events: the cursor
+	// of the next page.
+	NextEventsAfter int64 `json:"nextEventsAfter,omitzero" jsonschema:"more events follow: pass it as eventsAfter to read the next page"`
 }
 
 // Audit returns a run's full durable state: every step's state (with
 // tokens, attempts, spend, fanout items, subflow state — the pristine
 // pending steps filled in), every event, spend, output and carry. It reads
 // without the run lock (the store guarantees a whole acknowledged state).
-func (e *Engine) Audit(ctx context.Context, runID string) (_ *AuditReport, err error) {
-	defer recoverLoad(&err)
-	st, c, head, err := e.load(ctx, runID)
+// A long run's record is large: AuditStream reads it piece by piece.
+func (e *Engine) Audit(ctx context.Context, runID string) (*AuditReport, error) {
+	return e.AuditWith(ctx, runID, AuditOptions{})
+}
+
+// AuditWith is Audit narrowed by opts: a page of events, some steps.
+func (e *Engine) AuditWith(ctx context.Context, runID string, opts AuditOptions) (*AuditReport, error) {
+	var evs []Event
+	steps := map[string]*StepView{}
+	rep, err := e.AuditStream(ctx, runID, opts, AuditVisitor{
+		Event: func(ev Event) error { evs = append(evs, ev); return nil },
+		Step:  func(id string, v *StepView) error { steps[id] = v; return nil },
+	})
 	if err != nil {
 		return nil, err
 	}
-	evs, err := e.events(ctx, runID, 0, head.Seq)
-	if err != nil {
-		return nil, err
+	if evs == nil {
+		evs = []Event{}
 	}
-	t := newTxn(ctx, e, st, c)
-	root := t.rootScope()
-	for _, s := range root.flow.Steps {
-		root.peek(s) // the finished steps, from the log
-	}
-	fillSteps(c.plan, root.flow, st.Steps)
-	labels := make([]string, len(st.Checkpoints))
-	for i, cp := range st.Checkpoints {
-		labels[i] = cp.Label
-	}
-	return &AuditReport{Status: st.Status, RunID: st.ID, Flow: st.FlowName, RevisionDigest: st.RevisionDigest,
-		WorkspaceRoot: st.WorkspaceRoot, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Events: evs, Steps: viewSteps(st.Steps),
-		FlowSpent: st.FlowSpent, Ledger: t.ledgerView(), Output: st.Output, Failure: st.Failure, Carry: st.Carry,
-		Rounds: st.Rounds, Checkpoints: labels, Input: st.Input}, nil
+	rep.Events, rep.Steps = evs, steps
+	return rep, nil
 }
 
 // fillSteps adds the pristine pending steps left out of the persisted
@@ -83,15 +83,20 @@ func fillSteps(p *ir.Plan, f *ir.Flow, m map[string]*stepState) {
 			st = newStepState()
 			m[s.ID] = st
 		}
-		if st.Attempts == nil {
-			st.Attempts = []Attempt{}
+		fillStep(p, s, st)
+	}
+}
+
+// fillStep completes one step's state for a view.
+func fillStep(p *ir.Plan, s *ir.Step, st *stepState) {
+	if st.Attempts == nil {
+		st.Attempts = []Attempt{}
+	}
+	if st.Sub != nil && s.Kind == ir.KindRun {
+		if st.Sub.Steps == nil {
+			st.Sub.Steps = map[string]*stepState{}
 		}
-		if st.Sub != nil && s.Kind == ir.KindRun {
-			if st.Sub.Steps == nil {
-				st.Sub.Steps = map[string]*stepState{}
-			}
-			fillSteps(p, p.Flow(s.Run), st.Sub.Steps)
-		}
+		fillSteps(p, p.Flow(s.Run), st.Sub.Steps)
 	}
 }
 
@@ -105,20 +110,14 @@ func (e *Engine) events(ctx context.Context, runID string, after, head int64) ([
 		return nil, mapStoreErr(runID, err)
 	}
 	out := make([]Event, 0, len(raw))
-	for _, ev := range raw {
-		if internalEvent(ev.Type) {
-			continue
+	for _, r := range raw {
+		ev, ok, err := toEvent(runID, r)
+		if err != nil {
+			return nil, err
 		}
-		var d struct {
-			StepID string          `json:"stepId"`
-			Detail json.RawMessage `json:"detail"`
+		if ok {
+			out = append(out, ev)
 		}
-		if len(ev.Data) > 0 {
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, fmt.Errorf("run %s: event %d: %w: %v", runID, ev.Seq, ErrCorrupt, err)
-			}
-		}
-		out = append(out, Event{Seq: ev.Seq, At: ev.At, Type: EventType(ev.Type), StepID: d.StepID, Detail: d.Detail, Hash: ev.Hash})
 	}
 	return out, nil
 }

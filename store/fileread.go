@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -83,7 +84,9 @@ func (s *FileStore) completeRecord(ctx context.Context, runID string, rf runFS) 
 
 // Events implements Store. Like Load it takes no lock. It reads backwards
 // from the head, so polling for recent events costs in proportion to the
-// events returned, not to the run's history.
+// events returned, not to the run's history; a page that stops before the
+// head is read forwards from its first line, found through the index
+// ([FileStore.eventsWindow]).
 func (s *FileStore) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]Event, error) {
 	if err := ValidateRunID(runID); err != nil {
 		return nil, err
@@ -107,6 +110,9 @@ func (s *FileStore) Events(ctx context.Context, runID string, afterSeq int64, li
 	}
 	defer f.Close()
 	want := env.Seq - afterSeq
+	if limit > 0 && int64(limit) < want {
+		return s.eventsWindow(runID, env, f, afterSeq, limit)
+	}
 	lines, err := lastLines(f, env.LogSize, want)
 	if err != nil {
 		return nil, s.corrupt(runID, eventsFile, env.Seq, env.LogSize, err.Error())
@@ -282,4 +288,59 @@ func listRecord(dir *smallFile, id string, scratch []byte) (headRecord, bool) {
 		rec.Summary = slices.Clone(rec.Summary) // it aliases scratch
 	}
 	return rec, ok && err == nil
+}
+
+// eventsWindow reads the limit events after afterSeq (which end before
+// the head) forwards from the end of the line of afterSeq, found through
+// the index or by bisection, and checks them as the Store contract says
+// of a page: each line decodes and hashes, the seqs follow on, and the
+// chain links them to the hash recorded by the event before the first (or
+// to the genesis hash). Its cost is that of the page and a lookup,
+// wherever in the log the page is.
+func (s *FileStore) eventsWindow(runID string, env envelope, f io.ReaderAt, afterSeq int64, limit int) ([]Event, error) {
+	off, prev := int64(0), genesisHash(runID)
+	if afterSeq > 0 {
+		line, end, err := s.lineOf(runID, env, f, afterSeq)
+		if err != nil {
+			return nil, err
+		}
+		if prev, err = lineHash(line); err != nil {
+			return nil, s.corrupt(runID, eventsFile, afterSeq, end-int64(len(line))-1, err.Error())
+		}
+		off = end
+	}
+	lines, err := firstLines(f, off, env.LogSize, int64(limit))
+	if err != nil {
+		return nil, s.corrupt(runID, eventsFile, afterSeq+1, off, err.Error())
+	}
+	if len(lines) < limit {
+		return nil, s.corrupt(runID, eventsFile, afterSeq+1, off, fmt.Sprintf("the log holds %d lines after seq %d before the head, want %d", len(lines), afterSeq, limit))
+	}
+	events, cerr := checkChainForward(runID, lines, afterSeq+1, prev)
+	if cerr != nil {
+		cerr.Path = s.runPath(runID, eventsFile)
+		return nil, cerr
+	}
+	return events, nil
+}
+
+// lineOf returns the line of event seq (without its newline, undecoded)
+// and the offset where the next line starts: through the index when it
+// points at the start of a line holding seq, otherwise by bisection.
+func (s *FileStore) lineOf(runID string, env envelope, f io.ReaderAt, seq int64) ([]byte, int64, error) {
+	if off, end, ok := s.indexLookup(runID, env, seq); ok {
+		start, line, err := lineFrom(f, off, env.LogSize)
+		if got, serr := lineSeq(line); err == nil && start == off && serr == nil && got == seq && start+int64(len(line))+1 == end {
+			return line, end, nil
+		}
+	}
+	off, end, err := bisectLog(f, env.LogSize, seq)
+	if err != nil {
+		return nil, 0, s.corrupt(runID, eventsFile, seq, -1, err.Error())
+	}
+	_, line, err := lineFrom(f, off, env.LogSize)
+	if err != nil {
+		return nil, 0, s.corrupt(runID, eventsFile, seq, off, err.Error())
+	}
+	return line, end, nil
 }

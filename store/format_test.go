@@ -368,3 +368,63 @@ func TestEncodeStoredMatchesDecode(t *testing.T) {
 		}
 	}
 }
+
+func TestIsCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{`{}`, true}, {`[]`, true}, {`null`, true}, {`true`, true}, {`false`, true}, {`0`, true}, {`-0.5e+10`, true}, {`2.50`, true},
+		{`{"a":1,"b":[1,"x",{"c":null}]}`, true}, {`"é\n\t\r\"\\"`, true}, {`{"":1,"a":2}`, true},
+		{`{"b":1,"a":2}`, false}, {`{"a":1,"a":2}`, false}, {`{ "a":1}`, false}, {`[1, 2]`, false}, {`"\u00e9"`, false},
+		{`"\/"`, false}, {`"<\u003e"`, false}, {"\"\x01\"", false}, {"\"\xff\"", false}, {"\"\u2028\"", false},
+		{`01`, false}, {`1.`, false}, {`.5`, false}, {`1e`, false}, {`+1`, false}, {`tru`, false}, {`{}x`, false}, {``, false},
+		{`{"a\"b":1}`, false}, {`{"a":}`, false}, {`[1,]`, false}, {`{"a":1,}`, false}, {`"abc`, false},
+	} {
+		if got := isCanonical([]byte(tc.in)); got != tc.want {
+			t.Errorf("isCanonical(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+		if tc.want {
+			if c, err := canonicalJSON([]byte(tc.in)); err != nil || string(c) != tc.in {
+				t.Errorf("canonicalJSON(%q) = %q, %v: the case is wrong", tc.in, c, err)
+			}
+		}
+	}
+}
+
+// FuzzIsCanonical holds the fast check to the slow one: whatever it calls
+// canonical, canonicalJSON leaves unchanged.
+func FuzzIsCanonical(f *testing.F) {
+	for _, s := range []string{vectorData, `{"a":[1,2.5e3,"x\n"],"b":{}}`, `"é"`, `{"b":1,"a":2}`, `-0`, `[[[]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !isCanonical(b) {
+			return
+		}
+		c, err := canonicalJSON(b)
+		if err != nil || !bytes.Equal(c, b) {
+			t.Fatalf("isCanonical(%q), but canonicalJSON gives %q, %v", b, c, err)
+		}
+	})
+}
+
+// TestSplitLineAgrees: the fast reading of a line gives the fields
+// encoding/json gives.
+func TestSplitLineAgrees(t *testing.T) {
+	for i, data := range []string{vectorData, `null`, `{"x":"\"type\":\"a\"}"}`, `"}"`} {
+		line, _, err := encodeEvent(int64(i+1), vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(data)}, i%2 == 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := splitLine(line)
+		var want wireEvent
+		if err := json.Unmarshal(line, &want); err != nil || !ok {
+			t.Fatalf("%s: split %v, decode %v", line, ok, err)
+		}
+		if got.At != want.At || got.Begin != want.Begin || !bytes.Equal(got.Data, want.Data) || got.Hash != want.Hash ||
+			got.PrevHash != want.PrevHash || got.Seq != want.Seq || got.Type != want.Type {
+			t.Errorf("splitLine(%s) = %+v, want %+v", line, got, want)
+		}
+	}
+}

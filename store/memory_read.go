@@ -36,6 +36,9 @@ func (m *Memory) Events(ctx context.Context, runID string, afterSeq int64, limit
 		return nil, &CorruptError{RunID: runID, Part: PartEvents, Offset: -1, Reason: fmt.Sprintf(
 			"the event log holds %d events but the state acknowledges %d: acknowledged events are missing", len(r.lines), env.Seq)}
 	}
+	if limit > 0 && afterSeq+int64(limit) < env.Seq {
+		return m.eventsWindow(runID, r, afterSeq, limit)
+	}
 	// Checked backwards from the head, as the file store reads.
 	out := make([]Event, env.Seq-afterSeq)
 	want := env.Head
@@ -61,6 +64,41 @@ func (m *Memory) Events(ctx context.Context, runID string, afterSeq int64, limit
 	}
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
+	}
+	return out, nil
+}
+
+// eventsWindow is a page that ends before the head, checked as the file
+// store checks one: forwards, linked to the hash the event before it
+// records.
+func (m *Memory) eventsWindow(runID string, r *memRun, afterSeq int64, limit int) ([]Event, error) {
+	prev := genesisHash(runID)
+	if afterSeq > 0 {
+		h, err := lineHash(r.lines[afterSeq-1].raw)
+		if err != nil {
+			return nil, &CorruptError{RunID: runID, Part: PartEvents, Seq: afterSeq, Offset: -1, Reason: err.Error()}
+		}
+		prev = h
+	}
+	out := make([]Event, limit)
+	for i := range out {
+		seq := afterSeq + 1 + int64(i)
+		l := r.lines[seq-1]
+		bad := func(reason string) error {
+			return &CorruptError{RunID: runID, Part: PartEvents, Seq: seq, Offset: -1, Reason: reason}
+		}
+		switch {
+		case l.err != nil:
+			return nil, bad(l.err.Error())
+		case l.ev.Seq != seq:
+			return nil, bad(fmt.Sprintf("line holds seq %d", l.ev.Seq))
+		case l.ev.PrevHash != prev && seq == 1:
+			return nil, bad("the first event's prevHash is not this run's genesis hash")
+		case l.ev.PrevHash != prev:
+			return nil, bad(fmt.Sprintf("prevHash %s is not the previous event's hash %s: the chain is broken", l.ev.PrevHash, prev))
+		}
+		out[i] = cloneEvent(l.ev)
+		prev = l.ev.Hash
 	}
 	return out, nil
 }

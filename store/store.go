@@ -47,8 +47,11 @@ type Store interface {
 	// Events returns the events with seq > afterSeq, oldest first, at most
 	// limit of them (limit 0 means all). afterSeq must be between 0 and the
 	// head's seq; otherwise the error wraps ErrSeqOutOfRange. Every returned
-	// event has had its hash recomputed and its chain checked up to the
-	// head.
+	// event has had its hash recomputed and its seq and links checked; the
+	// chain is checked up to the head when the events reach it, and
+	// otherwise (a page that stops before the head) to the event before
+	// the first, or the genesis hash. A reader paging from 0 to the head
+	// so checks the whole chain, each page costing what it returns.
 	Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]Event, error)
 
 	// Event returns the event with the given seq (1 to the head's seq, else

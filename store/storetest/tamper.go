@@ -60,6 +60,23 @@ func forgedLine(prev store.Head) []byte {
 	return []byte(line + "\n")
 }
 
+// forgedLineLike is a well-formed event line after prev, with a hash of
+// its own, exactly as long as orig (and ending in a newline when orig
+// does), so that only the chain can tell it from the line it replaces.
+func forgedLineLike(orig []byte, prev store.Head) []byte {
+	nl := bytes.HasSuffix(orig, []byte("\n"))
+	build := func(pad int) []byte {
+		body := fmt.Sprintf(`{"at":"2026-03-01T12:00:00Z","data":{"p":"%s"},"prevHash":"%s","seq":%d,"type":"forged"}`, strings.Repeat("x", pad), prev.Hash, prev.Seq+1)
+		sum := sha256.Sum256([]byte(body))
+		line := strings.Replace(body, `,"prevHash":`, `,"hash":"`+hex.EncodeToString(sum[:])+`","prevHash":`, 1)
+		if nl {
+			line += "\n"
+		}
+		return []byte(line)
+	}
+	return build(max(0, len(orig)-len(build(0))))
+}
+
 // refused checks that Load, Update and Verify all refuse the run as
 // corrupt (part, text), and that the refused Update wrote nothing.
 func refused(t *testing.T, st store.Store, part, text string) {
@@ -110,6 +127,39 @@ func (s suite) tamper(t *testing.T) {
 		if _, err := st.Events(ctx, "t", 3, 0); err != nil {
 			t.Errorf("Events after the damage: %v", err)
 		}
+		// Pages that stop before the head: one holding the damage is
+		// refused, the ones before and after it are not.
+		for _, p := range []struct {
+			after int64
+			limit int
+			bad   bool
+		}{{0, 2, false}, {1, 2, true}, {2, 1, true}, {0, 3, true}, {3, 1, false}} {
+			_, err := st.Events(ctx, "t", p.after, p.limit)
+			if p.bad {
+				wantCorrupt(t, fmt.Sprintf("Events(%d, %d)", p.after, p.limit), err, store.PartEvents, "")
+			} else if err != nil {
+				t.Errorf("Events(%d, %d) beside the damage: %v", p.after, p.limit, err)
+			}
+		}
+	})
+
+	t.Run("relink a page", func(t *testing.T) {
+		// An event replaced by one with a hash of its own breaks the link
+		// to the event after it: a page starting just after the forgery
+		// is refused.
+		st, tm := fresh(t)
+		s.buildTamperRun(t, tm, st, 0)
+		evs, err := st.Events(ctx, "t", 0, 0)
+		if err != nil || len(evs) < 4 {
+			t.Fatalf("Events: %d, %v", len(evs), err)
+		}
+		if err := tm.TamperEvent("t", 3, func(orig []byte) []byte { return forgedLineLike(orig, store.Head{Seq: 2, Hash: evs[1].Hash}) }); err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Events(ctx, "t", 3, 1)
+		wantCorrupt(t, "Events(3, 1)", err, store.PartEvents, "")
+		_, err = st.Events(ctx, "t", 2, 2)
+		wantCorrupt(t, "Events(2, 2)", err, store.PartEvents, "")
 	})
 
 	t.Run("edit the head event", func(t *testing.T) {
