@@ -55,6 +55,11 @@ func EncodeWrite(runID string, head Head, events []NewEvent) ([]EncodedEvent, er
 // failed.
 func DecodeEvent(line []byte) (Event, error) { return decodeEvent(line) }
 
+// LineHash reads the hash a stored event line records, without checking
+// the line: what a page that stops before the head links its first event
+// to (the Store contract of Events), as the file store reads it.
+func LineHash(line []byte) (string, error) { return lineHash(line) }
+
 // PrepareChange checks everything about a change that does not depend on
 // the run (the state document by its first and last bytes, the summary,
 // event types not beginning with "store."), so a bad change is refused

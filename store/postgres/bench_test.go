@@ -191,7 +191,7 @@ func concurrentRuns(ctx context.Context, b *testing.B, stores []store.Store, cli
 }
 
 // BenchmarkRead measures the reads of a run at seq 1000 with a 4 KiB
-// state, and a Create with one event, on PostgreSQL.
+// state (one event, a poll of the last event, pages of 100, all events), and a Create with one event, on PostgreSQL.
 func BenchmarkRead(b *testing.B) {
 	ctx := context.Background()
 	s := open(b, pgtest.DSN(b), 0)
@@ -231,6 +231,21 @@ func BenchmarkRead(b *testing.B) {
 			}
 		}
 	})
+	// A page of 100 stopping before the head costs what it returns,
+	// wherever it is; reading all 1000 events costs ten pages.
+	for _, p := range []struct {
+		name  string
+		after int64
+		limit int
+	}{{"EventsPageFirst", 0, 100}, {"EventsPageMiddle", 500, 100}, {"EventsAll", 0, 0}} {
+		b.Run(p.name, func(b *testing.B) {
+			for range b.N {
+				if _, err := s.Events(ctx, "r", p.after, p.limit); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	var created atomic.Int64
 	b.Run("Create", func(b *testing.B) {
 		for range b.N {
