@@ -54,6 +54,8 @@ func runChild(role string) int {
 		err = contendChild(args[1])
 	case "crash":
 		err = crashChild(args[0], args[1])
+	case "drive":
+		err = driveChild(args[1])
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}
