@@ -37,8 +37,8 @@ func scenarioStore(t *testing.T) store.Store {
 }
 
 // TestScenariosOnPostgres runs a representative part of the scenario
-// tests (the examples, gates, fanouts, checkpoints, cancel, resume, polls)
-// on PostgreSQL: the store contract suite holds both stores to the same
+// tests (the examples, gates, fanouts, checkpoints, cancel, resume, polls,
+// an audit read in pages) on PostgreSQL: the store contract suite holds both stores to the same
 // behaviour, and these show the engine gets the same answers from it.
 func TestScenariosOnPostgres(t *testing.T) {
 	pgtest.DSN(t) // skips (or fails under STRATUM_REQUIRE_POSTGRES=1) without a server
@@ -64,6 +64,7 @@ func TestScenariosOnPostgres(t *testing.T) {
 		{"Cancel", TestCancel},
 		{"ResumeInFreshEngine", TestResumeInFreshEngine},
 		{"PollCursor", TestPollCursor},
+		{"AuditStreamOrderAndPages", TestAuditStreamOrderAndPages},
 	} {
 		t.Run(tc.name, tc.run)
 	}
