@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/pgtest"
 	"github.com/stratum-go/stratum/store"
+	"github.com/stratum-go/stratum/store/postgres"
 )
 
 // BenchmarkQueryFlows is `stratum query flows` over a store of 10,000 runs
@@ -21,17 +23,52 @@ import (
 // gate and cancelled. Creating the runs takes a while on a real disk; TMPDIR=/dev/shm
 // makes the set-up quick (the listing reads the same files either way).
 func BenchmarkQueryFlows(b *testing.B) {
-	n := 10000
-	if s := os.Getenv("QUERY_RUNS"); s != "" {
-		fmt.Sscan(s, &n)
-	}
-	ctx := context.Background()
 	home := b.TempDir()
 	fs, err := store.NewFileStore(filepath.Join(home, "flows"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := engine.New(fs, engine.Options{Workspace: engine.WorkspacePolicy{Default: b.TempDir()}})
+	benchQueryFlows(b, fs, func(k string) string {
+		if k == "STRATUM_HOME" {
+			return home
+		}
+		return ""
+	})
+}
+
+// BenchmarkQueryFlowsPostgres is BenchmarkQueryFlows on the test
+// binary's private PostgreSQL server (STRATUM_STORE is its DSN); the runs
+// are made with synchronous_commit off, the listing reads with the
+// defaults.
+func BenchmarkQueryFlowsPostgres(b *testing.B) {
+	dsn := pgtest.DSN(b)
+	ctx := context.Background()
+	fill, err := postgres.Open(ctx, pgtest.WithParam(dsn, "synchronous_commit", "off"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fill.Close()
+	home := b.TempDir()
+	benchQueryFlows(b, fill, func(k string) string {
+		switch k {
+		case "STRATUM_HOME":
+			return home
+		case "STRATUM_STORE":
+			return dsn
+		}
+		return ""
+	})
+}
+
+// benchQueryFlows fills st with the runs and times `stratum query flows`
+// with getenv.
+func benchQueryFlows(b *testing.B, st store.Store, getenv func(string) string) {
+	n := 10000
+	if s := os.Getenv("QUERY_RUNS"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	ctx := context.Background()
+	e := engine.New(st, engine.Options{Workspace: engine.WorkspacePolicy{Default: b.TempDir()}})
 	for i := 0; i < n; i++ {
 		r, err := e.Plan(ctx, engine.PlanRequest{Spec: []byte(querySpec), Input: json.RawMessage(`{}`)})
 		if err != nil {
@@ -53,12 +90,7 @@ func BenchmarkQueryFlows(b *testing.B) {
 		}
 	}
 	e.Close()
-	env := &Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string {
-		if k == "STRATUM_HOME" {
-			return home
-		}
-		return ""
-	}}
+	env := &Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: getenv}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if code := run(ctx, env, []string{"query", "flows"}); code != 0 {

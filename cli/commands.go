@@ -20,6 +20,7 @@ func commands() []func() command {
 		func() command { return &queryCmd{} },
 		func() command { return &runCmd{} },
 		func() command { return &speckitCmd{} },
+		func() command { return &storeCmd{} },
 		func() command { return &validateCmd{} },
 		func() command { return &watchCmd{} },
 	}

@@ -10,12 +10,14 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/stratum-go/stratum/internal/pgtest"
 )
 
 // TestMain lets testscript scripts run "stratum" in-process as a real
 // command with its own exit code, stdin and stdout.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(pgtest.M(m), map[string]func(){
 		"stratum": func() {
 			os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},

@@ -31,8 +31,11 @@ import (
 // asks it at plan time and before every command and agent, and the guard
 // takes its workspace roots from it.
 type system struct {
+	// root names the run store: the state root, or a database's DSN
+	// without its password (storeopen.go).
 	root   string
-	store  *store.FileStore
+	store  store.Store
+	closer func()
 	judge  judge.Judge
 	policy *policy.Policy
 	engine *engine.Engine
@@ -81,16 +84,6 @@ func openSystem(env *Env, cfg systemConfig) (*system, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	root, err := store.DefaultRoot(env.getenv)
-	if err != nil {
-		return nil, fmt.Errorf("locate the run store: %w", err)
-	}
-	st, err := store.NewFileStore(root, &store.Options{OnRepair: func(runID string, removed store.Tail) {
-		log.Warn("repaired an interrupted write", "run", runID, "removed", fmt.Sprintf("%+v", removed))
-	}})
-	if err != nil {
-		return nil, fmt.Errorf("open the run store %s: %w", root, err)
-	}
 	pol, err := newPolicy(cfg)
 	if err != nil {
 		return nil, err
@@ -102,19 +95,27 @@ func openSystem(env *Env, cfg systemConfig) (*system, error) {
 	if !pol.Judges() {
 		j = nil // judged ensures and predicates fail closed, as without a judge
 	}
+	st, err := openStore(env, log)
+	if err != nil {
+		return nil, err
+	}
 	ttl, err := leaseTTL(env)
 	if err != nil {
+		st.close()
 		return nil, err
 	}
 	opts := engine.Options{Judge: j, Dispatcher: cfg.dispatcher, DeferDispatch: cfg.dispatcher == nil,
 		Evaluator: driver.Shell{}, Workspaces: &driver.GitWorkspaces{CommandTimeout: pol.MaxCommandTimeout()}, Policy: pol,
 		LeaseTTL: ttl}
-	return &system{root: root, store: st, judge: j, policy: pol, engine: engine.New(st, opts), log: log}, nil
+	return &system{root: st.where, store: st.store, closer: st.close, judge: j, policy: pol, engine: engine.New(st.store, opts), log: log}, nil
 }
 
 // Close stops the engine's background work (everything acknowledged stays
 // durable).
-func (s *system) Close() { s.engine.Close() }
+func (s *system) Close() {
+	s.engine.Close()
+	s.closer()
+}
 
 // EnvLeaseTTL overrides the time to live of the run leases a process
 // takes to drive runs (docs/mcp.md, "Background flows"): a Go duration

@@ -46,7 +46,7 @@ func (c *watchCmd) SetFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print events as JSON lines")
 	fs.BoolVar(&c.events, "events", false, "print events as JSON lines (with --kinds to filter)")
 	fs.StringVar(&c.kinds, "kinds", "", "with --events: only these comma-separated event `TYPES`")
-	fs.DurationVar(&c.interval, "interval", 500*time.Millisecond, "how often to read the run, as a `DURATION` (250ms, 2s)")
+	fs.DurationVar(&c.interval, "interval", 500*time.Millisecond, "how often to read the run of a file store, as a `DURATION` (250ms, 2s); a PostgreSQL store says when the run is written")
 }
 
 func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
@@ -85,6 +85,8 @@ func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	defer sys.Close()
 	e := sys.engine
+	wake, stopWakeups := sys.wakeups(ctx, runID, c.interval)
+	defer stopWakeups()
 	asJSON := c.json || c.events
 	live := !asJSON && isTerminalWriter(env.Stdout)
 	var cursor int64
@@ -152,7 +154,7 @@ func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 			clearStatus()
 			fmt.Fprintln(env.Stderr, "stratum watch: stopped watching; the run goes on")
 			return exitCode(ExitFailure)
-		case <-time.After(c.interval):
+		case <-wake:
 		}
 	}
 }

@@ -57,10 +57,11 @@ type harness struct {
 
 // newHarness is an engine over the in-memory store: the scenario tests
 // exercise decisions, not fsync (the store contract suite holds the two
-// stores to the same behaviour).
+// stores to the same behaviour). TestScenariosOnPostgres runs some of them
+// on PostgreSQL (scenarioStore).
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
-	return newHarnessOn(t, opts, store.NewMemory(), nil)
+	return newHarnessOn(t, opts, scenarioStore(t), nil)
 }
 
 // newFileHarness is an engine over a file store, for the tests whose

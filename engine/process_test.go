@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/internal/pgtest"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("STRATUM_ENGINE_CHILD") {
 	case "":
-		os.Exit(m.Run())
+		os.Exit(pgtest.Main(m))
 	case "crash":
 		os.Exit(crashChild(os.Args[len(os.Args)-2], os.Args[len(os.Args)-1]))
 	case "fanout-merge":

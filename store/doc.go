@@ -20,8 +20,12 @@
 // block [Store.Update].
 //
 // The [Store] interface is all the engine sees; it has no file-system
-// notions, so a SQL backend can implement it without touching the engine.
-// Package storetest is the contract every implementation passes.
+// notions. Package storetest is the contract every implementation passes;
+// package store/postgres implements it over PostgreSQL with the building
+// blocks records.go exports for stores that keep a run's parts as records
+// (the same lines, checks and integrity rules). Optional capabilities:
+// [Copier] (a run handed out and taken in whole, "stratum store copy") and
+// [Notifier] (a follower told when a run is written).
 //
 // [FileStore] is the default backend: under a root (see [DefaultRoot]),
 // one directory per run holding state.json (replaced atomically: temp

@@ -35,30 +35,43 @@ func (s *FileStore) Create(ctx context.Context, runID string, c Change) (Head, e
 	if err != nil {
 		return Head{}, err
 	}
+	env := envelope{RunID: runID, Seq: w.head.Seq, Head: w.head.Hash, LogSize: int64(len(w.lines)), Rev: 1,
+		Summary: p.summary, SavedAt: time.Now().UTC(), State: p.state}
+	if err := s.place(ctx, runID, env, w.lines, w.at, nil); err != nil {
+		return Head{}, err
+	}
+	return w.head, nil
+}
+
+// place builds a run in a staging directory from its log (lines, with the
+// offsets at of each line), its state and any kept data, then renames it
+// into place and writes its head record: the part of Create that ImportRun
+// shares.
+func (s *FileStore) place(ctx context.Context, runID string, env envelope, lines []byte, at []int64, kept []KeptData) error {
 	dst := s.runDir(runID)
 	if _, err := os.Lstat(dst); err == nil {
-		return Head{}, fmt.Errorf("run %s: %w", runID, ErrRunExists)
+		return fmt.Errorf("run %s: %w", runID, ErrRunExists)
 	}
 	if _, have, err := s.readHeadRecord(runID); err != nil || have {
 		if err == nil {
 			err = fmt.Errorf("run %s: %w: its data was removed but its head record remains (%s)", runID, ErrRunExists, s.headPath(runID))
 		}
-		return Head{}, err
+		return err
 	}
 	staging, err := s.prepareStaging(ctx)
 	if err != nil {
-		return Head{}, err
+		return err
 	}
 	tmp, err := os.MkdirTemp(staging, runID+"-")
 	if err != nil {
-		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
+		return fmt.Errorf("run %s: create: %w", runID, err)
 	}
 	// The creator holds the staging directory's lock until the run is in
 	// place: the sweeper of crashed Creates skips locked directories.
 	lk, err := acquire(ctx, runID, filepath.Join(tmp, lockFile), true, s.lockTimeout)
 	if err != nil {
 		os.RemoveAll(tmp)
-		return Head{}, err
+		return err
 	}
 	placed := false
 	defer func() {
@@ -67,38 +80,41 @@ func (s *FileStore) Create(ctx context.Context, runID string, c Change) (Head, e
 			os.RemoveAll(tmp)
 		}
 	}()
-	env := envelope{RunID: runID, Seq: w.head.Seq, Head: w.head.Hash, LogSize: int64(len(w.lines)), Rev: 1,
-		Summary: p.summary, SavedAt: time.Now().UTC(), State: p.state}
-	if err := writeSynced(filepath.Join(tmp, eventsFile), w.lines); err != nil {
-		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
+	if err := writeSynced(filepath.Join(tmp, eventsFile), lines); err != nil {
+		return fmt.Errorf("run %s: create: %w", runID, err)
 	}
 	if err := writeSynced(filepath.Join(tmp, stateFile), sealEnvelope(&env)); err != nil {
-		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
+		return fmt.Errorf("run %s: create: %w", runID, err)
 	}
-	if len(w.at) > 0 { // derived: not fsynced (see fileindex.go)
-		idx := make([]byte, 0, len(w.at)*indexEntrySize)
-		for _, o := range w.at {
+	for _, k := range kept {
+		if err := writeSynced(filepath.Join(tmp, k.Name), k.Data); err != nil {
+			return fmt.Errorf("run %s: create: %w", runID, err)
+		}
+	}
+	if len(at) > 0 { // derived: not fsynced (see fileindex.go)
+		idx := make([]byte, 0, len(at)*indexEntrySize)
+		for _, o := range at {
 			idx = binary.LittleEndian.AppendUint64(idx, uint64(o))
 		}
 		os.WriteFile(filepath.Join(tmp, indexFile), idx, filePerm)
 	}
 	if err := syncDir(tmp); err != nil {
-		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
+		return fmt.Errorf("run %s: create: %w", runID, err)
 	}
 	// rename(2) refuses a non-empty target (ENOTEMPTY/EEXIST, both
 	// fs.ErrExist in Go): the atomic "create if absent".
 	if err := os.Rename(tmp, dst); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return Head{}, fmt.Errorf("run %s: %w", runID, ErrRunExists)
+			return fmt.Errorf("run %s: %w", runID, ErrRunExists)
 		}
-		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
+		return fmt.Errorf("run %s: create: %w", runID, err)
 	}
 	placed = true
 	if err := syncDir(s.root); err != nil {
-		return Head{}, fmt.Errorf("run %s: create: %w", runID, err)
+		return fmt.Errorf("run %s: create: %w", runID, err)
 	}
 	s.writeHeadRecord(recordOf(env), nil, true) // see the doc comment
-	return w.head, nil
+	return nil
 }
 
 // prepareStaging makes sure the root and its staging directory exist and
