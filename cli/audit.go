@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stratum-go/stratum/internal/eventtext"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -121,7 +122,7 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(w, "run %s (flow %s): %s\n", a.RunID, a.Flow, a.Status)
 	fmt.Fprintf(w, "created %s, updated %s, revision %s\n", a.CreatedAt.UTC().Format(time.RFC3339), a.UpdatedAt.UTC().Format(time.RFC3339), a.RevisionDigest)
 	for _, ev := range a.Events {
-		desc := describeEvent(ev)
+		desc := eventtext.Describe(ev)
 		if desc == "" {
 			desc = string(ev.Type) + " " + string(ev.Detail)
 			if ev.StepID != "" {

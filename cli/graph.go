@@ -121,15 +121,3 @@ func readSpec(env *Env, cmd, name string) (src []byte, display string, err error
 	}
 	return src, display, nil
 }
-
-// maxClip bounds how much of a judged statement an event line shows.
-const maxClip = 48
-
-// clip is s on one line, cut to maxClip runes.
-func clip(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > maxClip {
-		return string(r[:maxClip-3]) + "..."
-	}
-	return s
-}

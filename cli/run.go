@@ -16,6 +16,7 @@ import (
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/eventtext"
 	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/policy"
 )
@@ -221,7 +222,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 	opts := driver.Options{
 		Agent: c.agent, Resolver: resolver, Gates: mode, Concurrency: c.concurrency,
 		Event: func(ev engine.Event) {
-			if d := describeEvent(ev); d != "" {
+			if d := eventtext.Describe(ev); d != "" {
 				say("%s", d)
 			}
 		},

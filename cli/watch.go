@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/eventtext"
 )
 
 // watchCmd is "stratum watch RUN": follow a run live from its event log.
@@ -120,7 +121,7 @@ func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 				writeEventJSON(env.Stdout, ev)
 				continue
 			}
-			desc := describeEvent(ev)
+			desc := eventtext.Describe(ev)
 			if desc == "" {
 				continue
 			}

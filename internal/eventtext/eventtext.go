@@ -1,4 +1,4 @@
-package cli
+package eventtext
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// describeEvent renders one event as a short line for a person: what
+// Describe renders one event as a short line for a person: what
 // happened, to which step, and why when something failed. It returns ""
 // for bookkeeping events (ledger debits) that a progress view leaves out.
 // Details are read with the engine's own detail types; a detail that does
 // not decode shows less, never fails.
-func describeEvent(ev engine.Event) string {
+func Describe(ev engine.Event) string {
 	step := ev.StepID
 	switch ev.Type {
 	case engine.EventPlanned:
@@ -159,4 +159,16 @@ func deref(p *int) int {
 // oneLine folds a multi-line reason into one line for a progress view.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// maxClip bounds how much of a judged statement an event line shows.
+const maxClip = 48
+
+// clip is s on one line, cut to maxClip runes.
+func clip(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxClip {
+		return string(r[:maxClip-3]) + "..."
+	}
+	return s
 }
