@@ -1,0 +1,316 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/eventtext"
+	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/store"
+)
+
+// The run page (docs/serve.md, "A run"): the run's status and the
+// verdict on its hash chain, its spend against its budget, its output or
+// failure, the gates waiting in it, the step graph with each step's
+// status, every step with its rendered task, attempts, outputs and
+// failures, and the event log. Everything comes from the engine's audit
+// of the run, that is from what its log records.
+
+// defaultEvents is how many of the latest events the page lists unless
+// asked for all of them (?events=all).
+const defaultEvents = 1000
+
+type chainView struct {
+	Checked bool
+	OK      bool
+	Events  int64
+	Head    string
+	Problem string
+	Tail    string
+}
+
+type attemptView struct {
+	N          int
+	At         string
+	Stage      string
+	Accepted   bool
+	Kind       string
+	Reason     string
+	Result     block
+	Usage      string
+	Duration   string
+	Model      string
+	Stderr     block
+	Stat       string
+	PatchBytes int
+	PatchURL   string
+}
+
+type itemRow struct {
+	Index    int
+	Status   string
+	Attempts int
+	Task     block
+	Output   block
+	Failure  string
+	Patch    int
+}
+
+type stepCard struct {
+	Key, V      string
+	ID          string
+	Kind        string
+	Status      string
+	Task        block
+	Output      block
+	Failure     string
+	Routed      string
+	Skip        string
+	Decision    string
+	Revision    string
+	Started     string
+	Interrupted string
+	Iterations  int
+	Epoch       int
+	Spent       string
+	Attempts    []attemptView
+	Items       []itemRow
+	Sub         []stepCard
+}
+
+type eventRow struct {
+	Key, V string
+	Seq    int64
+	At     string
+	Type   string
+	Step   string
+	Text   string
+	Detail block
+}
+
+type runView struct {
+	RunID     string
+	Flow      string
+	Status    string
+	Created   string
+	Updated   string
+	Age       string
+	Workspace string
+	Rounds    int
+	Chain     chainView
+	Ledger    []ledgerLine
+	Output    block
+	Failure   string
+	Error     string
+	HeadV     string
+	Gates     []gateCard
+	GatesV    string
+	Graph     *graphView
+	GraphV    string
+	Steps     []stepCard
+	StepsV    string
+	Events    []eventRow
+	EventsV   string
+	// EventsHidden is how many older events are not listed.
+	EventsHidden int
+	AllEvents    string
+}
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	s.showRun(w, r, r.PathValue("run"), http.StatusOK, nil)
+}
+
+func (s *Server) showRun(w http.ResponseWriter, r *http.Request, runID string, code int, fl *flash) {
+	v, cursor, err := s.runView(r.Context(), runID, r.URL.Query().Get("events") == "all")
+	if errors.Is(err, engine.ErrRunNotFound) {
+		s.errorPage(w, http.StatusNotFound, "Run not found", "There is no run "+runID+" in this server's store.")
+		return
+	}
+	if err != nil {
+		s.errorPage(w, http.StatusInternalServerError, "Run", err.Error())
+		return
+	}
+	live := "/live?run=" + runID
+	s.render(w, code, "run", page{Title: "Run " + v.Flow, Nav: "runs", Live: live, Cursor: strconv.FormatInt(cursor, 10), Flash: fl, Content: v})
+}
+
+// runView reads a run. A run whose log does not verify is still shown,
+// with what could be read and where the chain breaks.
+func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*runView, int64, error) {
+	v := &runView{RunID: runID, AllEvents: runURL(runID) + "?events=all"}
+	rep, verr := s.opts.Chain.Verify(ctx, runID)
+	var ce *store.CorruptError
+	switch {
+	case errors.Is(verr, store.ErrRunNotFound), errors.Is(verr, store.ErrInvalidRunID):
+		return nil, 0, &engine.Error{Kind: engine.ErrRunNotFound, RunID: runID, Message: "run not found", Err: verr}
+	case errors.As(verr, &ce):
+		v.Chain = chainView{Checked: true, Problem: ce.Error()}
+	case verr != nil:
+		v.Chain = chainView{Problem: "the chain could not be checked: " + verr.Error()}
+	default:
+		v.Chain = chainView{Checked: true, OK: true, Events: rep.Events, Head: rep.Head.Hash}
+		if rep.Tail.Bytes > 0 {
+			v.Chain.Tail = fmt.Sprintf("%d bytes after the head were written by an interrupted update (never acknowledged); the next update removes them", rep.Tail.Bytes)
+		}
+	}
+	a, err := s.eng.Audit(ctx, runID)
+	if errors.Is(err, engine.ErrRunNotFound) {
+		return nil, 0, err
+	}
+	if err != nil {
+		v.Status, v.Error = "unreadable", err.Error()
+		v.HeadV = version(v)
+		return v, 0, nil
+	}
+	t := now()
+	v.Flow, v.Status, v.Workspace, v.Rounds = a.Flow, string(a.Status), a.WorkspaceRoot, a.Rounds
+	v.Created, v.Updated, v.Age = stamp(a.CreatedAt), stamp(a.UpdatedAt), ago(a.CreatedAt, t)
+	v.Ledger = ledgerLines(a.Ledger)
+	v.Output = jsonBlock(a.Output, maxShownJSON)
+	if a.Failure != nil {
+		v.Failure = a.Failure.Reason
+	}
+	v.HeadV = version([]any{v.Status, v.Chain, v.Ledger, v.Output, v.Failure, v.Updated, v.Rounds})
+	if cards, err := s.gateCards(ctx, runID, "run"); err == nil {
+		v.Gates = cards
+	}
+	v.GatesV = version(v.Gates)
+	plan, err := s.eng.RunPlan(ctx, runID)
+	if err != nil {
+		return nil, 0, err
+	}
+	entry := plan.Flow(a.Flow)
+	if entry == nil {
+		entry = plan.EntryFlow()
+	}
+	v.Graph = drawGraph(plan, entry, a.Steps, runID)
+	v.GraphV = version(v.Graph.Status)
+	for _, st := range entry.Steps {
+		v.Steps = append(v.Steps, s.stepCard(plan, st, a.Steps[st.ID], runID, st.ID))
+	}
+	v.StepsV = version(v.Steps)
+	evs := a.Events
+	if !allEvents && len(evs) > defaultEvents {
+		v.EventsHidden = len(evs) - defaultEvents
+		evs = evs[len(evs)-defaultEvents:]
+	}
+	var cursor int64
+	for _, ev := range a.Events {
+		cursor = max(cursor, ev.Seq)
+	}
+	// The live stream starts from the head, past the internal events
+	// after the last one shown.
+	if rep, err := s.eng.Poll(ctx, runID, cursor); err == nil {
+		cursor = rep.NextCursor
+	}
+	for _, ev := range evs {
+		row := eventRow{Key: strconv.FormatInt(ev.Seq, 10), Seq: ev.Seq, At: stamp(ev.At), Type: string(ev.Type), Step: ev.StepID,
+			Text: eventtext.Describe(ev), Detail: textBlock(string(ev.Detail), maxShownText)}
+		row.V = version(row)
+		v.Events = append(v.Events, row)
+	}
+	v.EventsV = version([]any{v.EventsHidden, len(v.Events), cursor})
+	return v, cursor, nil
+}
+
+// stepCard is one step as the run page shows it; scoped is its id as the
+// engine names it (runStep/child inside a subflow).
+func (s *Server) stepCard(plan *ir.Plan, st *ir.Step, sv *engine.StepView, runID, scoped string) stepCard {
+	c := stepCard{Key: scoped, ID: st.ID, Kind: st.Kind.String(), Status: "pending"}
+	if sv == nil {
+		c.V = version(c)
+		return c
+	}
+	c.Status, c.Iterations, c.Epoch = string(sv.Status), sv.Iterations, sv.Epoch
+	task := sv.Task
+	for i := len(sv.Attempts) - 1; i >= 0 && task == ""; i-- {
+		task = sv.Attempts[i].Task
+	}
+	c.Task = textBlock(task, maxShownJSON)
+	c.Output = jsonBlock(sv.Output, maxShownJSON)
+	if sv.Failure != nil {
+		c.Failure = sv.Failure.Reason
+	}
+	if sv.Routed != nil {
+		c.Routed = sv.Routed.Reason
+	}
+	if sv.Skip != nil {
+		c.Skip = sv.Skip.Reason
+	}
+	c.Decision = string(sv.Decision)
+	if rv := sv.Revision; rv != nil {
+		c.Revision = fmt.Sprintf("sent back by gate %s (round %d)", rv.Gate, rv.Round)
+		if rv.ResolvedBy != "" {
+			c.Revision += " by " + rv.ResolvedBy
+		}
+		if rv.Note != "" {
+			c.Revision += ": " + rv.Note
+		}
+	}
+	if sv.Started != nil {
+		c.Started = "started " + stamp(sv.Started.At) + " by " + sv.Started.By
+	}
+	if sv.Interrupted != nil {
+		c.Interrupted = "an earlier attempt was interrupted " + stamp(sv.Interrupted.At) + " (" + sv.Interrupted.By + ")"
+	}
+	c.Spent = usageText(&sv.Spent)
+	for _, at := range sv.Attempts {
+		c.Attempts = append(c.Attempts, attempt(at, runID, scoped))
+	}
+	if fo := sv.Fanout; fo != nil {
+		for _, it := range fo.Items {
+			row := itemRow{Index: it.Index, Status: string(it.Status), Attempts: len(it.Attempts), Task: textBlock(it.Task, maxShownText),
+				Output: jsonBlock(it.Output, maxShownText), Patch: it.PatchBytes}
+			if it.Failure != nil {
+				row.Failure = it.Failure.Reason
+			}
+			c.Items = append(c.Items, row)
+		}
+	}
+	if sub := sv.Sub; sub != nil && st.Kind == ir.KindRun {
+		if f := plan.Flow(st.Run); f != nil {
+			for _, cs := range f.Steps {
+				c.Sub = append(c.Sub, s.stepCard(plan, cs, sub.Steps[cs.ID], runID, scoped+"/"+cs.ID))
+			}
+		}
+	}
+	c.V = version(c)
+	return c
+}
+
+func attempt(at engine.Attempt, runID, stepID string) attemptView {
+	v := attemptView{N: at.Attempt, At: stamp(at.At), Accepted: at.Failure == nil, Kind: at.FailureKind,
+		Result: jsonBlock(at.Result, maxShownJSON), Usage: usageText(at.Usage), Model: at.Model, Stderr: textBlock(at.Stderr, maxShownText)}
+	if at.Stage != nil {
+		v.Stage = strconv.Itoa(*at.Stage)
+	}
+	if at.Failure != nil {
+		v.Reason = at.Failure.Reason
+	}
+	if at.DurationMs != nil {
+		v.Duration = fmt.Sprintf("%.0f ms", *at.DurationMs)
+	}
+	if at.Effort != "" {
+		v.Model += " (" + at.Effort + ")"
+	}
+	if c := at.Changes; c != nil {
+		v.Stat, v.PatchBytes = c.Stat, c.PatchBytes
+		if c.PatchBytes > 0 {
+			v.PatchURL = patchURL(runID, stepID, -1, at.Attempt)
+		}
+	}
+	return v
+}
+
+// engineError shows an engine refusal as a page.
+func (s *Server) engineError(w http.ResponseWriter, title string, err error) {
+	if errors.Is(err, engine.ErrRunNotFound) {
+		s.errorPage(w, http.StatusNotFound, title, "There is no such run in this server's store.")
+		return
+	}
+	s.errorPage(w, http.StatusInternalServerError, title, err.Error())
+}
