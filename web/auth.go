@@ -99,7 +99,7 @@ func cookieName(r *http.Request) string {
 
 // errNoCredential is why a request was refused.
 var (
-	errNoCredential = errors.New("no credential")
+	errNoCredential  = errors.New("no credential")
 	errBadCredential = errors.New("wrong credential")
 )
 
