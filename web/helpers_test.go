@@ -73,7 +73,7 @@ func newHarness(t *testing.T) *harness {
 	h.drv = driver.New(driver.Options{Agent: h.agent, Gates: driver.GateWait, PollInterval: 20 * time.Millisecond})
 	h.eng = engine.New(st, engine.Options{Dispatcher: h.drv.Dispatcher(), Workspace: engine.WorkspacePolicy{Default: dir}})
 	t.Cleanup(h.eng.Close)
-	h.web, err = New(Options{Engine: h.eng, Chain: st, Token: testToken, Version: "test", PollInterval: 20 * time.Millisecond})
+	h.web, err = New(Options{Engine: h.eng, Chain: st, Token: testToken, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

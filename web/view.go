@@ -56,7 +56,10 @@ func jsonBlock(v engine.Value, limit int) block {
 	if !v.Present {
 		return block{}
 	}
-	raw, err := json.Marshal(v)
+	// Value's own encoding: json.Marshal would write < > & as \u003c
+	// and so on, which a person should not have to read (the template
+	// escapes for HTML).
+	raw, err := v.MarshalJSON()
 	if err != nil {
 		return textBlock(fmt.Sprintf("(unprintable value: %v)", err), limit)
 	}
