@@ -248,6 +248,7 @@ flows:
 	waitJS(t, ctx, "the live stream", `document.getElementById('conn').textContent === 'live'`)
 	docShot(t, ctx, "serve-run-gate.png")
 
+	settled(t, ctx, h, runID)
 	// A marker that a reload would lose.
 	do(t, ctx, "mark the page", chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
 	do(t, ctx, "revise with a note",
@@ -274,6 +275,7 @@ flows:
 	if name := evalJS[string](t, ctx, `document.querySelector('article.gate input[name=by]').value`); name != "Ada" {
 		t.Errorf("the decider's name was not remembered: %q", name)
 	}
+	settled(t, ctx, h, runID)
 	do(t, ctx, "approve", chromedp.Click(chromedp.CSS(`article.gate button.approve`)))
 	waitJS(t, ctx, "the run completed", `document.querySelector('section.head .badge')?.textContent === 'completed'`)
 	waitJS(t, ctx, "the chain verified", `document.getElementById('chain')?.textContent.startsWith('chain verified')`)
@@ -299,6 +301,28 @@ func mustStatus(t *testing.T, h *harness, runID string) *engine.Response {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// settled waits until the page has applied the last change of runID (of
+// the run listing for a list page, runID ""), so that no update lands
+// while the test clicks.
+func settled(t *testing.T, ctx context.Context, h *harness, runID string) {
+	t.Helper()
+	var want string
+	if runID == "" {
+		runs, err := h.eng.ListRuns(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = listFingerprint(runs)
+	} else {
+		rep, err := h.eng.Poll(context.Background(), runID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = fmt.Sprint(rep.NextCursor)
+	}
+	waitJS(t, ctx, "the page up to date", `document.body.dataset.cursor === `+jsString(want))
 }
 
 // engineGate is a revise of a gate round by someone other than the page's
@@ -332,6 +356,7 @@ func testStalePage(t *testing.T) {
 	}
 	second := h.waitGate(runID, first.GateToken)
 	waitJS(t, ctx, "the page marked stale", `document.querySelector('article.gate.stale .stale-note')?.hidden === false`)
+	settled(t, ctx, h, "")
 	// What the person was reading stays; the decision would be on it.
 	if !evalJS[bool](t, ctx, `document.querySelector('article.gate .reviewed').textContent.includes('"draft 1"')`) {
 		t.Fatal("the content the person was reading was replaced under them")

@@ -74,11 +74,13 @@ func testHostile(t *testing.T) {
 	do(t, ctx, "open the run", chromedp.Navigate(h.srv.URL+"/runs/"+runID+"?token="+testToken))
 	waitJS(t, ctx, "the gate", `document.querySelector('article.gate') !== null`)
 	waitJS(t, ctx, "the live stream", `document.getElementById('conn').textContent === 'live'`)
+	settled(t, ctx, h, runID)
 	do(t, ctx, "revise with a hostile note and name",
 		chromedp.SendKeys(chromedp.CSS(`article.gate input[name=by]`), hostileName),
 		chromedp.SendKeys(chromedp.CSS(`article.gate textarea[name=note]`), hostileNote),
 		chromedp.Click(chromedp.CSS(`article.gate button.revise`)))
-	h.waitGate(runID, first.GateToken)
+	second := h.waitGate(runID, first.GateToken)
+	waitJS(t, ctx, "the second round", `document.querySelector('article.gate .digest code')?.textContent === `+jsString(second.Digest))
 	waitJS(t, ctx, "the revision on the step", `document.querySelector('#step-work .revision')?.textContent.includes(`+jsString(hostileNote)+`)`)
 
 	checks := map[string]string{
@@ -100,6 +102,7 @@ func testHostile(t *testing.T) {
 	// A step id sent back in a refusal, on the gates page.
 	do(t, ctx, "open the gates", chromedp.Navigate(h.srv.URL+"/gates"))
 	waitJS(t, ctx, "the gate", `document.querySelector('article.gate') !== null`)
+	settled(t, ctx, h, "")
 	do(t, ctx, "send a hostile step id",
 		chromedp.SetValue(chromedp.CSS(`article.gate input[name=step]`), hostileStep),
 		chromedp.Click(chromedp.CSS(`article.gate button.approve`)))

@@ -65,12 +65,12 @@
         list.push(o);
       }
     }
-    const same = list.length === cur.children.length && list.every(function (n, i) { return cur.children[i] === n; });
-    if (!same) {
-      const frag = document.createDocumentFragment();
-      for (const n of list) frag.appendChild(n);
-      cur.replaceChildren(frag);
-    }
+    // Move only what must move: a part kept in place is not touched.
+    list.forEach(function (n, i) {
+      const at = cur.children[i];
+      if (at !== n) cur.insertBefore(n, at || null);
+    });
+    while (cur.children.length > list.length) cur.lastElementChild.remove();
     cur.dataset.v = fresh.dataset.v;
   }
 
