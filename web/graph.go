@@ -53,10 +53,16 @@ type graphView struct {
 	Flows []svgFlow
 	Nodes []svgNode
 	Edges []svgEdge
+	// Compact: node ids only (a large graph).
+	Compact bool
 	// Status lists every node's status, for the page's version of the
 	// graph (the geometry never changes during a run).
 	Status []string
 }
+
+// compactNodes is the most nodes a graph may have to be drawn with every
+// label line.
+const compactNodes = 150
 
 var shapeNames = map[graph.Shape]string{
 	graph.ShapeDo: "do", graph.ShapeSet: "set", graph.ShapeGate: "gate", graph.ShapeFanout: "fanout",
@@ -73,7 +79,18 @@ var edgeNames = map[graph.EdgeKind]string{
 // that call's subflow statuses.
 func drawGraph(plan *ir.Plan, entry *ir.Flow, steps map[string]*engine.StepView, runID string) *graphView {
 	m := graph.Build(plan.Flows)
-	d := graph.Layout(m)
+	n := 0
+	for _, f := range m.Flows {
+		n += len(f.Nodes)
+	}
+	// A large graph draws each node with its id alone, no tooltip and no
+	// edge labels: text is most of what a browser spends on an SVG.
+	compact := n > compactNodes
+	opts := graph.Options{}
+	if compact {
+		opts.MaxLines = 1
+	}
+	d := graph.Layout(m, opts)
 	status := map[string]string{} // node key -> status
 	anchor := map[string]string{} // node key -> the step card's id
 	for _, st := range entry.Steps {
@@ -105,7 +122,7 @@ func drawGraph(plan *ir.Plan, entry *ir.Flow, steps map[string]*engine.StepView,
 			}
 		}
 	}
-	g := &graphView{W: d.W, H: d.H}
+	g := &graphView{W: d.W, H: d.H, Compact: compact}
 	for _, b := range d.Flows {
 		title := "flow " + b.Name
 		if b.Entry {
@@ -114,8 +131,10 @@ func drawGraph(plan *ir.Plan, entry *ir.Flow, steps map[string]*engine.StepView,
 		g.Flows = append(g.Flows, svgFlow{Box: b, TX: b.X + 12, TY: b.Y + 18, Title: title})
 	}
 	for _, p := range d.Nodes {
-		n := svgNode{Key: p.Key, Shape: shapeNames[p.Shape], Status: "none", X: p.X, Y: p.Y, W: p.W, H: p.H,
-			Title: strings.Join(p.Lines, "\n")}
+		n := svgNode{Key: p.Key, Shape: shapeNames[p.Shape], Status: "none", X: p.X, Y: p.Y, W: p.W, H: p.H}
+		if !compact {
+			n.Title = strings.Join(p.Lines, "\n")
+		}
 		if st, ok := status[p.Key]; ok {
 			n.Status = st
 		}
@@ -134,7 +153,11 @@ func drawGraph(plan *ir.Plan, entry *ir.Flow, steps map[string]*engine.StepView,
 		g.Status = append(g.Status, n.Status)
 	}
 	for _, e := range d.Edges {
-		g.Edges = append(g.Edges, svgEdge{Path: e.Path(), Kind: edgeNames[e.Kind], Label: e.Kind.Label(), LX: e.Label.X, LY: e.Label.Y})
+		se := svgEdge{Path: e.Path(), Kind: edgeNames[e.Kind], LX: e.Label.X, LY: e.Label.Y}
+		if !compact {
+			se.Label = e.Kind.Label()
+		}
+		g.Edges = append(g.Edges, se)
 	}
 	return g
 }

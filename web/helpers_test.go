@@ -31,7 +31,7 @@ const testToken = "test-token-0123456789abcdef"
 // child process: a shell script) and waits for gates to be decided
 // elsewhere, and the web server on a loopback port.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	store *store.FileStore
 	eng   *engine.Engine
@@ -53,7 +53,7 @@ cat > "$dir/request-$n.json"
 if [ -f "$dir/answer.json" ]; then cat "$dir/answer.json"; else printf '{"text": "draft %s"}\n' "$n"; fi
 `
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir}
@@ -223,4 +223,18 @@ func complete(t testing.TB, eng *engine.Engine, runID string, resp *engine.Respo
 		}
 	}
 	return resp
+}
+
+func stepDone(runID, stepID, token, output, usage string) engine.StepDoneRequest {
+	return engine.StepDoneRequest{RunID: runID, StepID: stepID, DispatchToken: token,
+		Result: engine.StepResult{Output: json.RawMessage(output), Usage: json.RawMessage(usage)}}
+}
+
+func planRequest(spec string) engine.PlanRequest {
+	return engine.PlanRequest{Spec: []byte(spec), Input: json.RawMessage(`{}`)}
+}
+
+func ioCopyDiscard(res *http.Response) (int64, error) {
+	defer res.Body.Close()
+	return io.Copy(io.Discard, res.Body)
 }

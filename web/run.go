@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/internal/eventtext"
 	"github.com/stratum-go/stratum/ir"
-	"github.com/stratum-go/stratum/store"
 )
 
 // The run page (docs/serve.md, "A run"): the run's status and the
@@ -22,7 +22,12 @@ import (
 
 // defaultEvents is how many of the latest events the page lists unless
 // asked for all of them (?events=all).
-const defaultEvents = 1000
+const defaultEvents = 200
+
+// openSteps is the most steps a run may have for all of them to be shown
+// open; beyond it only the steps that need attention are (the others open
+// with a click, or from the graph).
+const openSteps = 30
 
 type chainView struct {
 	Checked bool
@@ -48,6 +53,8 @@ type attemptView struct {
 	Stat       string
 	PatchBytes int
 	PatchURL   string
+	// SameAsOutput: the result is the step's output, shown above.
+	SameAsOutput bool
 }
 
 type itemRow struct {
@@ -80,6 +87,8 @@ type stepCard struct {
 	Attempts    []attemptView
 	Items       []itemRow
 	Sub         []stepCard
+	// Open shows the step's details at first.
+	Open bool
 }
 
 type eventRow struct {
@@ -142,26 +151,12 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, runID string, c
 // with what could be read and where the chain breaks.
 func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*runView, int64, error) {
 	v := &runView{RunID: runID, AllEvents: runURL(runID) + "?events=all"}
-	rep, verr := s.opts.Chain.Verify(ctx, runID)
-	var ce *store.CorruptError
-	switch {
-	case errors.Is(verr, store.ErrRunNotFound), errors.Is(verr, store.ErrInvalidRunID):
-		return nil, 0, &engine.Error{Kind: engine.ErrRunNotFound, RunID: runID, Message: "run not found", Err: verr}
-	case errors.As(verr, &ce):
-		v.Chain = chainView{Checked: true, Problem: ce.Error()}
-	case verr != nil:
-		v.Chain = chainView{Problem: "the chain could not be checked: " + verr.Error()}
-	default:
-		v.Chain = chainView{Checked: true, OK: true, Events: rep.Events, Head: rep.Head.Hash}
-		if rep.Tail.Bytes > 0 {
-			v.Chain.Tail = fmt.Sprintf("%d bytes after the head were written by an interrupted update (never acknowledged); the next update removes them", rep.Tail.Bytes)
-		}
-	}
 	a, err := s.eng.Audit(ctx, runID)
 	if errors.Is(err, engine.ErrRunNotFound) {
 		return nil, 0, err
 	}
 	if err != nil {
+		v.Chain = s.chains.check(ctx, s.opts.Chain, runID, -1, time.Time{})
 		v.Status, v.Error = "unreadable", err.Error()
 		v.HeadV = version(v)
 		return v, 0, nil
@@ -174,12 +169,13 @@ func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*ru
 	if a.Failure != nil {
 		v.Failure = a.Failure.Reason
 	}
-	v.HeadV = version([]any{v.Status, v.Chain, v.Ledger, v.Output, v.Failure, v.Updated, v.Rounds})
-	if cards, err := s.gateCards(ctx, runID, "run"); err == nil {
-		v.Gates = cards
+	if a.Status == engine.StatusRunning {
+		if cards, err := s.gateCards(ctx, runID, "run"); err == nil {
+			v.Gates = cards
+		}
 	}
 	v.GatesV = version(v.Gates)
-	plan, err := s.eng.RunPlan(ctx, runID)
+	plan, err := s.plans.get(ctx, s.eng, runID, a.RevisionDigest)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -190,7 +186,7 @@ func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*ru
 	v.Graph = drawGraph(plan, entry, a.Steps, runID)
 	v.GraphV = version(v.Graph.Status)
 	for _, st := range entry.Steps {
-		v.Steps = append(v.Steps, s.stepCard(plan, st, a.Steps[st.ID], runID, st.ID))
+		v.Steps = append(v.Steps, s.stepCard(plan, st, a.Steps[st.ID], runID, st.ID, len(entry.Steps) <= openSteps))
 	}
 	v.StepsV = version(v.Steps)
 	evs := a.Events
@@ -207,6 +203,8 @@ func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*ru
 	if rep, err := s.eng.Poll(ctx, runID, cursor); err == nil {
 		cursor = rep.NextCursor
 	}
+	v.Chain = s.chains.check(ctx, s.opts.Chain, runID, cursor, a.UpdatedAt)
+	v.HeadV = version([]any{v.Status, v.Chain, v.Ledger, v.Output, v.Failure, v.Updated, v.Rounds})
 	for _, ev := range evs {
 		row := eventRow{Key: strconv.FormatInt(ev.Seq, 10), Seq: ev.Seq, At: stamp(ev.At), Type: string(ev.Type), Step: ev.StepID,
 			Text: eventtext.Describe(ev), Detail: textBlock(string(ev.Detail), maxShownText)}
@@ -219,13 +217,17 @@ func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*ru
 
 // stepCard is one step as the run page shows it; scoped is its id as the
 // engine names it (runStep/child inside a subflow).
-func (s *Server) stepCard(plan *ir.Plan, st *ir.Step, sv *engine.StepView, runID, scoped string) stepCard {
-	c := stepCard{Key: scoped, ID: st.ID, Kind: st.Kind.String(), Status: "pending"}
+func (s *Server) stepCard(plan *ir.Plan, st *ir.Step, sv *engine.StepView, runID, scoped string, open bool) stepCard {
+	c := stepCard{Key: scoped, ID: st.ID, Kind: st.Kind.String(), Status: "pending", Open: open}
 	if sv == nil {
 		c.V = version(c)
 		return c
 	}
 	c.Status, c.Iterations, c.Epoch = string(sv.Status), sv.Iterations, sv.Epoch
+	switch sv.Status {
+	case engine.StepFailed, engine.StepWaitingGate, engine.StepInterrupted, engine.StepReady, engine.StepRunning:
+		c.Open = true
+	}
 	task := sv.Task
 	for i := len(sv.Attempts) - 1; i >= 0 && task == ""; i-- {
 		task = sv.Attempts[i].Task
@@ -259,7 +261,12 @@ func (s *Server) stepCard(plan *ir.Plan, st *ir.Step, sv *engine.StepView, runID
 	}
 	c.Spent = usageText(&sv.Spent)
 	for _, at := range sv.Attempts {
-		c.Attempts = append(c.Attempts, attempt(at, runID, scoped))
+		av := attempt(at, runID, scoped)
+		av.SameAsOutput = av.Accepted && av.Result == c.Output
+		if av.SameAsOutput {
+			av.Result = block{}
+		}
+		c.Attempts = append(c.Attempts, av)
 	}
 	if fo := sv.Fanout; fo != nil {
 		for _, it := range fo.Items {
@@ -274,7 +281,7 @@ func (s *Server) stepCard(plan *ir.Plan, st *ir.Step, sv *engine.StepView, runID
 	if sub := sv.Sub; sub != nil && st.Kind == ir.KindRun {
 		if f := plan.Flow(st.Run); f != nil {
 			for _, cs := range f.Steps {
-				c.Sub = append(c.Sub, s.stepCard(plan, cs, sub.Steps[cs.ID], runID, scoped+"/"+cs.ID))
+				c.Sub = append(c.Sub, s.stepCard(plan, cs, sub.Steps[cs.ID], runID, scoped+"/"+cs.ID, open))
 			}
 		}
 	}

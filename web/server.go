@@ -52,13 +52,15 @@ const DefaultPollInterval = 50 * time.Millisecond
 
 // Server is the web view: an http.Handler.
 type Server struct {
-	opts  Options
-	eng   *engine.Engine
-	auth  *auth
-	pages *pages
-	log   *slog.Logger
-	mux   *http.ServeMux
-	csrf  *http.CrossOriginProtection
+	opts   Options
+	eng    *engine.Engine
+	auth   *auth
+	pages  *pages
+	log    *slog.Logger
+	mux    *http.ServeMux
+	csrf   *http.CrossOriginProtection
+	plans  planCache
+	chains chainCache
 }
 
 // New returns a Server.

@@ -74,14 +74,21 @@ type Drawing struct {
 	Edges []Routed
 }
 
+// Options adjust a layout.
+type Options struct {
+	// MaxLines, when positive, bounds the label lines a node shows (a
+	// large graph shows only the step ids).
+	MaxLines int
+}
+
 // Layout lays m out.
-func Layout(m *Model) *Drawing {
+func Layout(m *Model, opts Options) *Drawing {
 	d := &Drawing{}
 	at := map[string]int{} // node key -> index in d.Nodes
 	flowBox := map[string]int{}
 	x := flowGap / 2
 	for _, f := range m.Flows {
-		w, h := layoutFlow(m, f, d, at, x+flowPad, flowTitle+flowPad)
+		w, h := layoutFlow(m, f, d, at, x+flowPad, flowTitle+flowPad, opts)
 		flowBox[f.Name] = len(d.Flows)
 		d.Flows = append(d.Flows, Box{Name: f.Name, Entry: f.Entry, X: x, Y: 8, W: w + 2*flowPad, H: h + flowTitle + 2*flowPad - 8})
 		x += w + 2*flowPad + flowGap
@@ -113,7 +120,7 @@ func Layout(m *Model) *Drawing {
 
 // layoutFlow places one flow's nodes with their top left at (x0, y0) and
 // returns the size they take.
-func layoutFlow(m *Model, f Flow, d *Drawing, at map[string]int, x0, y0 int) (w, h int) {
+func layoutFlow(m *Model, f Flow, d *Drawing, at map[string]int, x0, y0 int, opts Options) (w, h int) {
 	n := len(f.Nodes)
 	if n == 0 {
 		return NodeWidth, 0
@@ -168,7 +175,11 @@ func layoutFlow(m *Model, f Flow, d *Drawing, at map[string]int, x0, y0 int) (w,
 	}
 	placed := make([]Placed, n)
 	for i, nd := range f.Nodes {
-		placed[i] = Placed{Node: nd, W: NodeWidth, Shown: shownLines(nd.Lines)}
+		lines := nd.Lines
+		if opts.MaxLines > 0 && len(lines) > opts.MaxLines {
+			lines = lines[:opts.MaxLines]
+		}
+		placed[i] = Placed{Node: nd, W: NodeWidth, Shown: shownLines(lines)}
 		placed[i].H = 2*nodePad + LineHeight*len(placed[i].Shown)
 		if nd.Shape == ShapeGate || nd.Shape == ShapeFanout {
 			placed[i].H += 6 // pointed ends need room

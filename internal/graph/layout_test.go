@@ -58,7 +58,7 @@ flows:
 `
 
 func TestLayoutLayers(t *testing.T) {
-	d := Layout(build(t, gateSpec))
+	d := Layout(build(t, gateSpec), Options{})
 	at := map[string]*Placed{}
 	for i := range d.Nodes {
 		at[d.Nodes[i].Key] = &d.Nodes[i]
@@ -130,7 +130,7 @@ func TestLayoutWideLayerWraps(t *testing.T) {
 	for i := range n {
 		fmt.Fprintf(&b, "      - id: s%d\n        do: \"x\"\n        out: R\n", i)
 	}
-	d := Layout(build(t, b.String()))
+	d := Layout(build(t, b.String()), Options{})
 	rows := map[int]int{}
 	for _, p := range d.Nodes {
 		if p.Shape != ShapeOutput {
@@ -155,6 +155,22 @@ func TestLayoutWideLayerWraps(t *testing.T) {
 	}
 }
 
+// TestLayoutMaxLines: a large graph's nodes show only their ids and are
+// smaller for it.
+func TestLayoutMaxLines(t *testing.T) {
+	m := build(t, gateSpec)
+	full, compact := Layout(m, Options{}), Layout(m, Options{MaxLines: 1})
+	for i := range compact.Nodes {
+		c, f := compact.Nodes[i], full.Nodes[i]
+		if len(c.Shown) != 1 || c.Shown[0] != f.Shown[0] || len(c.Lines) != len(f.Lines) {
+			t.Errorf("node %s: compact shows %q of %q", c.Key, c.Shown, c.Lines)
+		}
+		if len(f.Shown) > 1 && c.H >= f.H {
+			t.Errorf("node %s: compact height %d, full %d", c.Key, c.H, f.H)
+		}
+	}
+}
+
 // BenchmarkLayout1000 lays out a chain of a thousand steps.
 func BenchmarkLayout1000(b *testing.B) {
 	var sb strings.Builder
@@ -171,6 +187,6 @@ func BenchmarkLayout1000(b *testing.B) {
 	}
 	m := Build(plan.Flows)
 	for b.Loop() {
-		Layout(m)
+		Layout(m, Options{})
 	}
 }

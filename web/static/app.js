@@ -177,6 +177,28 @@
     });
   }
 
+  // A closed step's details arrive inert (in a <template>, which the
+  // browser parses but neither styles nor lays out): they are put in
+  // place when it is opened.
+  document.addEventListener('toggle', function (e) {
+    const el = e.target;
+    if (!el.open || !el.matches || !el.matches('details.step')) return;
+    const tpl = el.querySelector(':scope > template');
+    if (tpl) {
+      el.appendChild(tpl.content);
+      tpl.remove();
+    }
+  }, true);
+
+  // A step reached from the graph (#step-ID) opens.
+  function openTarget() {
+    const id = decodeURIComponent(location.hash.slice(1));
+    const el = id ? document.getElementById(id) : null;
+    if (el && el.tagName === 'DETAILS') el.open = true;
+  }
+  window.addEventListener('hashchange', openTarget);
+
   fillNames(document);
+  openTarget();
   connect();
 })();
