@@ -87,7 +87,7 @@ file, a policy file or --allow-root that cannot be used).`
 }
 
 func (c *serveCmd) SetFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.addr, "addr", defaultServeAddr, "listen on `HOST:PORT` (port 0 picks a free one)")
+	fs.StringVar(&c.addr, "addr", defaultServeAddr, "listen on `ADDR`, as HOST:PORT (port 0 picks a free one)")
 	fs.BoolVar(&c.public, "public", false, "allow an --addr that is not a loopback address")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the access token from `FILE` instead of making one")
 	fs.Var(&c.hosts, "allow-host", "a host `NAME` clients may address the server by, besides localhost and IP addresses (repeatable)")
@@ -130,6 +130,9 @@ func (c *serveCmd) Run(ctx context.Context, env *Env, args []string) error {
 	defer sys.Close()
 	for _, line := range sys.policy.Describe() {
 		log.Info("policy: " + line)
+	}
+	if c.public && sys.policy.UsesClientRoots() {
+		log.Info("policy: the roots MCP clients declare are not accepted as workspace roots under --public (they name directories of the clients' machines)")
 	}
 	if sys.judge == nil {
 		log.Info("no judge configured: judged ensures and verified/judged guard predicates fail closed", "set", judge.EnvCommand)
