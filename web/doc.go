@@ -12,7 +12,7 @@
 // pages. The MCP endpoint the command mounts at /mcp is served behind the
 // same checks, to bearer tokens only.
 //
-// web imports engine, store (the chain verifier's report), internal/graph
+// web imports engine, ir (a run's plan), store (the chain verifier's report), internal/graph
 // and internal/eventtext. It owns no rule about runs: every answer is the
 // engine's, so the pages, the CLI and the MCP tools agree. It must not
 // import cli or mcp (the command composes them).

@@ -53,7 +53,10 @@ cat > "$dir/request-$n.json"
 if [ -f "$dir/answer.json" ]; then cat "$dir/answer.json"; else printf '{"text": "draft %s"}\n' "$n"; fi
 `
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB) *harness { return newHarnessWith(t, nil) }
+
+// newHarnessWith is newHarness with engine options adjusted by opt.
+func newHarnessWith(t testing.TB, opt func(*engine.Options)) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir}
@@ -71,7 +74,11 @@ func newHarness(t testing.TB) *harness {
 	}
 	h.store = st
 	h.drv = driver.New(driver.Options{Agent: h.agent, Gates: driver.GateWait, PollInterval: 20 * time.Millisecond})
-	h.eng = engine.New(st, engine.Options{Dispatcher: h.drv.Dispatcher(), Workspace: engine.WorkspacePolicy{Default: dir}})
+	eo := engine.Options{Dispatcher: h.drv.Dispatcher(), Workspace: engine.WorkspacePolicy{Default: dir}}
+	if opt != nil {
+		opt(&eo)
+	}
+	h.eng = engine.New(st, eo)
 	t.Cleanup(h.eng.Close)
 	h.web, err = New(Options{Engine: h.eng, Chain: st, Token: testToken, Version: "test"})
 	if err != nil {

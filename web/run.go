@@ -89,6 +89,16 @@ type stepCard struct {
 	Sub         []stepCard
 	// Open shows the step's details at first.
 	Open bool
+	// Verdicts are the judge's verdicts on the step's judged ensures.
+	Verdicts []verdict
+}
+
+// verdict is one judged ensure as the judge decided it.
+type verdict struct {
+	Statement string
+	Holds     bool
+	Reason    string
+	Model     string
 }
 
 type eventRow struct {
@@ -185,8 +195,20 @@ func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*ru
 	}
 	v.Graph = drawGraph(plan, entry, a.Steps, runID)
 	v.GraphV = version(v.Graph.Status)
+	verdicts := map[string][]verdict{}
+	for _, ev := range a.Events {
+		var d engine.JudgedDetail
+		if ev.Type == engine.EventJudged && ev.DecodeDetail(&d) == nil {
+			verdicts[ev.StepID] = append(verdicts[ev.StepID], verdict{Statement: d.Statement, Holds: d.Holds, Reason: d.Reason, Model: d.Model})
+		}
+	}
 	for _, st := range entry.Steps {
-		v.Steps = append(v.Steps, s.stepCard(plan, st, a.Steps[st.ID], runID, st.ID, len(entry.Steps) <= openSteps))
+		c := s.stepCard(plan, st, a.Steps[st.ID], runID, st.ID, len(entry.Steps) <= openSteps)
+		if vs := verdicts[st.ID]; len(vs) > 0 {
+			c.Verdicts = vs
+			c.V = version(c)
+		}
+		v.Steps = append(v.Steps, c)
 	}
 	v.StepsV = version(v.Steps)
 	evs := a.Events

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/judge"
 )
 
 // TestRunPageChain: the run page says the chain verifies, with its head;
@@ -57,7 +60,21 @@ func TestRunPageChain(t *testing.T) {
 // task, its attempts (a rejected one with its ensure failure) and its
 // output, the spend against the budget, and the event log.
 func TestRunPageContent(t *testing.T) {
-	h := newHarness(t)
+	// The judge is a real program: it holds every statement.
+	judgeCmd := filepath.Join(t.TempDir(), "judge.sh")
+	if err := os.WriteFile(judgeCmd, []byte("#!/bin/sh\ncat >/dev/null\necho '{\"holds\": true, \"reason\": \"it <does>\", \"model\": \"test-judge\"}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j, err := judge.FromEnv(func(k string) string {
+		if k == judge.EnvCommand {
+			return judgeCmd
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, func(o *engine.Options) { o.Judge = j })
 	const spec = `version: 1
 contracts:
   Draft:
@@ -75,6 +92,7 @@ flows:
         out: Draft
         ensure:
           - expr: "result.score >= 0.8"
+          - judged: { statement: "the text is good", stakes: cheap }
 `
 	runID := h.plan(spec, `{"topic": "tides"}`)
 	st, err := h.eng.Status(context.Background(), runID)
@@ -106,6 +124,7 @@ flows:
 		`data-node="main/work"`,
 		`<td>planned flow main<details>`,
 		`work: attempt 2 accepted`,
+		`judged “the text is good”: holds — it &lt;does&gt; (test-judge)`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the run page lacks %q", want)
