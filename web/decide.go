@@ -91,7 +91,12 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	if d.Target != "" {
 		msg += " The run continues at " + d.Target + "."
 	}
-	msg += " The run is " + string(d.Response.Status) + "."
+	switch st := d.Response.Status; st {
+	case engine.StatusReady, engine.StatusRunning:
+		msg += " The run goes on."
+	default:
+		msg += " The run is " + string(st) + "."
+	}
 	back(http.StatusOK, &flash{OK: true, Message: msg})
 }
 

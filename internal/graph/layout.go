@@ -26,6 +26,8 @@ const (
 	flowPad    = 20
 	flowTitle  = 26
 	flowGap    = 56
+	// routeRoom is the room on a flow's right for its routes' curves.
+	routeRoom = 110
 	// MaxRow is the most nodes one row holds; a wider layer wraps.
 	MaxRow = 8
 	// MaxLineRunes bounds a label line; the full text is in Placed.Lines.
@@ -89,6 +91,9 @@ func Layout(m *Model, opts Options) *Drawing {
 	x := flowGap / 2
 	for _, f := range m.Flows {
 		w, h := layoutFlow(m, f, d, at, x+flowPad, flowTitle+flowPad, opts)
+		if hasRoutes(m, f) {
+			w += routeRoom
+		}
 		flowBox[f.Name] = len(d.Flows)
 		d.Flows = append(d.Flows, Box{Name: f.Name, Entry: f.Entry, X: x, Y: 8, W: w + 2*flowPad, H: h + flowTitle + 2*flowPad - 8})
 		x += w + 2*flowPad + flowGap
@@ -116,6 +121,18 @@ func Layout(m *Model, opts Options) *Drawing {
 		d.Edges = append(d.Edges, route(e, &d.Nodes[src], &d.Nodes[dst]))
 	}
 	return d
+}
+
+// hasRoutes reports whether a route (other than a call) leaves a node of
+// f: its curve goes out on the flow's right.
+func hasRoutes(m *Model, f Flow) bool {
+	prefix := f.Name + "/"
+	for _, e := range m.Edges {
+		if e.Kind.Route() && e.Kind != EdgeCalls && strings.HasPrefix(e.From, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // layoutFlow places one flow's nodes with their top left at (x0, y0) and
@@ -276,7 +293,7 @@ func route(e Edge, src, dst *Placed) Routed {
 	} else {
 		r.From = Point{src.X + src.W, src.Y + src.H/2}
 		r.To = Point{dst.X + dst.W, dst.Y + dst.H/2}
-		bulge := 40 + min(abs(r.To.Y-r.From.Y)/6, 60)
+		bulge := 40 + min(abs(r.To.Y-r.From.Y)/6, routeRoom-50)
 		r.C1 = Point{r.From.X + bulge, r.From.Y}
 		r.C2 = Point{r.To.X + bulge, r.To.Y}
 	}

@@ -112,6 +112,10 @@ func TestLayoutLayers(t *testing.T) {
 	if rv == nil || rv.From.X != at["main/g"].X+NodeWidth || rv.To.Y >= rv.From.Y {
 		t.Errorf("revise edge: %+v", rv)
 	}
+	// The revise curve and its label stay inside the flow's frame.
+	if right := d.Flows[0].X + d.Flows[0].W; max(rv.C1.X, rv.C2.X) > right || rv.Label.X+30 > right {
+		t.Errorf("the revise curve (%+v) leaves its flow's frame (right edge %d)", rv, right)
+	}
 	call := kinds[EdgeCalls]
 	if call == nil || call.To.X != d.Flows[1].X {
 		t.Errorf("calls edge: %+v (helper frame %+v)", call, d.Flows[1])
