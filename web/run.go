@@ -179,7 +179,7 @@ func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*ru
 	if a.Failure != nil {
 		v.Failure = a.Failure.Reason
 	}
-	if a.Status == engine.StatusRunning {
+	if a.Status == engine.StatusRunning && waitsOnPersonIn(a.Steps) {
 		if cards, err := s.gateCards(ctx, runID, "run"); err == nil {
 			v.Gates = cards
 		}
@@ -342,4 +342,19 @@ func (s *Server) engineError(w http.ResponseWriter, title string, err error) {
 		return
 	}
 	s.errorPage(w, http.StatusInternalServerError, title, err.Error())
+}
+
+// waitsOnPersonIn reports whether a step (of the run or of a subflow)
+// waits for a person: only then is there a gate view to ask for, which
+// reads the run's whole log again.
+func waitsOnPersonIn(steps map[string]*engine.StepView) bool {
+	for _, sv := range steps {
+		if sv.Status == engine.StepWaitingGate || sv.Status == engine.StepInterrupted {
+			return true
+		}
+		if sv.Sub != nil && waitsOnPersonIn(sv.Sub.Steps) {
+			return true
+		}
+	}
+	return false
 }
