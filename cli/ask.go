@@ -2,27 +2,25 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/ir"
 )
 
-// maxShownOutput bounds how much of a step output a gate question shows.
-const maxShownOutput = 600
-
-// askGate asks the person at the terminal to decide gate g: it shows what
-// the gate follows (the outputs of the steps it depends on) and its
-// routes with the effective round limit, reads approve, revise or kill,
-// then an optional note; the answer is recorded as decided by who. Revise
+// askGate asks the person at the terminal to decide gate g: it shows the
+// gate's view (each step under review with its task, output and the diff
+// stat of its changes, each cut to a few lines; stratum gate show has them
+// whole) and its routes with the effective round limit, reads approve,
+// revise or kill, then an optional note; the answer is recorded as decided
+// by who, with the digest of what was shown (the driver passes it). Revise
 // is offered only while the gate can take one: past the limit a revise
 // fails the run, and a menu choice must never lose the accepted work. End
 // of input before a decision is driver.ErrNoAnswer; ctx ends when the gate
 // is decided elsewhere.
-func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, plan *ir.Plan, g engine.WaitingGate, who string) (driver.GateAnswer, error) {
+func askGate(ctx context.Context, env *Env, term *terminal, gv engine.GateView, who string) (driver.GateAnswer, error) {
+	g := gv.WaitingGate
 	term.openGate()
 	defer term.closeGate()
 	if ctx.Err() != nil {
@@ -31,27 +29,16 @@ func askGate(ctx context.Context, env *Env, term *terminal, e *engine.Engine, pl
 	var b strings.Builder
 	if g.Kind == engine.WaitInterrupted {
 		fmt.Fprintf(&b, "\nstep %s of run %s: its last attempt started and never reported (its agent died); it may have left changes in the workspace.\n", g.StepID, g.RunID)
-		fmt.Fprintf(&b, "  approve  run the attempt again\n  kill     fail it (the flow's on_fail, if any, applies)\n")
+		writeUnderReview(&b, gv, askLimits)
+		writeRoutes(&b, g)
 		fmt.Fprintf(&b, "  (or decide from another terminal: stratum gate approve|reject %s %s)\n", g.RunID, g.StepID)
 		return askDecision(ctx, env, term, b.String(), "approve/kill", false, false, who)
 	}
-	fmt.Fprintf(&b, "\ngate %s of run %s is waiting for your decision.\n", g.StepID, g.RunID)
-	for _, dep := range gateInputs(ctx, e, plan, g) {
-		fmt.Fprintf(&b, "  %s\n", dep)
-	}
-	route := func(target, none string) string {
-		if target == "" {
-			return none
-		}
-		return "go to " + target
-	}
-	fmt.Fprintf(&b, "  approve  %s\n", route(g.OnApprove, "continue the flow"))
+	fmt.Fprintf(&b, "\ngate %s of run %s is waiting for your decision (%s).\n", g.StepID, g.RunID, roundLine(g))
+	writeUnderReview(&b, gv, askLimits)
+	writeRoutes(&b, g)
 	canRevise := g.OnRevise != "" && g.RevisesLeft > 0
-	if g.OnRevise != "" {
-		fmt.Fprintf(&b, "  revise   %s\n", reviseLine(g))
-	}
-	fmt.Fprintf(&b, "  kill     %s\n", route(g.OnKill, "stop the flow (it fails)"))
-	fmt.Fprintf(&b, "  (or decide from another terminal: stratum gate approve|reject|revise %s %s)\n", g.RunID, g.StepID)
+	fmt.Fprintf(&b, "  (or decide from another terminal: stratum gate approve|reject|revise %s %s --digest %s)\n", g.RunID, g.StepID, gv.Digest)
 	choices := "approve/kill"
 	if canRevise {
 		choices = "approve/revise/kill"
@@ -114,46 +101,4 @@ func reviseLine(g engine.WaitingGate) string {
 		return fmt.Sprintf("send %s back for another round (revision %d of at most %d)", g.OnRevise, g.Round+1, g.MaxRounds)
 	}
 	return fmt.Sprintf("not offered: the %s allowed are used up, so a revise would fail the run", plural(g.MaxRounds, "revision"))
-}
-
-// gateInputs describes the outputs of the steps gate g depends on, one
-// line each, for the person deciding.
-func gateInputs(ctx context.Context, e *engine.Engine, plan *ir.Plan, g engine.WaitingGate) []string {
-	if plan == nil {
-		return nil
-	}
-	flow := plan.Flow(g.Flow)
-	steps := func(a *engine.AuditReport) map[string]*engine.StepView { return a.Steps }
-	local := g.StepID
-	a, err := e.Audit(ctx, g.RunID)
-	if err != nil || flow == nil {
-		return nil
-	}
-	if parent, child, ok := strings.Cut(g.StepID, "/"); ok {
-		rs := flow.Step(parent)
-		ps := a.Steps[parent]
-		if rs == nil || ps == nil || ps.Sub == nil {
-			return nil
-		}
-		flow, local = plan.Flow(rs.Run), child
-		steps = func(*engine.AuditReport) map[string]*engine.StepView { return ps.Sub.Steps }
-	}
-	if flow == nil || flow.Step(local) == nil {
-		return nil
-	}
-	var out []string
-	for _, i := range flow.Step(local).Deps {
-		dep := flow.Steps[i]
-		ss := steps(a)[dep.ID]
-		if ss == nil || !ss.Output.Present {
-			continue
-		}
-		b, _ := json.Marshal(ss.Output)
-		text := string(b)
-		if r := []rune(text); len(r) > maxShownOutput {
-			text = string(r[:maxShownOutput]) + "..."
-		}
-		out = append(out, fmt.Sprintf("%s output: %s", dep.ID, text))
-	}
-	return out
 }

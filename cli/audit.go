@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
+	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/internal/eventtext"
+	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -25,9 +30,13 @@ func (*auditCmd) Short() string    { return "print a run's trace; --verify re-ch
 func (*auditCmd) Long() string {
 	return `Audit prints the trace of run RUN: its status, then every event of its
 append-only log, one per line (sequence number, time, what happened), then
-its output or failure. --json prints the full audit document instead (the
-answer of the MCP tool stratum_audit: every step's state with its
-attempts, every event, spend, output, carry).
+every step with its status, each of its attempts with the result it
+reported or why it was rejected (and, under stratum run in a git
+workspace, the diff stat of what it changed: stratum diff prints the
+patch), and its output, then the run's output or failure. Values are JSON
+as recorded (not HTML-escaped). --json prints the full audit document
+instead (the answer of the MCP tool stratum_audit: every step's state with
+its attempts, every event, spend, output, carry).
 
 --verify first re-checks the whole log: each event's hash over its
 content and its predecessor's hash, from the first event to the head the
@@ -79,7 +88,7 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 	st := sys.store
 	var chain string
 	if c.verify {
-		rep, err := st.Verify(ctx, runID)
+		rep, err := st.Verify(ctx, runID, store.VerifyOptions{})
 		if isNotFound(err) {
 			return fail(env, "NOT_FOUND", fmt.Sprintf("Flow '%s' not found", runID))
 		}
@@ -105,45 +114,196 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 		chain = fmt.Sprintf("chain: intact (%s, head seq %d, hash %s)", plural(int(rep.Events), "event"), rep.Head.Seq, rep.Head.Hash)
 		if rep.Tail.Bytes > 0 {
-			chain += fmt.Sprintf("\nunacknowledged tail: %d bytes (%d events) after the head, written by an interrupted update; the next update removes it", rep.Tail.Bytes, rep.Tail.Events)
+			chain += fmt.Sprintf("\nunacknowledged tail: %d bytes (%d events) after the head, written by an interrupted update; the next update keeps it aside and records a store.repair event", rep.Tail.Bytes, rep.Tail.Events)
 		}
 	}
-	a, err := e.Audit(ctx, runID)
+	if c.json {
+		err = streamAuditJSON(ctx, env.Stdout, e, runID)
+	} else {
+		err = streamAuditText(ctx, env.Stdout, e, runID, chain)
+	}
 	if isNotFound(err) {
 		return fail(env, "NOT_FOUND", fmt.Sprintf("Flow '%s' not found", runID))
 	}
 	if err != nil {
 		return fail(env, engineCode(err), err.Error())
 	}
-	if c.json {
-		return writeJSON(env.Stdout, a)
-	}
-	w := env.Stdout
-	fmt.Fprintf(w, "run %s (flow %s): %s\n", a.RunID, a.Flow, a.Status)
-	fmt.Fprintf(w, "created %s, updated %s, revision %s\n", a.CreatedAt.UTC().Format(time.RFC3339), a.UpdatedAt.UTC().Format(time.RFC3339), a.RevisionDigest)
-	for _, ev := range a.Events {
-		desc := eventtext.Describe(ev)
-		if desc == "" {
-			desc = string(ev.Type) + " " + string(ev.Detail)
-			if ev.StepID != "" {
-				desc = ev.StepID + ": " + desc
+	return nil
+}
+
+// streamAuditText writes the trace as it is read (docs/cli.md, "stratum
+// audit"): a long run's events and steps are never all in memory.
+func streamAuditText(ctx context.Context, out io.Writer, e *engine.Engine, runID, chain string) error {
+	w := bufio.NewWriter(out)
+	var plan *ir.Plan
+	var flow *ir.Flow
+	var head *engine.AuditReport
+	stepsBegun := false
+	rep, err := e.AuditStream(ctx, runID, engine.AuditOptions{}, engine.AuditVisitor{
+		Header: func(a *engine.AuditReport) error {
+			head = a
+			if p, err := e.RunPlan(ctx, runID); err == nil {
+				plan, flow = p, p.Flow(a.Flow)
 			}
-		}
-		fmt.Fprintf(w, "%5d  %s  %s\n", ev.Seq, ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), desc)
+			fmt.Fprintf(w, "run %s (flow %s): %s\n", a.RunID, a.Flow, a.Status)
+			fmt.Fprintf(w, "created %s, updated %s, revision %s\n", a.CreatedAt.UTC().Format(time.RFC3339), a.UpdatedAt.UTC().Format(time.RFC3339), a.RevisionDigest)
+			return nil
+		},
+		Event: func(ev engine.Event) error {
+			desc := eventtext.Describe(ev)
+			if desc == "" {
+				desc = describeDebit(ev)
+			}
+			_, err := fmt.Fprintf(w, "%5d  %s  %s\n", ev.Seq, ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), printable(desc))
+			return err
+		},
+		Step: func(id string, sv *engine.StepView) error {
+			if !stepsBegun {
+				stepsBegun = true
+				fmt.Fprintln(w, "steps:")
+			}
+			var decl *ir.Step
+			if flow != nil {
+				decl = flow.Step(id)
+			}
+			writeStep(w, head, plan, decl, id, sv, "  ")
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if !stepsBegun {
+		fmt.Fprintln(w, "steps:")
 	}
 	switch {
-	case a.Output.Present:
-		b, _ := json.Marshal(a.Output)
-		fmt.Fprintf(w, "output: %s\n", b)
-	case a.Failure != nil:
-		fmt.Fprintf(w, "failure: %s\n", a.Failure.Reason)
+	case rep.Output.Present:
+		fmt.Fprintf(w, "output: %s\n", compactJSON(rep.Output))
+	case rep.Failure != nil:
+		fmt.Fprintf(w, "failure: %s%s\n", printable(rep.Failure.Reason), eventtext.CauseNote(rep.Failure.Cause, rep.Failure.Step))
 	}
-	if l := a.Ledger.Spent; !l.IsZero() {
+	if l := rep.Ledger.Spent; !l.IsZero() {
 		b, _ := json.Marshal(l)
 		fmt.Fprintf(w, "spent: %s\n", b)
 	}
 	if chain != "" {
 		fmt.Fprintln(w, chain)
 	}
-	return nil
+	return w.Flush()
+}
+
+// streamAuditJSON writes the audit document (the answer of stratum_audit)
+// as it is read: the header, then each event, then each step (in
+// declaration order), in the layout writeJSON gives.
+func streamAuditJSON(ctx context.Context, out io.Writer, e *engine.Engine, runID string) error {
+	w := bufio.NewWriter(out)
+	var between, after string // the header between "events": [ … ] and "steps": { … }, and after it
+	steps, events := 0, 0
+	closeEvents := func() {
+		if events > 0 {
+			w.WriteString("\n  ")
+		}
+		w.WriteString("]" + between)
+		events = -1
+	}
+	_, err := e.AuditStream(ctx, runID, engine.AuditOptions{}, engine.AuditVisitor{
+		Header: func(a *engine.AuditReport) error {
+			doc, err := indentedJSON(a, "")
+			if err != nil {
+				return err
+			}
+			const eventsAt, stepsAt = "\n  \"events\": []", "\n  \"steps\": {}"
+			i, j := strings.Index(doc, eventsAt), strings.Index(doc, stepsAt)
+			if i < 0 || j < i {
+				return fmt.Errorf("internal error: audit document without events and steps")
+			}
+			w.WriteString(doc[:i+len(eventsAt)-1]) // up to "events": [
+			between = doc[i+len(eventsAt) : j+len(stepsAt)-1]
+			after = doc[j+len(stepsAt):]
+			return nil
+		},
+		Event: func(ev engine.Event) error {
+			b, err := indentedJSON(ev, "    ")
+			if err != nil {
+				return err
+			}
+			if events > 0 {
+				w.WriteByte(',')
+			}
+			events++
+			fmt.Fprintf(w, "\n    %s", b)
+			return nil
+		},
+		Step: func(id string, sv *engine.StepView) error {
+			if events >= 0 {
+				closeEvents()
+			}
+			b, err := indentedJSON(sv, "    ")
+			if err != nil {
+				return err
+			}
+			if steps > 0 {
+				w.WriteByte(',')
+			}
+			steps++
+			k, _ := json.Marshal(id)
+			fmt.Fprintf(w, "\n    %s: %s", k, b)
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if events >= 0 {
+		closeEvents()
+	}
+	if steps > 0 {
+		w.WriteString("\n  ")
+	}
+	w.WriteString("}" + after)
+	return w.Flush()
+}
+
+// indentedJSON is v as writeJSON writes it (two-space indent, HTML not
+// escaped), each line after the first prefixed, without the newline.
+func indentedJSON(v any, prefix string) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, "  ")
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// describeDebit renders a ledger debit, which progress views leave out
+// and the trace shows: what was spent, on which attempt or item.
+func describeDebit(ev engine.Event) string {
+	var d struct {
+		Amount    engine.Value `json:"amount"`
+		Attempt   int          `json:"attempt"`
+		ItemIndex *int         `json:"itemIndex"`
+		Source    string       `json:"source"`
+	}
+	_ = ev.DecodeDetail(&d)
+	who := ev.StepID
+	if d.ItemIndex != nil {
+		who = fmt.Sprintf("%s[%d]", who, *d.ItemIndex)
+	}
+	s := "spent " + compactJSON(d.Amount)
+	var on []string
+	if d.Attempt > 0 {
+		on = append(on, fmt.Sprintf("attempt %d", d.Attempt))
+	}
+	if d.Source != "" {
+		on = append(on, "reported by "+d.Source)
+	}
+	if len(on) > 0 {
+		s += " (" + strings.Join(on, ", ") + ")"
+	}
+	if who != "" {
+		return who + ": " + s
+	}
+	return s
 }

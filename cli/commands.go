@@ -9,6 +9,7 @@ var Version = "0.1.0-dev"
 func commands() []func() command {
 	return []func() command{
 		func() command { return &auditCmd{} },
+		func() command { return &diffCmd{} },
 		func() command { return &evalCmd{} },
 		func() command { return &flowCmd{} },
 		func() command { return &gateCmd{} },

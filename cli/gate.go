@@ -15,21 +15,37 @@ import (
 // that waits for a person.
 type gateCmd struct {
 	token      string
+	digest     string
 	note       string
 	resolvedBy string
+	json       bool
 	policy     policy.Flags
 }
 
 func (*gateCmd) Name() string { return "gate" }
 func (*gateCmd) Synopsis() string {
-	return "approve|reject|revise RUN STEP [--token T] [--note TEXT] [--resolved-by WHO] [--allow-commands] [--allow-agents] [--policy FILE] [--max-command-timeout D]"
+	return "show RUN STEP [--json] | approve|reject|revise RUN STEP [--digest D] [--token T] [--note TEXT] [--resolved-by WHO] [--allow-commands] [--allow-agents] [--policy FILE] [--max-command-timeout D]"
 }
-func (*gateCmd) Short() string { return "approve, reject (kill) or revise a waiting gate" }
+func (*gateCmd) Short() string { return "show a waiting gate; approve, reject (kill) or revise it" }
 func (*gateCmd) Long() string {
-	return `Gate resolves the gate STEP of run RUN ("stratum query gates" lists them; a
-gate inside a subflow is RUNSTEP/GATE). reject is the engine decision kill.
+	return `Gate shows or resolves the gate STEP of run RUN ("stratum query gates" lists
+them; a gate inside a subflow is RUNSTEP/GATE). reject is the engine
+decision kill. A do step whose attempt was interrupted (its agent died)
+waits the same way: approve runs it again, reject fails it.
 
-Without --token the decision applies to the gate round the command reads.
+show prints what the decision is about: each step under review with the
+task it was given (rendered), its output and the diff stat of what it
+changed in the workspace (stratum diff RUN STEP prints the patch), the
+routes with the effective round limit, and the digest of all of it. --json
+prints the gate view the MCP tool stratum_gates returns. Exit status: 0
+shown; 1 unknown run, or STEP is not waiting for a decision (the gates that
+are waiting are listed); 2 usage.
+
+--digest D (the digest gate show prints) makes the decision refuse content
+its author did not see: if what is under review is no longer what D was
+computed on, nothing is decided ({"error": {"code": "stale_token"}}, exit 1,
+with the current digest on stderr). Without --digest and --token the
+decision applies to the gate round the command reads, whatever it shows.
 With --token (the gate_token of "stratum query gates") it applies only if
 that round is still the current one: a decision made while looking at an
 earlier round is refused, so two people cannot both decide one round.
@@ -45,7 +61,8 @@ Output (JSON) and exit status:
   {"error": {code, message}}                                               1
       unknown run (NOT_FOUND), not a gate (not_a_gate_step), revise
       without a revise route (missing_on_revise), a stale --token
-      (stale_token), commands this command may not run
+      (stale_token), a --digest of other content (stale_token), commands
+      this command may not run
       (effect_not_allowed: nothing was decided), ...
 
 A stratum run waiting at this gate in another terminal continues as soon
@@ -61,7 +78,9 @@ was started.`
 }
 
 func (c *gateCmd) SetFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.digest, "digest", "", "apply only if the content under review still has this `DIGEST` (from stratum gate show)")
 	fs.StringVar(&c.token, "token", "", "apply only to the gate round with this gate `TOKEN`")
+	fs.BoolVar(&c.json, "json", false, "show: print the gate view as JSON")
 	fs.StringVar(&c.note, "note", "", "a note explaining the decision, as `TEXT` (recorded in the run)")
 	fs.StringVar(&c.resolvedBy, "resolved-by", "human", "who decided, `WHO`: human, agent or system (recorded in the run)")
 	c.policy.RegisterEffects(fs)
@@ -89,7 +108,13 @@ type conflictDoc struct {
 
 func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if len(args) != 3 {
-		return usagef("expected approve|reject|revise RUN STEP, got %d arguments", len(args))
+		return usagef("expected show|approve|reject|revise RUN STEP, got %d arguments", len(args))
+	}
+	if args[0] == "show" {
+		return c.show(ctx, env, args[1], args[2])
+	}
+	if c.json {
+		return usagef("--json goes with gate show (a decision always prints JSON)")
 	}
 	var decision engine.Decision
 	switch args[0] {
@@ -100,7 +125,7 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 	case "revise":
 		decision = engine.DecisionRevise
 	default:
-		return usagef("unknown decision %q (want approve, reject or revise)", args[0])
+		return usagef("unknown decision %q (want show, approve, reject or revise)", args[0])
 	}
 	switch c.resolvedBy {
 	case "human", "agent", "system":
@@ -131,7 +156,7 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 	// One engine call, one transition: the engine resolves the id, checks
 	// the round and decides under the run's lock.
 	d, err := sys.engine.DecideGate(ctx, engine.GateRequest{RunID: runID, StepID: stepID, Decision: decision, GateToken: c.token,
-		CurrentRound: c.token == "", Rationale: c.note, ResolvedBy: c.resolvedBy})
+		CurrentRound: c.token == "", Digest: c.digest, Rationale: c.note, ResolvedBy: c.resolvedBy})
 	var ee *engine.Error
 	errors.As(err, &ee)
 	switch {
@@ -154,6 +179,11 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 			msg += fmt.Sprintf(" (gates waiting: %s)", strings.Join(gates, ", "))
 		}
 		return fail(env, "not_a_gate_step", msg)
+	case errors.Is(err, engine.ErrStaleToken) && ee != nil && ee.Gate != nil && c.digest != "" && ee.Gate.Digest != c.digest:
+		fmt.Fprintf(env.Stderr, "stratum gate: nothing was decided: what %s shows for review is not what --digest %s was computed on (its digest is now %s); read it with: stratum gate show %s %s\n",
+			stepID, c.digest, ee.Gate.Digest, runID, stepID)
+		_ = writeJSON(env.Stdout, errorDoc{Error: errorBody{Code: engine.CodeOf(err), Message: err.Error()}})
+		return exitCode(ExitFailure)
 	default:
 		return fail(env, engineCode(err), err.Error())
 	}

@@ -32,11 +32,19 @@ $STRATUM_STATE_ROOT) and prints JSON (two-space indented):
   query gates      every gate awaiting a decision, in every running run:
                    {_schema_version, flow_id, flow_name, step_id, function,
                     on_approve, on_revise, on_kill, timeout, gate_token, round,
-                    max_rounds, revises_left}
+                    max_rounds, revises_left, kind, digest, under_review}
                    round is how many revisions the gate's flow has had,
                    max_rounds the effective limit (the smaller of the flow's
                    and the gate's own), revises_left how many more revise
-                   decisions the gate can take (0: a revise fails the run)
+                   decisions the gate can take (0: a revise fails the run);
+                   kind is gate, or interrupted for a do step whose attempt
+                   died (approve runs it again); digest is what stratum gate
+                   --digest takes; under_review lists the steps the gate
+                   follows: [{step_id, status, task, output,
+                   output_truncated?, changes?: {changed, stat, patch_bytes,
+                   head_before, head_after}, items?: [{index, patch_bytes}]}]
+                   (task rendered; output cut at 8 KiB; stratum gate show
+                   RUN STEP prints the same for a person)
 
 status is complete, failed, killed (a gate's kill ended the run),
 budget_exhausted, cancelled, awaiting_gate or running; terminal_status is the
@@ -75,18 +83,14 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return fail(env, "INVALID", err.Error())
 		}
+		// From the runs' summaries: a listing never reads a run's log.
 		out := []flowSummary{}
 		for _, r := range runs {
 			if r.Error != "" {
 				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %s\n", r.RunID, r.Error)
 				continue
 			}
-			s, err := summarize(ctx, e, st, r.RunID)
-			if err != nil {
-				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %v\n", r.RunID, err)
-				continue
-			}
-			out = append(out, s.flowSummary)
+			out = append(out, listedFlow(r))
 		}
 		return writeJSON(env.Stdout, out)
 	case "flow":
@@ -108,15 +112,49 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 			return fail(env, "INVALID", err.Error())
 		}
 		out := make([]gateSummary, 0, len(gates))
+		views := map[string]map[string]engine.GateView{} // by run, by step
 		for _, g := range gates {
-			out = append(out, gateSummary{
-				SchemaVersion: schemaVersion, FlowID: g.RunID, FlowName: g.Flow, StepID: g.StepID, Function: g.StepID,
-				OnApprove: nullable(g.OnApprove), OnRevise: nullable(g.OnRevise), OnKill: nullable(g.OnKill),
-				GateToken: g.GateToken, Round: g.Round, MaxRounds: g.MaxRounds, RevisesLeft: g.RevisesLeft,
-			})
+			if _, ok := views[g.RunID]; !ok {
+				views[g.RunID] = map[string]engine.GateView{}
+				vs, err := e.GateViews(ctx, g.RunID)
+				if err != nil {
+					fmt.Fprintf(env.Stderr, "stratum: unable to read the gates of flow '%s': %v\n", g.RunID, err)
+				}
+				for _, v := range vs {
+					views[g.RunID][v.StepID] = v
+				}
+			}
+			v, ok := views[g.RunID][g.StepID]
+			if !ok || v.GateToken != g.GateToken {
+				continue // decided between the two reads
+			}
+			out = append(out, gateSummaryOf(v))
 		}
 		return writeJSON(env.Stdout, out)
 	}
+}
+
+// gateSummaryOf is a gate view in the reference's query gates shape, with
+// the additions (docs/cli.md, "stratum query").
+func gateSummaryOf(v engine.GateView) gateSummary {
+	g := v.WaitingGate
+	s := gateSummary{
+		SchemaVersion: schemaVersion, FlowID: g.RunID, FlowName: g.Flow, StepID: g.StepID, Function: g.StepID,
+		OnApprove: nullable(g.OnApprove), OnRevise: nullable(g.OnRevise), OnKill: nullable(g.OnKill),
+		GateToken: g.GateToken, Round: g.Round, MaxRounds: g.MaxRounds, RevisesLeft: g.RevisesLeft,
+		Kind: g.Kind, Digest: g.Digest, UnderReview: make([]reviewSummary, 0, len(v.UnderReview)),
+	}
+	for _, r := range v.UnderReview {
+		rs := reviewSummary{StepID: r.StepID, Status: r.Status, Task: r.Task, Output: r.Output, OutputTruncated: r.OutputTruncated}
+		if c := r.WorkChanges; c != nil {
+			rs.Changes = &changesSummary{Changed: changed(c), Stat: c.Stat, PatchBytes: c.PatchBytes, PatchOmitted: c.PatchOmitted, HeadBefore: c.HeadBefore, HeadAfter: c.HeadAfter}
+		}
+		for _, it := range r.Changes {
+			rs.Items = append(rs.Items, itemChanges{Index: it.ItemIndex, PatchBytes: it.Bytes})
+		}
+		s.UnderReview = append(s.UnderReview, rs)
+	}
+	return s
 }
 
 type flowSummary struct {
@@ -159,8 +197,40 @@ type gateSummary struct {
 	GateToken     string  `json:"gate_token"`
 	Round         int     `json:"round"`
 	MaxRounds     int     `json:"max_rounds"`
-	// RevisesLeft is an addition: how many more revisions the gate allows.
-	RevisesLeft int `json:"revises_left"`
+	// The additions: how many more revisions the gate allows, gate or
+	// interrupted, the digest of what is under review, and that.
+	RevisesLeft int                `json:"revises_left"`
+	Kind        engine.WaitingKind `json:"kind"`
+	Digest      string             `json:"digest"`
+	UnderReview []reviewSummary    `json:"under_review"`
+}
+
+// reviewSummary is one step under review in query gates.
+type reviewSummary struct {
+	StepID          string            `json:"step_id"`
+	Status          engine.StepStatus `json:"status"`
+	Task            string            `json:"task,omitempty"`
+	Output          engine.Value      `json:"output,omitzero"`
+	OutputTruncated bool              `json:"output_truncated,omitempty"`
+	Changes         *changesSummary   `json:"changes,omitempty"`
+	Items           []itemChanges     `json:"items,omitempty"`
+}
+
+// changesSummary is what a do step's accepted attempt changed.
+type changesSummary struct {
+	Changed    bool   `json:"changed"`
+	Stat       string `json:"stat,omitempty"`
+	PatchBytes int    `json:"patch_bytes"`
+	// PatchOmitted: the patch was over the limit and was not kept.
+	PatchOmitted bool   `json:"patch_omitted,omitempty"`
+	HeadBefore   string `json:"head_before"`
+	HeadAfter    string `json:"head_after"`
+}
+
+// itemChanges is the size of a worktree item's patch.
+type itemChanges struct {
+	Index      int `json:"index"`
+	PatchBytes int `json:"patch_bytes"`
 }
 
 func nullable(s string) *string {
@@ -168,6 +238,25 @@ func nullable(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// listedFlow is the query view of a run in a listing, from its summary.
+func listedFlow(r engine.RunSummary) flowSummary {
+	name := r.Flow
+	if name == "" {
+		name = r.RunID
+	}
+	s := flowSummary{SchemaVersion: schemaVersion, FlowID: r.RunID, FlowName: name,
+		Status: projectedStatus(r.Status, r.FailureCause, r.GateWaits), StepCount: r.Steps, CompletedSteps: r.Done, Round: r.Rounds}
+	if r.Status != engine.StatusRunning {
+		status := string(r.Status)
+		s.TerminalStatus = &status
+	}
+	if r.Current != "" {
+		id := r.Current
+		s.CurrentStepID = &id
+	}
+	return s
 }
 
 // summarize builds the query view of one run (spec/cli.md 5.2-5.4).
@@ -244,21 +333,29 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 // projectStatus maps a run's status to the query vocabulary (spec/cli.md
 // 5.2).
 func projectStatus(a *engine.AuditReport) string {
-	switch a.Status {
+	var cause engine.FailureCause
+	if a.Failure != nil {
+		cause = a.Failure.Cause
+	}
+	return projectedStatus(a.Status, cause, gateWaits(a.Steps))
+}
+
+func projectedStatus(status engine.RunStatus, cause engine.FailureCause, gateWaits bool) string {
+	switch status {
 	case engine.StatusCompleted:
 		return "complete"
 	case engine.StatusFailed:
-		if f := a.Failure; f != nil && f.Cause == engine.CauseGateKilled {
+		if cause == engine.CauseGateKilled {
 			return "killed"
 		}
 		return "failed"
 	case engine.StatusRunning:
-		if gateWaits(a.Steps) {
+		if gateWaits {
 			return "awaiting_gate"
 		}
 		return "running"
 	}
-	return string(a.Status)
+	return string(status)
 }
 
 func gateWaits(steps map[string]*engine.StepView) bool {

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -43,14 +46,17 @@ func commandAt(t *testing.T, text, prefix string) string {
 	return cmd.String()
 }
 
-// TestReadmeCommands runs the commands README.md and the examples show, as
-// written, from the repository root: `go install ./cmd/stratum` puts the
-// binary in $(go env GOPATH)/bin, and with that directory on PATH the main
-// job and the iterate example complete with the example agent.
-func TestReadmeCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and installs the stratum binary")
-	}
+// installed is a stratum installed as README.md says, with an
+// environment that finds it on PATH and keeps runs in a fresh home.
+type installed struct {
+	t   *testing.T
+	env []string // with PATH
+}
+
+// install runs `go install ./cmd/stratum` as README.md says, into a fresh
+// GOPATH, and checks that it lands in $(go env GOPATH)/bin.
+func install(t *testing.T) *installed {
+	t.Helper()
 	readme := readRepoFile(t, "README.md")
 	if !strings.Contains(readme, "`go install ./cmd/stratum`") || !strings.Contains(readme, "`$(go env GOPATH)/bin`") {
 		t.Fatal("README.md no longer says where go install puts the binary; update this test")
@@ -63,35 +69,156 @@ func TestReadmeCommands(t *testing.T) {
 	gopath := filepath.Join(dir, "gopath")
 	env := append(os.Environ(), "GOPATH="+gopath, "GOBIN=", "GOMODCACHE="+strings.TrimSpace(string(modcache)),
 		"STRATUM_HOME="+filepath.Join(dir, "home"), "STRATUM_STATE_ROOT=", "STRATUM_JUDGE_COMMAND=")
-	sh := func(cmdline string, env []string) string {
-		t.Helper()
-		cmd := exec.Command("sh", "-c", cmdline)
-		cmd.Dir, cmd.Env = "..", env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", cmdline, err, out)
-		}
-		return string(out)
-	}
-	sh("go install ./cmd/stratum", env)
-	bin := strings.TrimSpace(sh("echo $(go env GOPATH)/bin", env))
+	in := &installed{t: t, env: env}
+	in.sh("go install ./cmd/stratum")
+	bin := strings.TrimSpace(in.sh("echo $(go env GOPATH)/bin"))
 	if bin != filepath.Join(gopath, "bin") {
 		t.Fatalf("$(go env GOPATH)/bin is %s, want %s", bin, filepath.Join(gopath, "bin"))
 	}
 	if _, err := os.Stat(filepath.Join(bin, "stratum")); err != nil {
 		t.Fatalf("go install did not put stratum in $(go env GOPATH)/bin: %v", err)
 	}
-	withPath := append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	in.env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return in
+}
 
+// sh runs a command line with sh from the repository root and returns
+// its output; it fails the test unless the command succeeds.
+func (in *installed) sh(cmdline string) string {
+	in.t.Helper()
+	out, code := in.run(cmdline)
+	if code != 0 {
+		in.t.Fatalf("%s: exit status %d\n%s", cmdline, code, out)
+	}
+	return out
+}
+
+// run runs a command line (a script) with sh from the repository root.
+func (in *installed) run(script string) (string, int) {
+	in.t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir, cmd.Env = "..", in.env
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	case err != nil:
+		in.t.Fatalf("%s: %v", script, err)
+	}
+	return string(out), 0
+}
+
+// TestReadmeCommands runs the commands README.md and the examples show, as
+// written, from the repository root: `go install ./cmd/stratum` puts the
+// binary in $(go env GOPATH)/bin, and with that directory on PATH the main
+// job and the iterate example complete with the example agent.
+func TestReadmeCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and installs the stratum binary")
+	}
+	in := install(t)
 	tests := []struct{ file, prefix, want string }{
 		{"README.md", "go run ./cmd/stratum run examples/quickstart.stratum.yaml", "draft: attempt 2 accepted"},
 		{"examples/iterate.stratum.yaml", "stratum run examples/iterate.stratum.yaml", "improve: attempt 2 accepted"},
 	}
 	for _, tt := range tests {
 		cmdline := commandAt(t, readRepoFile(t, tt.file), tt.prefix)
-		if out := sh(cmdline, withPath); !strings.Contains(out, tt.want) || !strings.Contains(out, " completed\n") {
+		if out := in.sh(cmdline); !strings.Contains(out, tt.want) || !strings.Contains(out, " completed\n") {
 			t.Errorf("%s (from %s) did not complete as shown:\n%s", cmdline, tt.file, out)
 		}
+	}
+}
+
+// TestReadmeTour runs the tour of README.md as written, one shell session
+// from the repository root: the run stops at its gate (3), gate show
+// prints what the gate reviews with its digest, the approval on that
+// digest is recorded, the resumed run completes and watch, started
+// meanwhile ("in another terminal": here in the background), follows it
+// to the end (0); diff says the agent changed nothing (1); every other
+// command succeeds. The dot line is skipped when Graphviz is missing.
+func TestReadmeTour(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and installs the stratum binary")
+	}
+	for _, tool := range []string{"jq", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the tour needs %s", tool)
+		}
+	}
+	readme := readRepoFile(t, "README.md")
+	_, tour, ok := strings.Cut(readme, "### A tour")
+	if !ok {
+		t.Fatal("README.md has no tour")
+	}
+	_, tour, _ = strings.Cut(tour, "```sh\n")
+	tour, _, _ = strings.Cut(tour, "```")
+	in := install(t)
+	_, hasDot := exec.LookPath("dot")
+	var script strings.Builder
+	var lines []string
+	for line := range strings.Lines(tour) {
+		line = strings.TrimRight(line, "\n")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		n := len(lines)
+		lines = append(lines, line)
+		switch {
+		case strings.HasPrefix(line, "stratum watch "):
+			cmd, _, _ := strings.Cut(line, "#")
+			fmt.Fprintf(&script, "%s > \"$WATCH_OUT\" 2>&1 & watch=$!\n", strings.TrimSpace(cmd))
+		case strings.Contains(line, "| dot ") && hasDot != nil:
+			fmt.Fprintf(&script, "echo '__exit %d skipped'\n", n)
+			continue
+		default:
+			fmt.Fprintf(&script, "%s\necho \"__exit %d $?\"\n", line, n)
+		}
+	}
+	script.WriteString("wait $watch; echo \"__watch $?\"\n")
+	watchOut := filepath.Join(t.TempDir(), "watch.out")
+	in.env = append(in.env, "WATCH_OUT="+watchOut)
+	out, _ := in.run(script.String())
+	statuses := map[string]string{}
+	for l := range strings.Lines(out) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "__exit "); ok {
+			i, status, _ := strings.Cut(rest, " ")
+			statuses[i] = status
+		}
+	}
+	for i, line := range lines {
+		want := "0"
+		switch {
+		case strings.HasPrefix(line, "stratum watch "):
+			continue
+		case strings.HasPrefix(line, "stratum run ") && strings.Contains(line, "--gate stop"):
+			want = "3"
+		case strings.HasPrefix(line, "stratum diff "):
+			want = "1"
+		case strings.Contains(line, "| dot ") && hasDot != nil:
+			want = "skipped"
+		}
+		if got := statuses[strconv.Itoa(i)]; got != want {
+			t.Errorf("%s: exit status %q, want %s", line, got, want)
+		}
+	}
+	for _, want := range []string{
+		"review: gate waiting for a decision",
+		"\nunder review:\n  work (succeeded)\n    task:\n      Produce the deliverable requested in a haiku\n",
+		"decide: stratum gate approve|reject|revise ",
+		`"outcome": "approve"`,
+		"stratum diff: work attempt 1 changed nothing in the workspace",
+		"review: gate resolved: approve (by human: looks good) [digest ",
+		"chain: intact",
+		"flowchart",
+		"__watch 0",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the tour's output lacks %q:\n%s", want, out)
+		}
+	}
+	if w, err := os.ReadFile(watchOut); err != nil || !strings.Contains(string(w), "  completed\n") {
+		t.Errorf("watch did not follow the run to its end (%v):\n%s", err, w)
 	}
 }
 

@@ -218,12 +218,14 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		defer mu.Unlock()
 		fmt.Fprintf(env.Stderr, format+"\n", a...)
 	}
-	var e *engine.Engine // the gate question reads the run through it
 	opts := driver.Options{
 		Agent: c.agent, Resolver: resolver, Gates: mode, Concurrency: c.concurrency,
 		Event: func(ev engine.Event) {
+			if ev.Type == engine.EventAttemptStarted {
+				return // this drive started it: "ready" said so
+			}
 			if d := eventtext.Describe(ev); d != "" {
-				say("%s", d)
+				say("%s", printable(d))
 			}
 		},
 		Notice:     func(msg string) { say("note: %s", msg) },
@@ -236,8 +238,8 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 	switch mode {
 	case driver.GateAsk:
 		who := c.agents.decider(env)
-		opts.AskGate = func(ctx context.Context, g engine.WaitingGate) (driver.GateAnswer, error) {
-			return askGate(ctx, env, term, e, plan, g, who)
+		opts.AskGate = func(ctx context.Context, g engine.GateView) (driver.GateAnswer, error) {
+			return askGate(ctx, env, term, g, who)
 		}
 	case driver.GateWait:
 		opts.GateWaiting = func(g engine.WaitingGate) {
@@ -250,7 +252,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer sys.Close()
-	e = sys.engine
+	e := sys.engine
 	if c.resume != "" {
 		p, err := e.RunPlan(ctx, c.resume)
 		if isNotFound(err) {
@@ -358,6 +360,7 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 		}
 		say("run %s is waiting at %s %s", out.RunID, what, strings.Join(ids, ", "))
 		for _, id := range ids {
+			say("  read:     stratum gate show %s %s   (what is under review, and the digest to decide with)", out.RunID, id)
 			if interrupted[id] {
 				say("  %s: its attempt was interrupted (the agent died mid-way and may have left changes)", id)
 				say("  decide:   stratum gate approve|reject %s %s   (approve runs it again, reject fails it)", out.RunID, id)

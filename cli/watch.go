@@ -31,8 +31,9 @@ func (*watchCmd) Long() string {
 as it is recorded, until the run ends (or you interrupt it). It only reads:
 the run goes on whoever drives it (stratum run, an MCP client).
 
-Text mode prints "TIME  what happened" per event; on a terminal a status
-line under them shows the run's status and what it waits on. --json
+Text mode prints "TIME  what happened" per event (in the words of stratum
+audit), then the run's output or failure; on a terminal a status line
+under them shows the run's status and what it waits on. --json
 (or --events) prints each event as one compact JSON line: {seq, type,
 stepId?, detail?, at}. --kinds (with --events) keeps only the listed event
 types, e.g. --kinds result,gate_waiting,completed.
@@ -125,10 +126,19 @@ func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 			if desc == "" {
 				continue
 			}
-			fmt.Fprintf(env.Stdout, "%s  %s\n", ev.At.Local().Format("15:04:05.000"), desc)
+			fmt.Fprintf(env.Stdout, "%s  %s\n", ev.At.Local().Format("15:04:05.000"), printable(desc))
 		}
 		if p.Status != engine.StatusRunning && p.Status != engine.StatusReady {
 			clearStatus()
+			if !asJSON {
+				// What the run ended with, as audit prints it.
+				switch {
+				case p.Output.Present:
+					fmt.Fprintf(env.Stdout, "output: %s\n", compactJSON(p.Output))
+				case p.Failure != nil:
+					fmt.Fprintf(env.Stdout, "failure: %s%s\n", printable(p.Failure.Reason), eventtext.CauseNote(p.Failure.Cause, p.Failure.Step))
+				}
+			}
 			if p.Status == engine.StatusCompleted {
 				return nil
 			}

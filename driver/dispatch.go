@@ -83,10 +83,10 @@ func (x *Dispatcher) Dispatch(ctx context.Context, req engine.DispatchRequest) (
 // The error is non-nil only when the attempt could not run at all (the
 // agent cannot run, the context ended): the run is left as it is for a
 // later resume.
-func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) (res agent.Result, patch []byte, err error) {
+func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) (res agent.Result, patch []byte, changes *engine.Changes, err error) {
 	conn, err := d.resolver.Resolve(d.opts.Agent, entry.Agent)
 	if err != nil {
-		return agent.Result{}, nil, err
+		return agent.Result{}, nil, nil, err
 	}
 	step := entry.ID
 	if entry.FanoutItem != nil {
@@ -106,14 +106,28 @@ func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) 
 	if who == "" {
 		who = entry.Agent
 	}
+	it := entry.FanoutItem
+	inWorkspace := it == nil || it.Policy.Isolation != string(ir.IsolationWorktree)
+	var measured func(context.Context) *engine.Changes
+	if inWorkspace {
+		// What a do step changes in the workspace is measured (consumer
+		// items only count as working there: their changes are theirs).
+		measured = r.changes.start(ctx, entry.ID, it == nil)
+	}
 	if err := r.e.AttemptStarted(ctx, r.id, entry.ID, entry.DispatchToken, "stratum run (agent "+who+")"); err != nil {
-		return agent.Result{}, nil, err
+		if measured != nil {
+			measured(ctx)
+		}
+		return agent.Result{}, nil, nil, err
 	}
 	defer func() { d.opts.Agents.showStderr(conn, entry.ID, res) }()
-	it := entry.FanoutItem
-	if it == nil || it.Policy.Isolation != string(ir.IsolationWorktree) {
+	if inWorkspace {
 		res, err := conn.Run(ctx, req)
-		return res, nil, err
+		var changes *engine.Changes
+		if ch := measured(ctx); err == nil {
+			changes = ch
+		}
+		return res, nil, changes, err
 	}
 	// A consumer item with worktree isolation: the driver is its consumer
 	// and owns its worktree (see consumer.go).
@@ -121,21 +135,21 @@ func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) 
 	if err != nil {
 		// The item cannot be isolated: a failed attempt, like any agent
 		// failure, so the engine's retry rules apply.
-		return agent.Result{Failure: err.Error()}, nil, nil
+		return agent.Result{Failure: err.Error()}, nil, nil, nil
 	}
 	req.Workdir, req.Sandbox = wt.Workdir, agent.SandboxWorkspaceWrite
 	res, err = conn.Run(ctx, req)
 	if err != nil || res.Failure != "" || !it.IsFinalStage {
-		return res, nil, err
+		return res, nil, nil, err
 	}
 	patch, err = d.consumer.capture(ctx, r.id, it.Step, entry.Epoch, it.ItemIndex)
 	if err != nil {
-		return agent.Result{Failure: err.Error(), Usage: res.Usage, Telemetry: res.Telemetry, Stderr: res.Stderr}, nil, nil
+		return agent.Result{Failure: err.Error(), Usage: res.Usage, Telemetry: res.Telemetry, Stderr: res.Stderr}, nil, nil, nil
 	}
 	if patch == nil {
 		patch = []byte{} // captured, no changes: still the engine's to record
 	}
-	return res, patch, nil
+	return res, patch, nil, nil
 }
 
 // revisionOf is a gate's revise request in the agents' terms.

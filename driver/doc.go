@@ -15,7 +15,11 @@
 // cannot run at all (agent.ErrUnavailable) halts the drive without using
 // an attempt, so that the run can be resumed once the cause is fixed
 // (docs/agents.md, "When the agent cannot run"). Gate decisions carry who
-// made them and why (GateAnswer).
+// made them and why (GateAnswer), and a question about a gate is asked
+// with the gate's view and answered on its digest. In a git workspace each
+// attempt of a do step is reported with what it changed there (snapshots
+// before and after through a temporary index: docs/agents.md, "What a
+// step changed").
 //
 // The run is an ordinary persisted run: everything the driver does goes
 // through the engine's public API, so any other process (stratum gate,

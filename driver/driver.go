@@ -49,12 +49,15 @@ type Options struct {
 	Resolver *agent.Resolver
 	// Gates is what to do at gates; empty means GateStop.
 	Gates GateMode
-	// AskGate asks for a decision on a gate (GateAsk): it returns the
+	// AskGate asks for a decision on a gate (GateAsk), given its view
+	// (what is under review and its digest: show it): it returns the
 	// decision (approve, revise or kill) with the note and the decider to
-	// record, or an error. ctx ends when the gate is decided elsewhere or
-	// the drive ends. ErrNoAnswer means nobody can answer: the drive then
-	// stops at its gates as with GateStop.
-	AskGate func(ctx context.Context, g engine.WaitingGate) (GateAnswer, error)
+	// record, or an error. The decision is recorded with the view's token
+	// and digest, so it is refused (and asked again) if the content under
+	// review is no longer what was shown. ctx ends when the gate is decided
+	// elsewhere or the drive ends. ErrNoAnswer means nobody can answer: the
+	// drive then stops at its gates as with GateStop.
+	AskGate func(ctx context.Context, g engine.GateView) (GateAnswer, error)
 	// GateWaiting, in GateWait mode, is told once about each gate round
 	// that starts waiting (to say how to decide it elsewhere). Called from
 	// the drive's goroutine.
@@ -76,6 +79,11 @@ type Options struct {
 	// PollInterval is how often a waiting drive re-reads the run; zero
 	// means DefaultPollInterval.
 	PollInterval time.Duration
+	// PatchLimit bounds the patch recorded of what one attempt of a do
+	// step changed in a git workspace (docs/agents.md, "What a step
+	// changed"); zero means 16 MiB. A larger patch is not recorded: the
+	// attempt keeps its stat, which says so.
+	PatchLimit int
 	// Plan is the compiled spec of the runs resumed, when known (Start
 	// compiles its own): it gives contract fields to agents in declaration
 	// order (otherwise sorted by name).
@@ -245,7 +253,9 @@ type attemptDone struct {
 	res   agent.Result
 	// patch is a consumer worktree item's captured changes (final stage).
 	patch []byte
-	err   error
+	// changes are what a do step's attempt changed in a git workspace.
+	changes *engine.Changes
+	err     error
 	// started is set once the attempt was handed to its agent (it was not
 	// left waiting for a free slot).
 	started bool
@@ -260,6 +270,8 @@ type run struct {
 	resp   *engine.Response
 	// workspace is the run's workspace root (agents' working directory).
 	workspace string
+	// changes measures what do steps change in the workspace.
+	changes   *workChanges
 	inflight  map[string]bool // dispatch tokens handed to agents
 	asking    map[string]context.CancelFunc
 	announced map[string]bool // gates told to Options.GateWaiting
@@ -280,7 +292,7 @@ func (d *Driver) drive(ctx context.Context, e *engine.Engine, resp *engine.Respo
 		ctx, stop = context.WithTimeoutCause(ctx, limit, &RunTimeLimitError{RunID: resp.RunID, Limit: limit})
 		defer stop()
 	}
-	r := &run{d: d, e: e, id: resp.RunID, cursor: cursor, resp: resp, workspace: a.WorkspaceRoot,
+	r := &run{d: d, e: e, id: resp.RunID, cursor: cursor, resp: resp, workspace: a.WorkspaceRoot, changes: newWorkChanges(a.WorkspaceRoot, d.opts.PatchLimit, d.notice),
 		inflight: map[string]bool{}, asking: map[string]context.CancelFunc{}, announced: map[string]bool{},
 		attempts: make(chan attemptDone), decisions: make(chan gateDone), sem: make(chan struct{}, d.opts.Concurrency)}
 	defer func() {
@@ -463,7 +475,7 @@ func (r *run) attempt(ctx context.Context, entry engine.ReadyEntry) {
 	select {
 	case r.sem <- struct{}{}:
 		done.started = true
-		done.res, done.patch, done.err = r.d.runEntry(ctx, r, entry)
+		done.res, done.patch, done.changes, done.err = r.d.runEntry(ctx, r, entry)
 		<-r.sem
 	case <-ctx.Done():
 		done.err = context.Cause(ctx)
@@ -501,7 +513,7 @@ func (r *run) settle(ctx context.Context, done attemptDone) error {
 		}
 		result.Output = out
 	}
-	result.Patch = done.patch
+	result.Patch, result.Changes = done.patch, done.changes
 	req := engine.StepDoneRequest{RunID: r.id, StepID: done.entry.ID, DispatchToken: done.entry.DispatchToken, Result: result}
 	resp, err := r.e.StepDone(ctx, req)
 	if it := done.entry.FanoutItem; it != nil && it.Policy.Isolation == string(ir.IsolationWorktree) && (err != nil || !readyAgain(resp, done.entry.ID)) {

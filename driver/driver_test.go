@@ -318,7 +318,7 @@ func TestDriveGateModes(t *testing.T) {
 	t.Run("ask", func(t *testing.T) {
 		f := newFixture(t)
 		var asked []string
-		ask := func(ctx context.Context, g engine.WaitingGate) (GateAnswer, error) {
+		ask := func(ctx context.Context, g engine.GateView) (GateAnswer, error) {
 			asked = append(asked, g.StepID)
 			if len(asked) == 1 {
 				return GateAnswer{Decision: engine.DecisionRevise}, nil
@@ -336,7 +336,7 @@ func TestDriveGateModes(t *testing.T) {
 	})
 	t.Run("ask without an answer stops", func(t *testing.T) {
 		f := newFixture(t)
-		ask := func(context.Context, engine.WaitingGate) (GateAnswer, error) { return GateAnswer{}, ErrNoAnswer }
+		ask := func(context.Context, engine.GateView) (GateAnswer, error) { return GateAnswer{}, ErrNoAnswer }
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateAsk, AskGate: ask})
 		out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
 		if err != nil || out.Finished() || len(out.Gates) != 1 {
@@ -348,7 +348,7 @@ func TestDriveGateModes(t *testing.T) {
 		other := engine.New(f.store, engine.Options{}) // another process
 		defer other.Close()
 		withdrawn := make(chan struct{})
-		ask := func(ctx context.Context, g engine.WaitingGate) (GateAnswer, error) {
+		ask := func(ctx context.Context, g engine.GateView) (GateAnswer, error) {
 			if _, err := other.ResolveGate(context.Background(), engine.GateRequest{RunID: g.RunID, StepID: g.StepID, Decision: "approve", GateToken: g.GateToken}); err != nil {
 				return GateAnswer{}, err
 			}

@@ -42,17 +42,18 @@ func (r *run) decideAll(ctx context.Context, decision engine.Decision) error {
 	}
 	answer := GateAnswer{Decision: decision, ResolvedBy: ResolvedBySystem, Note: "decided automatically (gate mode " + string(decision) + ")"}
 	for _, g := range gates {
-		if err := r.resolve(ctx, g, answer); err != nil {
+		if err := r.resolve(ctx, g, answer, ""); err != nil { // nobody looked
 			return err
 		}
 	}
 	return nil
 }
 
-// resolve records a decision on the gate round g, fenced by its token.
-func (r *run) resolve(ctx context.Context, g engine.WaitingGate, a GateAnswer) error {
+// resolve records a decision on the gate round g, fenced by its token
+// and, when set, by the digest of the content it was made on.
+func (r *run) resolve(ctx context.Context, g engine.WaitingGate, a GateAnswer, digest string) error {
 	resp, err := r.e.ResolveGate(ctx, engine.GateRequest{RunID: r.id, StepID: g.StepID, Decision: a.Decision, GateToken: g.GateToken,
-		Rationale: a.Note, ResolvedBy: a.ResolvedBy})
+		Digest: digest, Rationale: a.Note, ResolvedBy: a.ResolvedBy})
 	if err != nil {
 		return r.refused(ctx, err)
 	}
@@ -66,7 +67,7 @@ func (r *run) ask(ctx context.Context) error {
 		r.d.opts.Gates = GateStop
 		return nil
 	}
-	gates, err := r.e.ListGates(ctx, r.id)
+	gates, err := r.e.GateViews(ctx, r.id)
 	if err != nil {
 		return &HaltError{RunID: r.id, Err: err}
 	}
@@ -84,7 +85,7 @@ func (r *run) ask(ctx context.Context) error {
 			if qctx.Err() != nil && err == nil {
 				err = context.Cause(qctx)
 			}
-			r.decisions <- gateDone{gate: g, answer: answer, err: err} // read by the loop or by drain
+			r.decisions <- gateDone{gate: g.WaitingGate, answer: answer, err: err} // read by the loop or by drain
 		}()
 	}
 	return nil
@@ -105,7 +106,7 @@ func (r *run) answered(ctx context.Context, g gateDone) error {
 	case g.err != nil:
 		return &HaltError{RunID: r.id, StepID: g.gate.StepID, Err: fmt.Errorf("ask for a gate decision: %w", g.err)}
 	}
-	return r.resolve(ctx, g.gate, g.answer)
+	return r.resolve(ctx, g.gate, g.answer, g.gate.Digest)
 }
 
 // announce tells Options.GateWaiting about each gate that started waiting

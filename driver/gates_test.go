@@ -38,9 +38,9 @@ func TestDriveRecordsWhoDecidedAndWhy(t *testing.T) {
 		opts Options
 		want []engine.GateResolvedDetail
 	}{
-		{"ask", Options{Gates: GateAsk, AskGate: func() func(context.Context, engine.WaitingGate) (GateAnswer, error) {
+		{"ask", Options{Gates: GateAsk, AskGate: func() func(context.Context, engine.GateView) (GateAnswer, error) {
 			n := 0
-			return func(context.Context, engine.WaitingGate) (GateAnswer, error) {
+			return func(context.Context, engine.GateView) (GateAnswer, error) {
 				n++
 				if n == 1 {
 					return GateAnswer{Decision: engine.DecisionRevise, Note: "keep non-ASCII letters", ResolvedBy: "alice"}, nil
@@ -130,5 +130,33 @@ func TestResumeFinishedRunRecordsNothing(t *testing.T) {
 	}
 	if len(after.Events) != len(before.Events) {
 		t.Errorf("resume recorded %d events (last %s)", len(after.Events)-len(before.Events), after.Events[len(after.Events)-1].Type)
+	}
+}
+
+// AskGate is shown the gate's view (the task and output under review, the
+// digest recorded when the round began), and the decision is recorded
+// with that digest.
+func TestDriveAsksWithTheGateView(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	var shown []engine.GateView
+	ask := func(_ context.Context, g engine.GateView) (GateAnswer, error) {
+		shown = append(shown, g)
+		return GateAnswer{Decision: engine.DecisionApprove, ResolvedBy: "alice"}, nil
+	}
+	d, e := f.driver(Options{Agent: okAgent(t), Gates: GateAsk, AskGate: ask})
+	out, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(gateSpec), Input: js(map[string]any{})})
+	if err != nil || out.Response.Status != engine.StatusCompleted {
+		t.Fatalf("%v %+v", err, out)
+	}
+	if len(shown) != 1 || len(shown[0].UnderReview) != 1 {
+		t.Fatalf("shown %+v", shown)
+	}
+	g, r := shown[0], shown[0].UnderReview[0]
+	if b, _ := r.Output.MarshalJSON(); r.StepID != "work" || r.Task != "work" || string(b) != `{"v":"ok"}` || g.Digest == "" {
+		t.Errorf("view %+v, under review %+v (output %s)", g, r, b)
+	}
+	if got := gateResolutions(t, e, out.RunID); len(got) != 1 || got[0].Digest != g.Digest {
+		t.Errorf("gate_resolved %+v, want the digest shown %s", got, g.Digest)
 	}
 }

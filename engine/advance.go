@@ -42,7 +42,7 @@ func (t *txn) advance() {
 		}
 		root := t.rootScope()
 		changed = t.pass(root) || changed
-		for _, s := range root.flow.Steps {
+		for _, s := range root.liveSteps() {
 			if !t.running() {
 				return
 			}
@@ -464,16 +464,22 @@ func (t *txn) finishRoot() {
 		return
 	}
 	root := t.rootScope()
-	allTerminal := true
-	for _, s := range root.flow.Steps {
-		st := root.state(s)
+	// Only live steps can be active; the finished ones are counted from
+	// the cold index (a live state shadows its step's index entry).
+	terminal := len(t.st.cold)
+	for id, st := range root.steps {
 		if active(st.Status) {
 			return
 		}
-		if !isTerminalStep(st.Status) {
-			allTerminal = false
+		_, indexed := t.st.cold[id]
+		switch {
+		case indexed && !isTerminalStep(st.Status):
+			terminal--
+		case !indexed && isTerminalStep(st.Status):
+			terminal++
 		}
 	}
+	allTerminal := terminal == len(root.flow.Steps)
 	if !allTerminal {
 		t.failRun(&Failure{Reason: deadEndReason(root), Cause: CauseDeadEnd})
 		return

@@ -3,9 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/stratum-go/stratum/ir"
@@ -35,8 +33,8 @@ type AuditReport struct {
 	CreatedAt      time.Time              `json:"createdAt" jsonschema:"when the run was planned (RFC 3339)"`
 	UpdatedAt      time.Time              `json:"updatedAt" jsonschema:"when the run last changed (RFC 3339)"`
 	Input          Value                  `json:"input" jsonschema:"the entry input"`
-	Steps          map[string]*StepView   `json:"steps" jsonschema:"every step's state by id: status, attempts (each with its result or failure), output, spent; a waiting gate's gateToken; fanout items; sub.steps for a subflow's steps"`
 	Events         []Event                `json:"events" jsonschema:"every event of the run, oldest first"`
+	Steps          map[string]*StepView   `json:"steps" jsonschema:"every step's state by id: status, attempts (each with its result or failure), output, spent; a waiting gate's gateToken; fanout items; sub.steps for a subflow's steps"`
 	FlowSpent      Ledger                 `json:"flowSpent" jsonschema:"the run's total spend: usd, tokens, dispatches, ms"`
 	Ledger         LedgerView             `json:"ledger" jsonschema:"spend and the flow's budget"`
 	Output         Value                  `json:"output,omitzero" jsonschema:"the flow's output (completed)"`
@@ -44,31 +42,36 @@ type AuditReport struct {
 	Carry          map[string]*CarryEntry `json:"carry,omitzero" jsonschema:"loop-carried values and their provenance"`
 	Rounds         int                    `json:"rounds" jsonschema:"gate revise rounds used so far"`
 	Checkpoints    []string               `json:"checkpoints" jsonschema:"checkpoint labels, oldest first"`
+	// NextEventsAfter is set when a limit stopped the events: the cursor
+	// of the next page.
+	NextEventsAfter int64 `json:"nextEventsAfter,omitzero" jsonschema:"more events follow: pass it as eventsAfter to read the next page"`
 }
 
 // Audit returns a run's full durable state: every step's state (with
 // tokens, attempts, spend, fanout items, subflow state — the pristine
 // pending steps filled in), every event, spend, output and carry. It reads
 // without the run lock (the store guarantees a whole acknowledged state).
+// A long run's record is large: AuditStream reads it piece by piece.
 func (e *Engine) Audit(ctx context.Context, runID string) (*AuditReport, error) {
-	st, c, head, err := e.load(ctx, runID, true)
+	return e.AuditWith(ctx, runID, AuditOptions{})
+}
+
+// AuditWith is Audit narrowed by opts: a page of events, some steps.
+func (e *Engine) AuditWith(ctx context.Context, runID string, opts AuditOptions) (*AuditReport, error) {
+	var evs []Event
+	steps := map[string]*StepView{}
+	rep, err := e.AuditStream(ctx, runID, opts, AuditVisitor{
+		Event: func(ev Event) error { evs = append(evs, ev); return nil },
+		Step:  func(id string, v *StepView) error { steps[id] = v; return nil },
+	})
 	if err != nil {
 		return nil, err
 	}
-	evs, err := e.events(ctx, runID, 0, head.Seq)
-	if err != nil {
-		return nil, err
+	if evs == nil {
+		evs = []Event{}
 	}
-	t := newTxn(ctx, e, st, c)
-	fillSteps(c.plan, t.rootScope().flow, st.Steps)
-	labels := make([]string, len(st.Checkpoints))
-	for i, cp := range st.Checkpoints {
-		labels[i] = cp.Label
-	}
-	return &AuditReport{Status: st.Status, RunID: st.ID, Flow: st.FlowName, RevisionDigest: st.RevisionDigest,
-		WorkspaceRoot: st.WorkspaceRoot, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Events: evs, Steps: viewSteps(st.Steps),
-		FlowSpent: st.FlowSpent, Ledger: t.ledgerView(), Output: st.Output, Failure: st.Failure, Carry: st.Carry,
-		Rounds: st.Rounds, Checkpoints: labels, Input: st.Input}, nil
+	rep.Events, rep.Steps = evs, steps
+	return rep, nil
 }
 
 // fillSteps adds the pristine pending steps left out of the persisted
@@ -80,15 +83,20 @@ func fillSteps(p *ir.Plan, f *ir.Flow, m map[string]*stepState) {
 			st = newStepState()
 			m[s.ID] = st
 		}
-		if st.Attempts == nil {
-			st.Attempts = []Attempt{}
+		fillStep(p, s, st)
+	}
+}
+
+// fillStep completes one step's state for a view.
+func fillStep(p *ir.Plan, s *ir.Step, st *stepState) {
+	if st.Attempts == nil {
+		st.Attempts = []Attempt{}
+	}
+	if st.Sub != nil && s.Kind == ir.KindRun {
+		if st.Sub.Steps == nil {
+			st.Sub.Steps = map[string]*stepState{}
 		}
-		if st.Sub != nil && s.Kind == ir.KindRun {
-			if st.Sub.Steps == nil {
-				st.Sub.Steps = map[string]*stepState{}
-			}
-			fillSteps(p, p.Flow(s.Run), st.Sub.Steps)
-		}
+		fillSteps(p, p.Flow(s.Run), st.Sub.Steps)
 	}
 }
 
@@ -102,20 +110,14 @@ func (e *Engine) events(ctx context.Context, runID string, after, head int64) ([
 		return nil, mapStoreErr(runID, err)
 	}
 	out := make([]Event, 0, len(raw))
-	for _, ev := range raw {
-		if internalEvent(ev.Type) {
-			continue
+	for _, r := range raw {
+		ev, ok, err := toEvent(runID, r)
+		if err != nil {
+			return nil, err
 		}
-		var d struct {
-			StepID string          `json:"stepId"`
-			Detail json.RawMessage `json:"detail"`
+		if ok {
+			out = append(out, ev)
 		}
-		if len(ev.Data) > 0 {
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, fmt.Errorf("run %s: event %d: %w: %v", runID, ev.Seq, ErrCorrupt, err)
-			}
-		}
-		out = append(out, Event{Seq: ev.Seq, At: ev.At, Type: EventType(ev.Type), StepID: d.StepID, Detail: d.Detail, Hash: ev.Hash})
 	}
 	return out, nil
 }
@@ -138,8 +140,9 @@ type PollReport struct {
 
 // Poll returns the events after cursor (the seq of the last event seen; 0
 // for all) and the run's status, without taking the run lock.
-func (e *Engine) Poll(ctx context.Context, runID string, cursor int64) (*PollReport, error) {
-	st, c, head, err := e.load(ctx, runID, false)
+func (e *Engine) Poll(ctx context.Context, runID string, cursor int64) (_ *PollReport, err error) {
+	defer recoverLoad(&err)
+	st, c, head, err := e.load(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -158,55 +161,13 @@ func (e *Engine) Poll(ctx context.Context, runID string, cursor int64) (*PollRep
 }
 
 // Status returns a run's current actionable state without changing it.
-func (e *Engine) Status(ctx context.Context, runID string) (*Response, error) {
-	st, c, _, err := e.load(ctx, runID, false)
+func (e *Engine) Status(ctx context.Context, runID string) (_ *Response, err error) {
+	defer recoverLoad(&err)
+	st, c, _, err := e.load(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
 	return newTxn(ctx, e, st, c).response(), nil
-}
-
-// RunSummary describes one run in a listing.
-type RunSummary struct {
-	RunID     string    `json:"runId"`
-	Flow      string    `json:"flow"`
-	Status    RunStatus `json:"status"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	// Waiting lists the gates and engine work a running run waits on.
-	Waiting []Waiting `json:"waiting,omitempty"`
-	// Error is set when the run could not be read (it is still listed).
-	Error string `json:"error,omitempty"`
-}
-
-// ListRuns lists every run of the store, newest first. A run that cannot
-// be read is listed with its error rather than hiding the others.
-func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
-	infos, err := e.store.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]RunSummary, 0, len(infos))
-	for _, info := range infos {
-		st, c, _, err := e.load(ctx, info.ID, false)
-		if err != nil {
-			if errors.Is(err, ErrRunNotFound) {
-				continue
-			}
-			out = append(out, RunSummary{RunID: info.ID, UpdatedAt: info.UpdatedAt, Error: err.Error()})
-			continue
-		}
-		rs := RunSummary{RunID: st.ID, Flow: st.FlowName, Status: st.Status, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt}
-		if st.Status == StatusRunning && st.CancelRequested {
-			rs.Status = StatusCancelled
-		}
-		if st.Status == StatusRunning {
-			rs.Waiting = newTxn(ctx, e, st, c).waiting()
-		}
-		out = append(out, rs)
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
-	return out, nil
 }
 
 // WaitingGate is a gate awaiting a decision.
@@ -257,7 +218,7 @@ func revisesLeft(f *ir.Flow, g *ir.Step, st *stepState, rounds int) int {
 func (t *txn) eachWaitingGate(fn func(sc *scope, s *ir.Step, ss *stepState, wg WaitingGate)) {
 	root := t.rootScope()
 	visit := func(sc *scope, rounds int) {
-		for _, s := range sc.flow.Steps {
+		for _, s := range sc.liveSteps() {
 			ss := sc.peek(s)
 			if ss != nil && s.Kind == ir.KindDo && ss.Status == StepInterrupted {
 				fn(sc, s, ss, WaitingGate{RunID: t.st.ID, Flow: sc.flow.Name, StepID: sc.scoped(s.ID), Kind: WaitInterrupted,
@@ -280,7 +241,7 @@ func (t *txn) eachWaitingGate(fn func(sc *scope, s *ir.Step, ss *stepState, wg W
 		}
 	}
 	visit(root, t.st.Rounds)
-	for _, s := range root.flow.Steps {
+	for _, s := range root.liveSteps() {
 		if s.Kind == ir.KindRun {
 			if child := t.childScope(root, s); child != nil && root.peek(s).Status == StepRunning {
 				visit(child, child.parent.Sub.Rounds)
@@ -289,47 +250,11 @@ func (t *txn) eachWaitingGate(fn func(sc *scope, s *ir.Step, ss *stepState, wg W
 	}
 }
 
-// ListGates lists the gates awaiting a decision: of one run, or of every
-// running run when runID is empty.
-func (e *Engine) ListGates(ctx context.Context, runID string) ([]WaitingGate, error) {
-	ids := []string{runID}
-	if runID == "" {
-		infos, err := e.store.List(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ids = ids[:0]
-		for _, info := range infos {
-			ids = append(ids, info.ID)
-		}
-	}
-	var out []WaitingGate
-	for _, id := range ids {
-		st, c, _, err := e.load(ctx, id, false)
-		if err != nil {
-			if runID == "" {
-				continue
-			}
-			return nil, err
-		}
-		if st.Status != StatusRunning || st.CancelRequested {
-			continue
-		}
-		newTxn(ctx, e, st, c).eachWaitingGate(func(_ *scope, _ *ir.Step, _ *stepState, wg WaitingGate) {
-			out = append(out, wg)
-		})
-	}
-	if out == nil {
-		out = []WaitingGate{}
-	}
-	return out, nil
-}
-
 // RunPlan returns the compiled plan of a persisted run's spec, for front
 // ends that describe a run (step kinds, routes, contracts in declaration
 // order). The plan is shared and must not be modified.
 func (e *Engine) RunPlan(ctx context.Context, runID string) (*ir.Plan, error) {
-	_, c, _, err := e.load(ctx, runID, true)
+	_, c, _, err := e.load(ctx, runID)
 	if err != nil {
 		return nil, err
 	}

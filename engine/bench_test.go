@@ -30,6 +30,11 @@ func linearN(n int) string {
 
 func benchEngine(b *testing.B) (*Engine, context.Context) {
 	b.Helper()
+	return benchEngineWith(b, Options{})
+}
+
+func benchEngineWith(b *testing.B, opts Options) (*Engine, context.Context) {
+	b.Helper()
 	dir := b.TempDir()
 	// STRATUM_BENCH_DIR puts the store elsewhere (a tmpfs such as
 	// /dev/shm isolates the engine's CPU cost from the disk's).
@@ -41,11 +46,17 @@ func benchEngine(b *testing.B) (*Engine, context.Context) {
 		b.Cleanup(func() { os.RemoveAll(d) })
 		dir = d
 	}
-	fs, err := store.NewFileStore(filepath.Join(dir, "flows"), nil)
-	if err != nil {
-		b.Fatal(err)
+	var st store.Store = store.NewMemory()
+	// STRATUM_BENCH_STORE=memory measures the engine alone.
+	if os.Getenv("STRATUM_BENCH_STORE") != "memory" {
+		fs, err := store.NewFileStore(filepath.Join(dir, "flows"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st = fs
 	}
-	e := New(fs, Options{Workspace: WorkspacePolicy{Default: dir}})
+	opts.Workspace = WorkspacePolicy{Default: dir}
+	e := New(st, opts)
 	b.Cleanup(e.Close)
 	return e, context.Background()
 }
@@ -198,7 +209,7 @@ func BenchmarkStoreUpdate(b *testing.B) {
 	}
 	ctx := context.Background()
 	state := []byte(`{"pad":"` + strings.Repeat("x", 4096) + `"}`)
-	if _, err := fs.Create(ctx, "r1", state, nil); err != nil {
+	if _, err := fs.Create(ctx, "r1", store.Change{State: state}); err != nil {
 		b.Fatal(err)
 	}
 	ev := store.NewEvent{Type: "result", At: time.Now(), Data: json.RawMessage(`{"stepId":"s1","detail":{"attempt":1,"result":{"v":"done"}}}`)}
@@ -215,7 +226,8 @@ func BenchmarkStoreUpdate(b *testing.B) {
 // BenchmarkLinearRun drives whole linear runs of N steps and reports the
 // cost per step (ns/step): the cost of a run must grow linearly with its
 // steps, so ns/step at N=10000 stays within 1.5x of N=100. With
-// STRATUM_BENCH_DIR=/dev/shm it measures the engine's CPU, not the disk.
+// STRATUM_BENCH_DIR=/dev/shm it measures the engine and the file store's
+// CPU, not the disk; with STRATUM_BENCH_STORE=memory the engine alone.
 func BenchmarkLinearRun(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
@@ -225,6 +237,7 @@ func BenchmarkLinearRun(b *testing.B) {
 			e, ctx := benchEngine(b)
 			spec := []byte(linearN(n))
 			b.ResetTimer()
+			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
 				r, err := e.Plan(ctx, PlanRequest{Spec: spec})
 				if err != nil {
@@ -241,6 +254,159 @@ func BenchmarkLinearRun(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/step")
+		})
+	}
+}
+
+// fanoutSpec is a consumer fanout over input.items with the given
+// concurrency, one stage per item.
+func fanoutSpec(concurrency int) string {
+	return fmt.Sprintf(`version: 1
+contracts:
+  V: {value: string}
+flows:
+  entry: main
+  main:
+    input: {items: "string[]"}
+    output: {from: "${after.output}", contract: V}
+    steps:
+      - id: fan
+        fanout:
+          over: "${input.items}"
+          concurrency: %d
+          isolation: none
+          require: all
+          merge: sequential
+          dispatch: consumer
+          steps:
+            - do: "Inspect ${item}"
+              out: V
+              attempts: 1
+      - id: after
+        after: [fan]
+        do: "after"
+        out: V
+`, concurrency)
+}
+
+// BenchmarkConsumerFanout reports every item of a consumer fanout of N
+// items, one at a time, and reports the cost per item (ns/item): the
+// cost of a fanout must grow linearly with its items, so ns/item at
+// N=5000 stays within 1.5x of N=100. STRATUM_BENCH_STORE and
+// STRATUM_BENCH_DIR as for BenchmarkLinearRun.
+func BenchmarkConsumerFanout(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			e, ctx := benchEngine(b)
+			items := make([]string, n)
+			for i := range items {
+				items[i] = fmt.Sprintf("item-%d", i)
+			}
+			spec := []byte(fanoutSpec(4))
+			out := StepResult{Output: json.RawMessage(`{"value":"ok"}`)}
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				r, err := e.Plan(ctx, PlanRequest{Spec: spec, Input: js(map[string]any{"items": items})})
+				if err != nil {
+					b.Fatal(err)
+				}
+				reported := 0
+				for r.Status == StatusReady && r.Ready[0].FanoutItem != nil {
+					en := r.Ready[0]
+					if r, err = e.StepDone(ctx, StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken, Result: out, OnlyNew: true}); err != nil {
+						b.Fatal(err)
+					}
+					reported++
+					if len(r.Ready) == 0 && r.Status == StatusReady {
+						r, err = e.Status(ctx, r.RunID)
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				if reported != n {
+					b.Fatalf("reported %d items of %d (status %s)", reported, n, r.Status)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/item")
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/item")
+		})
+	}
+}
+
+// instantDispatcher answers every item at once: it measures what the
+// engine itself costs per item (an agent's own time is not in it).
+type instantDispatcher struct{}
+
+func (instantDispatcher) Dispatch(ctx context.Context, req DispatchRequest) (DispatchResult, error) {
+	return DispatchResult{Output: map[string]any{"value": "ok"}}, nil
+}
+
+// engineFanoutSpec is an engine-dispatched fanout over input.items.
+func engineFanoutSpec(concurrency int) string {
+	return strings.Replace(fanoutSpec(concurrency), "          dispatch: consumer\n", "", 1)
+}
+
+// runEngineFanout plans an engine fanout over n items and waits for it
+// to reach the step after it.
+func runEngineFanout(b *testing.B, e *Engine, ctx context.Context, n, concurrency int) {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf("item-%d", i)
+	}
+	r, err := e.Plan(ctx, PlanRequest{Spec: []byte(engineFanoutSpec(concurrency)), Input: js(map[string]any{"items": items})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for {
+		if r.Status != StatusReady && r.Status != StatusRunning {
+			b.Fatalf("run ended %s: %s", r.Status, dump(r.Failure))
+		}
+		if len(r.Ready) > 0 && r.Ready[0].ID == "after" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // as a driver polls, more often
+		if r, err = e.Status(ctx, r.RunID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEngineFanout runs engine fanouts of N items with an agent that
+// answers at once, and reports the engine's cost per item (ns/item): it
+// must grow linearly with the items (N=5000 within 1.5x of N=100).
+func BenchmarkEngineFanout(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			e, ctx := benchEngineWith(b, Options{Dispatcher: instantDispatcher{}})
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				runEngineFanout(b, e, ctx, n, 8)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/item")
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/item")
+		})
+	}
+}
+
+// BenchmarkEngineFanoutConcurrency runs an engine fanout of 128 items
+// whose agent is a real process that sleeps 50 ms, at concurrency 4 and
+// 32: at 32 the fanout must be at least as fast as at 4 (ideally 8x).
+func BenchmarkEngineFanoutConcurrency(b *testing.B) {
+	for _, c := range []int{4, 32} {
+		b.Run(fmt.Sprintf("concurrency=%d", c), func(b *testing.B) {
+			d := &procDispatcher{script: `sleep 0.05; printf '{"value":"ok"}'`}
+			e, ctx := benchEngineWith(b, Options{Dispatcher: d})
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				runEngineFanout(b, e, ctx, 128, c)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*128), "ns/item")
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*128), "cpu-ns/item")
 		})
 	}
 }

@@ -86,7 +86,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*CancelResul
 // burn voids every outstanding issuance of a scope, recursing into
 // subflows.
 func (t *txn) burn(sc *scope, b *BurnedTokens) {
-	for _, s := range sc.flow.Steps {
+	for _, s := range sc.liveSteps() {
 		st := sc.peek(s)
 		if st == nil {
 			continue

@@ -39,10 +39,10 @@ func (t *txn) checkpointGuards(verb string) error {
 	}
 	root := t.rootScope()
 	for _, s := range root.flow.Steps {
-		st := root.peek(s)
-		if s.Kind != ir.KindFanout || st == nil {
+		if s.Kind != ir.KindFanout || root.statusOf(s) == StepPending {
 			continue
 		}
+		st := root.peek(s)
 		if st.Status == StepRunning {
 			return newErr(ErrFanoutInFlight, t.st.ID, "flow %s has an in-flight fanout (%q); %s must wait for it to settle", t.st.ID, s.ID, verb)
 		}
@@ -85,14 +85,16 @@ func (e *Engine) Commit(ctx context.Context, runID, label string) (*CommitResult
 		if err := t.checkpointGuards("commit"); err != nil {
 			return err
 		}
+		// The live steps in full; the finished ones by their index (the
+		// state events they refer to never change).
+		if err := t.settleLoaded(); err != nil {
+			return err
+		}
 		snap := snapshot{Status: t.st.Status, Output: t.st.Output, Failure: t.st.Failure, FlowSpent: t.st.FlowSpent,
-			Rounds: t.st.Rounds, Steps: map[string]*stepState{}, Cold: map[string]int64{}, Carry: t.st.Carry,
-			CancelRequested: t.st.CancelRequested, EventSeq: t.headSeq + int64(len(t.events))}
+			Rounds: t.st.Rounds, Steps: map[string]*stepState{}, ColdRecent: t.st.ColdRecent, ColdChunks: t.st.ColdChunks,
+			LegacyCold: t.st.LegacyCold, Carry: t.st.Carry, CancelRequested: t.st.CancelRequested, EventSeq: t.headSeq + int64(len(t.events))}
 		for id, ss := range t.st.Steps {
-			switch {
-			case ss.coldSeq != 0:
-				snap.Cold[id] = ss.coldSeq
-			case !ss.pristine():
+			if ss.coldSeq == 0 && !ss.pristine() {
 				snap.Steps[id] = compactStep(ss)
 			}
 		}
@@ -115,7 +117,7 @@ func (e *Engine) Commit(ctx context.Context, runID, label string) (*CommitResult
 		root := t.rootScope()
 		res.StepNumber = len(root.flow.Steps) + 1
 		for i, s := range root.flow.Steps {
-			if !isTerminalStep(root.state(s).Status) {
+			if !isTerminalStep(root.statusOf(s)) {
 				id := s.ID
 				res.StepNumber, res.CurrentStepID = i+1, &id
 				break
@@ -181,6 +183,10 @@ func (e *Engine) Revert(ctx context.Context, runID, label string) (*Response, er
 		t.st.Status, t.st.Output, t.st.Failure = snap.Status, snap.Output, snap.Failure
 		t.st.Rounds, t.st.Carry, t.st.CancelRequested = snap.Rounds, snap.Carry, snap.CancelRequested
 		t.st.Steps = snap.Steps
+		t.st.ColdRecent, t.st.ColdChunks, t.st.LegacyCold = snap.ColdRecent, snap.ColdChunks, snap.LegacyCold
+		if err := t.e.buildCold(t.ctx, t.st.ID, t.st); err != nil {
+			return err
+		}
 		t.root = nil
 		t.fullSweep = true // every step's state was replaced
 		t.st.FlowSpent = live.max(t.st.ReceiptTotal)
@@ -188,6 +194,8 @@ func (e *Engine) Revert(ctx context.Context, runID, label string) (*Response, er
 		root := t.rootScope()
 		for _, s := range root.flow.Steps {
 			if _, ok := t.st.Steps[s.ID]; ok {
+				restored = append(restored, s.ID)
+			} else if _, ok := t.st.cold[s.ID]; ok {
 				restored = append(restored, s.ID)
 			}
 		}
@@ -234,10 +242,10 @@ func (t *txn) rotate(sc *scope) {
 		}
 		if st.Fanout != nil {
 			for _, it := range st.Fanout.Items {
-				it.AcceptedDispatchToken = ""
 				if isTerminalStep(it.Status) {
-					continue
+					continue // as a finished step, a finished item keeps what it accepted
 				}
+				it.AcceptedDispatchToken = ""
 				t.st.GenerationCounter++
 				it.Generation = t.st.GenerationCounter
 				it.Epoch = st.Epoch
@@ -254,17 +262,12 @@ func (t *txn) rotate(sc *scope) {
 	}
 }
 
-// loadSnapshot reads a checkpoint snapshot and rebuilds its step states:
-// the live ones it holds and the finished ones it refers to (from this
-// process's memory when the same event is loaded, else from the log).
+// loadSnapshot reads a checkpoint snapshot: its live steps, and its index
+// of the finished ones (loaded when read, like any run's).
 func (t *txn) loadSnapshot(seq int64) (*snapshot, error) {
-	found, err := t.e.readBlobs(t.ctx, t.st.ID, t.headSeq, map[int64]string{seq: "checkpoint"})
+	raw, err := t.e.blob(t.ctx, t.st.ID, seq)
 	if err != nil {
 		return nil, err
-	}
-	raw, ok := found[seq]
-	if !ok {
-		return nil, fmt.Errorf("run %s: %w: checkpoint event %d is missing", t.st.ID, ErrCorrupt, seq)
 	}
 	snap := &snapshot{}
 	if err := json.Unmarshal(raw, snap); err != nil {
@@ -273,47 +276,13 @@ func (t *txn) loadSnapshot(seq int64) (*snapshot, error) {
 	if snap.Steps == nil {
 		snap.Steps = map[string]*stepState{}
 	}
-	inMemory := map[int64]*stepState{}
-	for _, ss := range t.st.Steps {
-		if ss.coldSeq != 0 {
-			inMemory[ss.coldSeq] = ss
-		}
-	}
-	missing := map[int64]string{}
-	for id, cs := range snap.Cold {
-		if ss, ok := inMemory[cs]; ok {
-			c, err := deepCopy(ss)
-			if err != nil {
-				return nil, err
-			}
-			c.coldSeq = cs
-			snap.Steps[id] = c
-		} else {
-			missing[cs] = id
-		}
-	}
-	if len(missing) > 0 {
-		blobs, err := t.e.readBlobs(t.ctx, t.st.ID, t.headSeq, missing)
-		if err != nil {
-			return nil, err
-		}
-		for cs, id := range missing {
-			b, ok := blobs[cs]
-			if !ok {
-				return nil, fmt.Errorf("run %s: %w: state of step %s (event %d) is missing", t.st.ID, ErrCorrupt, id, cs)
-			}
-			ss := &stepState{}
-			if err := json.Unmarshal(b, ss); err != nil {
-				return nil, fmt.Errorf("run %s: %w: state of step %s: %v", t.st.ID, ErrCorrupt, id, err)
-			}
-			ss.coldSeq = cs
-			snap.Steps[id] = ss
-		}
-	}
 	for _, ss := range snap.Steps {
 		if ss.Attempts == nil {
 			ss.Attempts = []Attempt{}
 		}
+	}
+	if err := t.e.hydrateSteps(t.ctx, t.st.ID, snap.Steps); err != nil {
+		return nil, err
 	}
 	return snap, nil
 }

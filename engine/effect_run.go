@@ -106,7 +106,7 @@ func (e *Engine) watchEffect(ctx context.Context, runID, token string, cancel co
 		if err != nil {
 			continue // a transient read failure: the settle decides
 		}
-		st, _, err := decodeDoc(runID, snap.State)
+		st, err := decodeDoc(runID, snap.State)
 		if err != nil {
 			continue
 		}

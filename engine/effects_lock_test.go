@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,11 +87,17 @@ func readPID(t *testing.T, path string) int {
 	return pid
 }
 
-// gone waits (boundedly) for a process to disappear.
+// gone waits (boundedly) for a process to disappear; a zombie waiting to
+// be reaped by whoever adopted it counts as gone.
 func gone(pid int) bool {
 	for i := 0; i < 400; i++ {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 			return true
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+				return true
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -189,7 +196,7 @@ func TestResumeTakesOverAnInterruptedEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.store.Create(h.ctx, st.ID, doc, tx.events); err != nil {
+	if _, err := h.store.Create(h.ctx, st.ID, store.Change{State: doc, Events: tx.events}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := h.reopen(Options{}).Resume(h.ctx, st.ID)

@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +31,8 @@ type Engine struct {
 	mu    sync.Mutex
 	plans map[string]*compiled // by revision digest
 	cache map[string]*cachedRun
+	// blobs caches internal events' payloads (immutable) by run and seq.
+	blobs blobCache
 
 	// fanouts tracks engine-dispatched fanouts being driven by this
 	// process, by "runID\x00stepID".
@@ -240,7 +245,7 @@ func (e *Engine) decode(ctx context.Context, snap *store.Snapshot) (st *runState
 	if ok && string(c.doc) == string(snap.State) {
 		return c.st, true, nil
 	}
-	st, err = e.decodeRun(ctx, snap, true)
+	st, err = e.decodeRun(ctx, snap)
 	return st, false, err
 }
 
@@ -257,9 +262,9 @@ func (e *Engine) remember(id string, doc []byte, st *runState) {
 }
 
 // load reads a run without the lock (a consistent acknowledged snapshot):
-// the state document and, when full, the finished steps. The returned
-// state must not be cached.
-func (e *Engine) load(ctx context.Context, runID string, full bool) (*runState, *compiled, store.Head, error) {
+// the state document and its cold index (finished steps load when read).
+// The returned state must not be cached.
+func (e *Engine) load(ctx context.Context, runID string) (*runState, *compiled, store.Head, error) {
 	if err := store.ValidateRunID(runID); err != nil {
 		return nil, nil, store.Head{}, newErr(ErrRunNotFound, runID, "run %q not found: %v", runID, err)
 	}
@@ -267,7 +272,7 @@ func (e *Engine) load(ctx context.Context, runID string, full bool) (*runState, 
 	if err != nil {
 		return nil, nil, store.Head{}, mapStoreErr(runID, err)
 	}
-	st, err := e.decodeRun(ctx, snap, full)
+	st, err := e.decodeRun(ctx, snap)
 	if err != nil {
 		return nil, nil, store.Head{}, mapStoreErr(runID, err)
 	}
@@ -404,7 +409,11 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 		if err != nil {
 			return nil, err
 		}
-		return &store.Change{State: doc, Events: t.events}, nil
+		sum, err := t.summaryJSON()
+		if err != nil {
+			return nil, err
+		}
+		return &store.Change{State: doc, Events: t.events, Summary: sum}, nil
 	})
 	if err != nil {
 		return nil, mapStoreErr(runID, err)
@@ -421,17 +430,45 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 	return t, nil
 }
 
+// fanoutsText is every fanout's array and items among steps, in full.
+func fanoutsText(prefix string, steps map[string]*stepState) string {
+	ids := make([]string, 0, len(steps))
+	for id := range steps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var b strings.Builder
+	for _, id := range ids {
+		ss := steps[id]
+		if ss == nil || ss.coldSeq != 0 {
+			continue
+		}
+		if ss.Fanout != nil {
+			over, _ := json.Marshal(ss.Fanout.Over)
+			items, _ := json.Marshal(ss.Fanout.Items)
+			fmt.Fprintf(&b, "%s%s: over %s items %s\n", prefix, id, over, items)
+		}
+		if ss.Sub != nil {
+			b.WriteString(fanoutsText(prefix+id+"/", ss.Sub.Steps))
+		}
+	}
+	return b.String()
+}
+
 // decideWith runs a transition's decision. A needVerdict raised from deep
 // inside the decision (txn.judge) becomes its error: the state it leaves
 // half changed is discarded with the transition.
 func decideWith(fn func(t *txn) error, t *txn) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			nv, ok := r.(*needVerdict)
-			if !ok {
+			switch x := r.(type) {
+			case *needVerdict:
+				err = x
+			case *loadError:
+				err = x.err
+			default:
 				panic(r)
 			}
-			err = nv
 		}
 	}()
 	return fn(t)
@@ -439,28 +476,64 @@ func decideWith(fn func(t *txn) error, t *txn) (err error) {
 
 // checkPersisted compares a run as a fresh process would read it with the
 // state this process holds (a test-only invariant check: a finished step
-// changed without touch would be caught here).
+// changed in a transition that wrote nothing would be caught here).
 func (e *Engine) checkPersisted(ctx context.Context, runID string, mem *runState) error {
 	snap, err := e.store.Load(ctx, runID)
 	if err != nil {
 		return err
 	}
-	disk, err := e.decodeRun(ctx, snap, true)
+	disk, err := e.decodeRun(ctx, snap)
 	if err != nil {
 		return err
+	}
+	// The stored summary says what the run says.
+	c, err := e.planFor(disk)
+	if err != nil {
+		return err
+	}
+	want, err := (&txn{ctx: ctx, e: e, st: disk, c: c}).summaryJSON() // no clock read: tests pin the clock
+	if err != nil {
+		return err
+	}
+	got, ok := decodeSummary(snap.Summary)
+	if !ok {
+		return fmt.Errorf("run %s: no summary stored (%s)", runID, snap.Summary)
+	}
+	if g, _ := json.Marshal(got); !bytes.Equal(g, want) {
+		return fmt.Errorf("run %s: stored summary differs from the run:\n stored %s\n run    %s", runID, g, want)
+	}
+	for id, s := range mem.Steps {
+		if s.coldSeq == 0 {
+			continue
+		}
+		// A finished step read from the log must still equal its record.
+		was, err := e.blob(ctx, runID, s.coldSeq)
+		if err != nil {
+			return err
+		}
+		if now, _ := json.Marshal(s); !bytes.Equal(was, now) {
+			return fmt.Errorf("run %s: finished step %s changed in memory but not in the log:\n log %s\n mem %s", runID, id, was, now)
+		}
 	}
 	norm := func(st *runState) string {
 		steps := map[string]*stepState{}
 		for id, s := range st.Steps {
-			if !s.pristine() {
+			if s.coldSeq == 0 && !s.pristine() {
 				steps[id] = compactStep(s)
 			}
 		}
-		b, _ := json.Marshal(doc{runState: st, Steps: steps})
+		b, _ := json.Marshal(struct {
+			Doc   doc   `json:"doc"`
+			Input Value `json:"input"`
+		}{st.doc(steps), st.Input})
 		return string(b)
 	}
 	if a, b := norm(disk), norm(mem); a != b {
 		return fmt.Errorf("persisted run %s differs from memory:\n disk %s\n mem  %s", runID, a, b)
+	}
+	// Every fanout item, the ones in records included.
+	if a, b := fanoutsText("", disk.Steps), fanoutsText("", mem.Steps); a != b {
+		return fmt.Errorf("persisted fanouts of run %s differ from memory:\n disk %s\n mem  %s", runID, a, b)
 	}
 	return nil
 }

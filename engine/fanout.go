@@ -35,13 +35,15 @@ func (t *txn) activateFanout(sc *scope, s *ir.Step, st *stepState) {
 		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, forced: true, reason: msg})
 		return
 	}
-	items := make([]*itemState, len(arr))
+	// Item i's first generation is Gen0+i (fanout_persist.go relies on it).
+	f := &fanoutState{Over: Some(arr), ItemEpoch: st.Epoch, Gen0: t.st.GenerationCounter + 1, Items: make([]*itemState, len(arr))}
+	t.st.GenerationCounter += int64(len(arr))
 	for i := range arr {
-		t.st.GenerationCounter++
-		items[i] = &itemState{Index: i, Status: StepPending, Generation: t.st.GenerationCounter, Epoch: st.Epoch, Attempts: []Attempt{}}
+		f.Items[i] = f.newItem(i)
 	}
+	items := f.Items
 	st.Status = StepRunning
-	st.Fanout = &fanoutState{Over: Some(arr), Items: items}
+	st.Fanout = f
 	if !consumerFanout(s) {
 		for i := range items {
 			t.emit(EventFanoutItemReady, sc.scoped(s.ID), FanoutItemDetail{ItemIndex: i})
@@ -58,6 +60,7 @@ func (t *txn) progressFanout(sc *scope, s *ir.Step, st *stepState) bool {
 	}
 	changed := false
 	if consumerFanout(s) {
+		active := countActive(st.Fanout.Items)
 		for _, it := range st.Fanout.Items {
 			if !t.running() {
 				return true
@@ -65,10 +68,13 @@ func (t *txn) progressFanout(sc *scope, s *ir.Step, st *stepState) bool {
 			if it.Status != StepPending {
 				continue
 			}
-			if countActive(st.Fanout.Items) >= s.Fanout.Concurrency {
+			if active >= s.Fanout.Concurrency {
 				break
 			}
 			t.promoteItem(sc, s, st, it)
+			if it.Status == StepReady || it.Status == StepRunning {
+				active++
+			}
 			changed = true
 		}
 	}

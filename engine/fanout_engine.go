@@ -20,7 +20,7 @@ func (e *Engine) kickFanouts(runID string) {
 	if e.bgCtx.Err() != nil {
 		return
 	}
-	st, c, _, err := e.load(e.bgCtx, runID, false)
+	st, c, _, err := e.load(e.bgCtx, runID)
 	if err != nil || st.Status != StatusRunning || st.CancelRequested {
 		return
 	}

@@ -422,3 +422,31 @@ func TestAttemptChanges(t *testing.T) {
 		t.Fatalf("patch %q %v", p, err)
 	}
 }
+
+// Attempt 0 is the last attempt: when it kept no patch, no patch is
+// returned, whatever an earlier attempt kept; an omitted patch keeps its
+// measured size.
+func TestAttemptPatchPerAttempt(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(twoSteps, map[string]any{"x": "X"})
+	first := &Changes{TreeBefore: "t1", TreeAfter: "t2", Stat: " a.txt | 1 +", Patch: []byte("first patch\n")}
+	r = h.report(r, "a", StepResult{Output: json.RawMessage(`{"v":1}`), Changes: first}) // contract failure: a retry
+	second := &Changes{TreeBefore: "t2", TreeAfter: "t3", Stat: " big | 9 +", PatchBytes: 5 << 20, PatchOmitted: true}
+	r = h.report(r, "a", StepResult{Output: json.RawMessage(`{"v":"A"}`), Changes: second})
+	st := h.stepState(r.RunID, "a")
+	if len(st.Attempts) != 2 || st.Attempts[1].Changes == nil || !st.Attempts[1].Changes.PatchOmitted || st.Attempts[1].Changes.PatchBytes != 5<<20 {
+		t.Fatalf("attempts %s", dump(st.Attempts))
+	}
+	for _, tc := range []struct {
+		attempt int
+		want    string
+	}{{0, ""}, {2, ""}, {1, "first patch\n"}, {3, ""}} {
+		p, err := h.e.Patch(h.ctx, r.RunID, "a", -1, tc.attempt)
+		if err != nil || string(p) != tc.want {
+			t.Errorf("attempt %d: patch %q %v, want %q", tc.attempt, p, err, tc.want)
+		}
+	}
+	if _, err := h.e.Patch(h.ctx, r.RunID, "nope", -1, 0); !errors.Is(err, ErrInvalidStep) {
+		t.Errorf("unknown step: %v", err)
+	}
+}

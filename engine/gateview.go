@@ -118,8 +118,9 @@ func evidenceCut(s string, n int) string {
 // GateViews returns the waiting gates of a run with everything a decision
 // needs: the token, the round and the effective limit, what is under
 // review (outputs cut to MaxReviewOutput) and its digest. Read-only.
-func (e *Engine) GateViews(ctx context.Context, runID string) ([]GateView, error) {
-	st, c, _, err := e.load(ctx, runID, true)
+func (e *Engine) GateViews(ctx context.Context, runID string) (_ []GateView, err error) {
+	defer recoverLoad(&err)
+	st, c, _, err := e.load(ctx, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,18 +47,36 @@ type harness struct {
 	t     *testing.T
 	ctx   context.Context
 	root  string
-	store *store.FileStore
+	store store.Store
+	// files is the file store of a harness made by newFileHarness (tests
+	// of crashes, processes and locks), nil on the memory store.
+	files *store.FileStore
 	e     *Engine
 	ws    string
 }
 
+// newHarness is an engine over the in-memory store: the scenario tests
+// exercise decisions, not fsync (the store contract suite holds the two
+// stores to the same behaviour).
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
-	root := t.TempDir()
-	fs, err := store.NewFileStore(filepath.Join(root, "flows"), nil)
+	return newHarnessOn(t, opts, store.NewMemory(), nil)
+}
+
+// newFileHarness is an engine over a file store, for the tests whose
+// subject is files, processes or the run lock.
+func newFileHarness(t *testing.T, opts Options) *harness {
+	t.Helper()
+	fs, err := store.NewFileStore(filepath.Join(t.TempDir(), "flows"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newHarnessOn(t, opts, fs, fs)
+}
+
+func newHarnessOn(t *testing.T, opts Options, fs store.Store, files *store.FileStore) *harness {
+	t.Helper()
+	root := t.TempDir()
 	ws := filepath.Join(root, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -77,7 +96,7 @@ func newHarness(t *testing.T, opts Options) *harness {
 	e := New(fs, opts)
 	e.verifyWrites = true
 	t.Cleanup(e.Close)
-	return &harness{t: t, ctx: context.Background(), root: root, store: fs, e: e, ws: ws}
+	return &harness{t: t, ctx: context.Background(), root: root, store: fs, files: files, e: e, ws: ws}
 }
 
 // reopen returns a fresh Engine over the same store (a new process).
@@ -260,9 +279,23 @@ func readyIDs(r *Response) []string {
 // checks the audit view does not show.
 func (h *harness) persisted(runID string) *runState {
 	h.t.Helper()
-	st, _, _, err := h.e.load(h.ctx, runID, true)
+	st, _, _, err := h.e.load(h.ctx, runID)
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	// The finished steps too, read back from the log (into a copy: st may
+	// be the engine's own decoded state).
+	c := *st
+	st = &c
+	st.Steps = maps.Clone(st.Steps)
+	for id, ref := range st.cold {
+		if st.Steps[id] == nil {
+			ss, err := h.e.coldState(h.ctx, runID, ref)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			st.Steps[id] = ss
+		}
 	}
 	return st
 }
@@ -291,4 +324,19 @@ func js(v any) json.RawMessage {
 		panic(err)
 	}
 	return b
+}
+
+// allEventTypes are the types of every event in a run's log, internal
+// records included.
+func (h *harness) allEventTypes(runID string) []string {
+	h.t.Helper()
+	evs, err := h.store.Events(h.ctx, runID, 0, 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Type
+	}
+	return out
 }

@@ -83,7 +83,7 @@ func (e *Engine) ReleaseAttempt(ctx context.Context, runID, stepID, token, reaso
 // never reported.
 func (t *txn) takeOverAttempts() {
 	for _, sc := range t.liveScopes() {
-		for _, s := range sc.flow.Steps {
+		for _, s := range sc.liveSteps() {
 			st := sc.peek(s)
 			if st == nil {
 				continue
@@ -156,7 +156,7 @@ func (t *txn) decideInterrupted(sc *scope, s *ir.Step, st *stepState, req GateRe
 func (t *txn) liveScopes() []*scope {
 	root := t.rootScope()
 	out := []*scope{root}
-	for _, s := range root.flow.Steps {
+	for _, s := range root.liveSteps() {
 		if st := root.peek(s); s.Kind == ir.KindRun && st != nil && st.Status == StepRunning && st.Sub != nil {
 			out = append(out, t.childScope(root, s))
 		}

@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"sort"
 	"strings"
 
+	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -40,71 +42,34 @@ const (
 	// evAttemptPatch holds the working-tree changes one attempt of a do
 	// step made (driver-reported; see Changes).
 	evAttemptPatch EventType = "engine.attempt_patch"
+	// evColdIndex holds coldChunkSize refs of finished steps (see encode).
+	evColdIndex EventType = "engine.cold_index"
+	// evInput holds the run's input (written once, at plan).
+	evInput EventType = "engine.input"
 )
 
 func internalEvent(typ string) bool { return strings.HasPrefix(typ, "engine.") }
 
-// doc is the persisted form of runState.
+// doc is the persisted form of runState. Input, when a record holds it
+// (InputSeq), is left out (the field shadows runState's).
 type doc struct {
 	*runState
+	Input *Value                `json:"input,omitempty"`
 	Steps map[string]*stepState `json:"steps"`
-	// Cold is spliced in by encode (after the other fields, unsorted and
-	// not re-compacted by encoding/json: its cost must stay flat).
-	Cold coldIndex `json:"-"`
 }
 
-// coldIndex maps finished root step ids to event seqs. It is written in
-// declaration order without sorting (encoding/json sorts map keys, which
-// dominates the cost of a long run's document).
-type coldIndex struct {
-	ids  []string
-	seqs []int64
-	m    map[string]int64 // when decoded
-}
+// coldChunkSize is how many finished steps the state document indexes
+// itself before their refs move into an engine.cold_index event: the
+// document holds at most this many refs and one seq per chunk.
+const coldChunkSize = 64
 
-func (c coldIndex) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(c.ids)*16)
-	b = append(b, '{')
-	for i, id := range c.ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendQuote(b, id)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, c.seqs[i], 10)
-	}
-	return append(b, '}'), nil
-}
-
-func (c *coldIndex) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &c.m) }
-
-func (c *coldIndex) add(id string, seq int64) {
-	c.ids = append(c.ids, id)
-	c.seqs = append(c.seqs, seq)
-}
-
-// attemptPatch is the payload of an engine.attempt_patch event.
-type attemptPatch struct {
-	StepID  string `json:"stepId"`
-	Attempt int    `json:"attempt"`
-	Patch   []byte `json:"patch"` // base64 in JSON: a patch need not be UTF-8
-}
-
-// recordChanges writes an attempt's patch into the log (once) and returns
-// the changes to keep with the attempt (without the patch).
-func (t *txn) recordChanges(stepID string, attempt int, ch *Changes) *Changes {
-	if ch == nil {
-		return nil
-	}
-	c := *ch
-	c.Stat = cleanText(c.Stat)
-	c.PatchBytes, c.Patch = len(ch.Patch), nil
-	if len(ch.Patch) > 0 {
-		if _, err := t.emitBlob(evAttemptPatch, stepID, attemptPatch{StepID: stepID, Attempt: attempt, Patch: ch.Patch}); err != nil {
-			c.Stat += " (the patch could not be recorded: " + err.Error() + ")"
-		}
-	}
-	return &c
+// coldRef locates a finished root step's final state (an engine.step_state
+// event) and says its status, so that scheduling reads statuses without
+// loading states.
+type coldRef struct {
+	ID     string     `json:"id"`
+	Seq    int64      `json:"seq"`
+	Status StepStatus `json:"status,omitempty"`
 }
 
 // emitBlob records an internal event whose payload is JSON text and
@@ -118,41 +83,159 @@ func (t *txn) emitBlob(typ EventType, stepID string, v any) (int64, error) {
 	return t.headSeq + int64(len(t.events)), nil
 }
 
-// encode writes the state document, first recording each newly finished
-// root step in an engine.step_state event.
+// encode writes the state document. The steps that finished in this
+// transition are written once, each into an engine.step_state event (in
+// declaration order), and indexed; finished steps loaded from the log and
+// left unchanged are dropped from memory (the log and the engine's blob
+// cache have them). The document thus holds the live steps and a bounded
+// index, whatever the run's length (docs/engine.md, "Cost").
 func (t *txn) encode() ([]byte, error) {
 	st := t.st
+	if err := t.settleLoaded(); err != nil {
+		return nil, err
+	}
 	hot := make(map[string]*stepState, 8)
-	var cold coldIndex
-	for _, s := range t.rootScope().flow.Steps {
-		ss, ok := st.Steps[s.ID]
-		if !ok {
-			continue
-		}
+	var finished []*ir.Step
+	f := t.c.plan.Flow(st.FlowName)
+	for id, ss := range st.Steps {
 		switch {
 		case ss.coldSeq != 0:
-			cold.add(s.ID, ss.coldSeq)
+			delete(st.Steps, id)
 		case isTerminalStep(ss.Status):
-			seq, err := t.emitBlob(evStepState, s.ID, ss)
-			if err != nil {
-				return nil, err
+			if s := f.Step(id); s != nil {
+				finished = append(finished, s)
+			} else {
+				hot[id] = compactStep(ss)
 			}
-			ss.coldSeq = seq
-			cold.add(s.ID, seq)
-		case !ss.pristine():
-			hot[s.ID] = compactStep(ss)
+		case ss.pristine():
+			if _, indexed := st.cold[id]; indexed {
+				hot[id] = ss // shadows a finished state in the index
+			} else {
+				delete(st.Steps, id)
+			}
+		default:
+			hot[id] = compactStep(ss)
 		}
 	}
-	b, err := json.Marshal(doc{runState: st, Steps: hot})
+	sort.Slice(finished, func(i, j int) bool { return finished[i].Index < finished[j].Index })
+	for _, s := range finished {
+		ss := st.Steps[s.ID]
+		seq, err := t.emitBlob(evStepState, s.ID, ss)
+		if err != nil {
+			return nil, err
+		}
+		if err := t.indexCold(coldRef{ID: s.ID, Seq: seq, Status: ss.Status}); err != nil {
+			return nil, err
+		}
+		delete(st.Steps, s.ID)
+	}
+	// An index of the first format (a map without statuses, statuses
+	// filled in when it was read) moves into the chunked index once.
+	if len(st.LegacyCold) > 0 {
+		ids := make([]string, 0, len(st.LegacyCold))
+		for id := range st.LegacyCold {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			ref, ok := st.cold[id]
+			if !ok || ref.Seq != st.LegacyCold[id] {
+				continue // replaced by a later ref
+			}
+			if err := t.indexCold(ref); err != nil {
+				return nil, err
+			}
+		}
+		st.LegacyCold = nil
+	}
+	if err := t.persistFanouts("", hot); err != nil {
+		return nil, err
+	}
+	if st.InputSeq == 0 && st.Input.Present {
+		seq, err := t.emitBlob(evInput, "", st.Input)
+		if err != nil {
+			return nil, err
+		}
+		st.InputSeq = seq
+	}
+	// A fresh map: a Go map keeps the room of every key it ever held, and
+	// iterating it costs that room, so the steps deleted above would make
+	// every later scan of the live steps cost the run's history.
+	live := make(map[string]*stepState, len(hot))
+	for id := range hot {
+		live[id] = st.Steps[id]
+	}
+	st.Steps = live
+	b, err := json.Marshal(st.doc(hot))
 	if err != nil {
 		return nil, fmt.Errorf("encode run state: %w", err)
 	}
-	ci, _ := cold.MarshalJSON()
-	out := make([]byte, 0, len(b)+len(ci)+10)
-	out = append(out, b[:len(b)-1]...)
-	out = append(out, `,"cold":`...)
-	out = append(out, ci...)
-	return append(out, '}'), nil
+	return b, nil
+}
+
+// doc is the persisted form of a state whose document steps are steps.
+func (st *runState) doc(steps map[string]*stepState) doc {
+	d := doc{runState: st, Steps: steps}
+	if st.InputSeq == 0 {
+		d.Input = &st.Input
+	}
+	return d
+}
+
+// settleLoaded finds the finished steps read from the log in this
+// transition that it changed: each is compared with the record it was read
+// from and, when different, is live again (written anew by encode).
+// Comparing, rather than trusting every writer to mark what it changes,
+// means a change to a finished step can never be dropped as "unchanged".
+func (t *txn) settleLoaded() error {
+	for id, ss := range t.st.Steps {
+		if ss.coldSeq == 0 {
+			continue
+		}
+		was, err := t.e.blob(t.ctx, t.st.ID, ss.coldSeq)
+		if err != nil {
+			return err
+		}
+		now, err := json.Marshal(ss)
+		if err != nil {
+			return fmt.Errorf("encode state of step %s: %w", id, err)
+		}
+		if !bytes.Equal(was, now) {
+			ss.touch()
+		}
+	}
+	return nil
+}
+
+// indexCold adds a finished step's ref to the index, moving a full chunk
+// of recent refs into an engine.cold_index event.
+func (t *txn) indexCold(ref coldRef) error {
+	st := t.st
+	st.ColdRecent = append(st.ColdRecent, ref)
+	st.setCold(ref)
+	if len(st.ColdRecent) >= coldChunkSize {
+		cseq, err := t.emitBlob(evColdIndex, "", st.ColdRecent)
+		if err != nil {
+			return err
+		}
+		st.ColdChunks = append(st.ColdChunks, cseq)
+		st.ColdRecent = nil
+	}
+	return nil
+}
+
+// setCold records a finished step's ref in the in-memory index.
+func (st *runState) setCold(ref coldRef) {
+	if st.cold == nil {
+		st.cold = map[string]coldRef{}
+	}
+	if was, ok := st.cold[ref.ID]; ok && countsDone(was.Status) {
+		st.coldDone--
+	}
+	if countsDone(ref.Status) {
+		st.coldDone++
+	}
+	st.cold[ref.ID] = ref
 }
 
 // compactStep leaves pristine child steps out of a run step's subflow.
@@ -172,111 +255,206 @@ func compactStep(s *stepState) *stepState {
 	return &c
 }
 
-// decodeDoc reads the state document alone (finished steps not loaded).
-func decodeDoc(runID string, b []byte) (*runState, map[string]int64, error) {
-	var d struct {
-		doc
-		Cold coldIndex `json:"cold"`
-	}
-	d.runState = &runState{}
+// decodeDoc reads the state document alone (the cold index not built).
+func decodeDoc(runID string, b []byte) (*runState, error) {
+	d := doc{runState: &runState{}}
 	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, nil, fmt.Errorf("run %s: %w: state document: %v", runID, ErrCorrupt, err)
+		return nil, fmt.Errorf("run %s: %w: state document: %v", runID, ErrCorrupt, err)
 	}
 	st := d.runState
+	if d.Input != nil {
+		st.Input = *d.Input
+	}
 	if st.Format != stateFormat {
-		return nil, nil, fmt.Errorf("run %s: %w: state document format %q, want %q", runID, ErrCorrupt, st.Format, stateFormat)
+		return nil, fmt.Errorf("run %s: %w: state document format %q, want %q", runID, ErrCorrupt, st.Format, stateFormat)
 	}
 	st.Steps = d.Steps
 	if st.Steps == nil {
 		st.Steps = map[string]*stepState{}
 	}
-	return st, d.Cold.m, nil
+	return st, nil
 }
 
-// decodeRun reads a run: the document, then (when full) the finished root
-// steps from their events, and the spec snapshot when this process has no
-// compiled plan for it.
-func (e *Engine) decodeRun(ctx context.Context, snap *store.Snapshot, full bool) (*runState, error) {
-	st, cold, err := decodeDoc(snap.RunID, snap.State)
+// decodeRun reads a run: the document, its cold index (chunks read once
+// per process and cached: they never change) and, when this process has
+// no compiled plan for it, the spec snapshot. Finished steps are loaded
+// when the run's logic reads them (scope.peek), so reading a long run
+// costs its live part and its index, not its history.
+func (e *Engine) decodeRun(ctx context.Context, snap *store.Snapshot) (*runState, error) {
+	st, err := decodeDoc(snap.RunID, snap.State)
 	if err != nil {
 		return nil, err
 	}
-	want := map[int64]string{}
-	if full {
-		for id, seq := range cold {
-			want[seq] = id
+	if err := e.buildCold(ctx, snap.RunID, st); err != nil {
+		return nil, err
+	}
+	if err := e.hydrateSteps(ctx, snap.RunID, st.Steps); err != nil {
+		return nil, err
+	}
+	if st.InputSeq != 0 { // shared read-only, as a fanout's array
+		v, err := e.parsedBlob(ctx, snap.RunID, st.InputSeq, "input", func(raw []byte) (any, error) {
+			var in Value
+			err := json.Unmarshal(raw, &in)
+			return in, err
+		})
+		if err != nil {
+			return nil, err
 		}
+		st.Input = v.(Value)
 	}
 	e.mu.Lock()
 	_, havePlan := e.plans[st.RevisionDigest]
 	e.mu.Unlock()
 	if !havePlan {
-		want[st.SpecSeq] = ""
-	}
-	if len(want) == 0 {
-		return st, nil
-	}
-	found, err := e.readBlobs(ctx, snap.RunID, snap.Head.Seq, want)
-	if err != nil {
-		return nil, err
-	}
-	for seq, id := range want {
-		raw, ok := found[seq]
-		if !ok {
-			return nil, fmt.Errorf("run %s: %w: event %d (%s) is missing", snap.RunID, ErrCorrupt, seq, blobName(id))
+		raw, err := e.blob(ctx, snap.RunID, st.SpecSeq)
+		if err != nil {
+			return nil, err
 		}
-		if seq == st.SpecSeq && id == "" {
-			st.Spec = raw
-			continue
-		}
-		ss := &stepState{}
-		if err := json.Unmarshal(raw, ss); err != nil {
-			return nil, fmt.Errorf("run %s: %w: step %s state: %v", snap.RunID, ErrCorrupt, id, err)
-		}
-		if ss.Attempts == nil {
-			ss.Attempts = []Attempt{}
-		}
-		ss.coldSeq = seq
-		st.Steps[id] = ss
+		st.Spec = raw
 	}
 	return st, nil
 }
 
-func blobName(id string) string {
-	if id == "" {
-		return "spec snapshot"
+// buildCold builds a decoded state's cold index: the chunks in order,
+// then the recent refs (a later ref of a step replaces an earlier one),
+// then the index of the first format (a map, statuses unknown).
+func (e *Engine) buildCold(ctx context.Context, runID string, st *runState) error {
+	st.cold = make(map[string]coldRef, len(st.ColdChunks)*coldChunkSize+len(st.ColdRecent)+len(st.LegacyCold))
+	for id, seq := range st.LegacyCold {
+		st.cold[id] = coldRef{ID: id, Seq: seq}
 	}
-	return "state of step " + id
+	for _, seq := range st.ColdChunks {
+		refs, err := e.coldChunk(ctx, runID, seq)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			st.cold[r.ID] = r
+		}
+	}
+	for _, r := range st.ColdRecent {
+		st.cold[r.ID] = r
+	}
+	st.coldDone = 0
+	for id, r := range st.cold {
+		if r.Status == "" { // an index of the first format: no statuses
+			ss, err := e.coldState(ctx, runID, r)
+			if err != nil {
+				return err
+			}
+			r.Status = ss.Status
+			st.cold[id] = r
+		}
+		if countsDone(r.Status) {
+			st.coldDone++
+		}
+	}
+	return nil
 }
 
-// readBlobs reads the payloads of the internal events with the wanted
-// seqs (one read from the smallest to the head).
-func (e *Engine) readBlobs(ctx context.Context, runID string, head int64, want map[int64]string) (map[int64][]byte, error) {
-	lo := head
-	for seq := range want {
-		lo = min(lo, seq)
-	}
-	if lo < 1 {
-		return nil, fmt.Errorf("run %s: %w: event seq %d", runID, ErrCorrupt, lo)
-	}
-	evs, err := e.store.Events(ctx, runID, lo-1, 0)
+// coldChunk reads one engine.cold_index event.
+func (e *Engine) coldChunk(ctx context.Context, runID string, seq int64) ([]coldRef, error) {
+	raw, err := e.blob(ctx, runID, seq)
 	if err != nil {
-		return nil, mapStoreErr(runID, err)
+		return nil, err
 	}
+	var refs []coldRef
+	if err := json.Unmarshal(raw, &refs); err != nil {
+		return nil, fmt.Errorf("run %s: %w: cold index event %d: %v", runID, ErrCorrupt, seq, err)
+	}
+	return refs, nil
+}
+
+// coldState reads a finished step's final state.
+func (e *Engine) coldState(ctx context.Context, runID string, ref coldRef) (*stepState, error) {
+	raw, err := e.blob(ctx, runID, ref.Seq)
+	if err != nil {
+		return nil, err
+	}
+	ss := &stepState{}
+	if err := json.Unmarshal(raw, ss); err != nil {
+		return nil, fmt.Errorf("run %s: %w: state of step %s (event %d): %v", runID, ErrCorrupt, ref.ID, ref.Seq, err)
+	}
+	if ss.Attempts == nil {
+		ss.Attempts = []Attempt{}
+	}
+	if err := e.hydrateStep(ctx, runID, ss); err != nil {
+		return nil, err
+	}
+	ss.coldSeq = ref.Seq
+	return ss, nil
+}
+
+// blob returns the payload of an internal event (its JSON text), from the
+// engine's cache (blobs never change) or the store (by seq: the cost does
+// not depend on the run's length).
+func (e *Engine) blob(ctx context.Context, runID string, seq int64) ([]byte, error) {
+	if raw, ok := e.blobs.get(runID, seq); ok {
+		return raw, nil
+	}
+	ev, err := e.store.Event(ctx, runID, seq)
+	if err != nil {
+		return nil, mapStoreErr(runID, fmt.Errorf("internal event %d: %w", seq, err))
+	}
+	if !internalEvent(ev.Type) {
+		return nil, fmt.Errorf("run %s: %w: event %d is %s, not an internal record", runID, ErrCorrupt, seq, ev.Type)
+	}
+	var d struct {
+		Detail struct {
+			JSON string `json:"json"`
+		} `json:"detail"`
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return nil, fmt.Errorf("run %s: %w: event %d: %v", runID, ErrCorrupt, seq, err)
+	}
+	raw := []byte(d.Detail.JSON)
+	e.blobs.put(runID, seq, raw)
+	return raw, nil
+}
+
+// readBlobs reads the payloads of several internal events by seq.
+func (e *Engine) readBlobs(ctx context.Context, runID string, _ int64, want map[int64]string) (map[int64][]byte, error) {
 	found := make(map[int64][]byte, len(want))
-	for _, ev := range evs {
-		if _, ok := want[ev.Seq]; !ok || !internalEvent(ev.Type) {
-			continue
+	for seq := range want {
+		raw, err := e.blob(ctx, runID, seq)
+		if err != nil {
+			return nil, err
 		}
-		var d struct {
-			Detail struct {
-				JSON string `json:"json"`
-			} `json:"detail"`
-		}
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return nil, fmt.Errorf("run %s: %w: event %d: %v", runID, ErrCorrupt, ev.Seq, err)
-		}
-		found[ev.Seq] = []byte(d.Detail.JSON)
+		found[seq] = raw
 	}
 	return found, nil
+}
+
+// attemptPatch is the payload of an engine.attempt_patch event.
+type attemptPatch struct {
+	StepID  string `json:"stepId"`
+	Attempt int    `json:"attempt"`
+	Patch   []byte `json:"patch"` // base64 in JSON: a patch need not be UTF-8
+}
+
+// recordChanges writes an attempt's patch into the log (once) and returns
+// the changes to keep with the attempt (without the patch).
+func (t *txn) recordChanges(st *stepState, stepID string, attempt int, ch *Changes) *Changes {
+	if ch == nil {
+		return nil
+	}
+	c := *ch
+	c.Stat = cleanText(c.Stat)
+	c.Patch = nil
+	switch {
+	case len(ch.Patch) > 0:
+		c.PatchBytes, c.PatchOmitted = len(ch.Patch), false
+		seq, err := t.emitBlob(evAttemptPatch, stepID, attemptPatch{StepID: stepID, Attempt: attempt, Patch: ch.Patch})
+		if err != nil {
+			c.Stat += " (the patch could not be recorded: " + err.Error() + ")"
+			break
+		}
+		if st.PatchSeqs == nil {
+			st.PatchSeqs = map[int]int64{}
+		}
+		st.PatchSeqs[attempt] = seq
+	case !ch.PatchOmitted:
+		c.PatchBytes = 0
+	}
+	return &c
 }

@@ -91,7 +91,11 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.store.Create(ctx, st.ID, doc, t.events); err != nil {
+	sum, err := t.summaryJSON()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.store.Create(ctx, st.ID, store.Change{State: doc, Events: t.events, Summary: sum}); err != nil {
 		if errors.Is(err, store.ErrRunExists) {
 			return nil, fmt.Errorf("engine id source produced a run id already in use (%s): %w", st.ID, err)
 		}

@@ -183,7 +183,7 @@ func TestCrashSafety(t *testing.T) {
 		if rs.Error != "" {
 			t.Fatalf("run %s does not load: %s", rs.RunID, rs.Error)
 		}
-		if _, err := fs.Verify(ctx, rs.RunID); err != nil {
+		if _, err := fs.Verify(ctx, rs.RunID, store.VerifyOptions{}); err != nil {
 			t.Fatalf("run %s: chain does not verify: %v", rs.RunID, err)
 		}
 		a, err := e.Audit(ctx, rs.RunID)
@@ -247,7 +247,7 @@ func contendChild(root, runID, token string) int {
 // at the same moment; exactly one is accepted, the other is refused as
 // stale, and the state is consistent.
 func TestContention(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newFileHarness(t, Options{})
 	for round := 0; round < 5; round++ {
 		r := h.plan(linearSpec, map[string]any{})
 		tok := entry(t, r, "s1").DispatchToken
@@ -255,7 +255,7 @@ func TestContention(t *testing.T) {
 		var outs []*strings.Builder
 		var starts []*os.File
 		for i := 0; i < 2; i++ {
-			cmd := childCmd(t, "contend", h.store.Root(), r.RunID, tok)
+			cmd := childCmd(t, "contend", h.files.Root(), r.RunID, tok)
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
@@ -292,7 +292,7 @@ func TestContention(t *testing.T) {
 		if countPrefix(h.eventTypes(r.RunID), "result(s1)") != 1 {
 			t.Fatalf("events %v", h.eventTypes(r.RunID))
 		}
-		if _, err := h.store.Verify(h.ctx, r.RunID); err != nil {
+		if _, err := h.store.Verify(h.ctx, r.RunID, store.VerifyOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -205,14 +205,15 @@ func (t *txn) response() *Response {
 // ready items of each running consumer fanout.
 func (t *txn) readyEntries() []ReadyEntry {
 	root := t.rootScope()
+	live := root.liveSteps()
 	var out []ReadyEntry
-	for _, s := range root.flow.Steps {
+	for _, s := range live {
 		st := root.peek(s)
 		if s.Kind == ir.KindDo && st != nil && st.Status == StepReady {
 			out = append(out, t.taskEntry(root, s, st))
 		}
 	}
-	for _, s := range root.flow.Steps {
+	for _, s := range live {
 		st := root.peek(s)
 		if s.Kind != ir.KindRun || st == nil || st.Status != StepRunning || st.Sub == nil {
 			continue
@@ -225,7 +226,7 @@ func (t *txn) readyEntries() []ReadyEntry {
 			}
 		}
 	}
-	for _, s := range root.flow.Steps {
+	for _, s := range live {
 		st := root.peek(s)
 		if s.Kind != ir.KindFanout || s.Fanout.Dispatch != ir.DispatchConsumer || st == nil || st.Status != StepRunning || st.Fanout == nil {
 			continue
@@ -278,7 +279,7 @@ func previousFailure(st *stepState) *Failure {
 func (t *txn) waiting() []Waiting {
 	root := t.rootScope()
 	var out []Waiting
-	for _, s := range root.flow.Steps {
+	for _, s := range root.liveSteps() {
 		st := root.peek(s)
 		if st == nil {
 			continue

@@ -10,7 +10,7 @@ import (
 // resumeFanouts lets the engine fanouts a missing agent paused be driven
 // again.
 func (t *txn) resumeFanouts() {
-	for _, s := range t.rootScope().flow.Steps {
+	for _, s := range t.rootScope().liveSteps() {
 		if st := t.rootScope().peek(s); st != nil && st.Fanout != nil && st.Fanout.Paused != "" {
 			st.Fanout.Paused = ""
 		}
@@ -24,13 +24,13 @@ func (t *txn) resumeFanouts() {
 func (t *txn) takeOverEffects() {
 	root := t.rootScope()
 	scopes := []*scope{root}
-	for _, s := range root.flow.Steps {
+	for _, s := range root.liveSteps() {
 		if st := root.peek(s); s.Kind == ir.KindRun && st != nil && st.Status == StepRunning && st.Sub != nil {
 			scopes = append(scopes, t.childScope(root, s))
 		}
 	}
 	for _, sc := range scopes {
-		for _, s := range sc.flow.Steps {
+		for _, s := range sc.liveSteps() {
 			st := sc.peek(s)
 			if s.Kind != ir.KindEvaluate || st == nil || st.Status != StepRunning || st.Effect == nil || t.e.runsEffect(t.st.ID, st.Effect.Token) {
 				continue

@@ -943,8 +943,8 @@ func TestEngineFanoutOutlastsLockTimeout(t *testing.T) {
 	spec := strings.Replace(strings.Replace(consumerSpec("all", `            - do: "Inspect ${item}"
               out: V`), "dispatch: consumer", "dispatch: engine", 1), "concurrency: 2", "concurrency: 1", 1)
 	d := &procDispatcher{script: `read task; while [ ! -f release ]; do sleep 0.02; done; printf '{"value":"%s"}' "$task"`}
-	h := newHarness(t, Options{Dispatcher: d})
-	fs, err := store.NewFileStore(h.store.Root(), &store.Options{LockTimeout: 100 * time.Millisecond})
+	h := newFileHarness(t, Options{Dispatcher: d})
+	fs, err := store.NewFileStore(h.files.Root(), &store.Options{LockTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 
 // candidates is a set of step indexes taken in ascending order.
 type candidates struct {
-	in   []bool // by step index
+	in   map[int]bool // by step index (a map: a transition touches few steps of a long flow)
 	heap intHeap
 	// behind holds candidates at or before the cursor of the sweep in
 	// progress: they wait for the next sweep.
@@ -40,9 +40,7 @@ func (c *candidates) add(i int) {
 	}
 	if c.in == nil {
 		c.cursor = -1
-	}
-	for len(c.in) <= i {
-		c.in = append(c.in, false)
+		c.in = map[int]bool{}
 	}
 	if c.in[i] {
 		return
@@ -61,7 +59,7 @@ func (c *candidates) next() (int, bool) {
 		return 0, false
 	}
 	i := heap.Pop(&c.heap).(int)
-	c.in[i] = false
+	delete(c.in, i)
 	c.cursor = i
 	return i, true
 }
@@ -169,16 +167,16 @@ func (t *txn) checkSettled() error {
 	}
 	root := t.rootScope()
 	for _, s := range root.flow.Steps {
-		st := root.peek(s)
-		status := StepPending
-		if st != nil {
-			status = st.Status
+		status := root.statusOf(s)
+		var st *stepState
+		if !status.Terminal() {
+			st = root.peek(s)
 		}
 		switch {
 		case status == StepPending && s.RouteOnly() && (st == nil || st.Routed == nil):
 			done := true
 			for _, ri := range s.RoutedFrom {
-				if rs := root.peek(root.flow.Steps[ri]); rs == nil || !rs.Status.Terminal() {
+				if !root.statusOf(root.flow.Steps[ri]).Terminal() {
 					done = false
 				}
 			}
@@ -207,7 +205,7 @@ func (t *txn) checkSettled() error {
 		case status == StepPending:
 			ready := true
 			for _, di := range s.Deps {
-				if ds := root.peek(root.flow.Steps[di]); ds == nil || !ds.Status.Terminal() {
+				if !root.statusOf(root.flow.Steps[di]).Terminal() {
 					ready = false
 				}
 			}

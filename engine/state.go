@@ -93,9 +93,19 @@ type runState struct {
 	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
 	CancelRequested bool                   `json:"cancelRequested,omitempty"`
 
-	// Cold maps each finished root step to the seq of the internal event
-	// holding its final state (written once, when it finished).
-	Cold map[string]int64 `json:"cold,omitempty"`
+	// ColdRecent and ColdChunks index the finished root steps, each
+	// written once into an engine.step_state event when it finished: the
+	// refs of the steps finished since the last chunk, and the seqs of the
+	// engine.cold_index events holding the earlier refs (see persist.go).
+	ColdRecent []coldRef `json:"coldRecent,omitempty"`
+	ColdChunks []int64   `json:"coldChunks,omitempty"`
+	// LegacyCold is the index of documents written before the chunked one
+	// (finished step → seq); it is read, never written again.
+	LegacyCold map[string]int64 `json:"cold,omitempty"`
+	// cold is the whole index by step id, built when the document is read;
+	// coldDone counts its entries that succeeded or were skipped.
+	cold     map[string]coldRef
+	coldDone int
 	// Checkpoints map labels (in commit order) to the seq of the internal
 	// event holding the snapshot.
 	Checkpoints       []checkpointRef `json:"checkpoints,omitempty"`
@@ -106,6 +116,9 @@ type runState struct {
 	ExternalReceipts map[string]int64 `json:"externalReceipts,omitempty"`
 
 	Input Value `json:"input"`
+	// InputSeq is the engine.input record holding Input (the document
+	// leaves it out: see persist.go).
+	InputSeq int64 `json:"inputSeq,omitempty"`
 	// SpecSeq is the seq of the internal event holding the spec snapshot
 	// (the ordered JSON the revision digest hashes).
 	SpecSeq int64 `json:"specSeq"`
@@ -229,6 +242,9 @@ type stepState struct {
 	// one, so that the agent can inspect what the first one left.
 	Interrupted *AttemptStart `json:"interrupted,omitempty"`
 
+	// PatchSeqs locates the recorded patch of each attempt (by attempt
+	// number) that changed files: an engine.attempt_patch event.
+	PatchSeqs map[int]int64 `json:"patchSeqs,omitempty"`
 	// coldSeq is the seq of the internal event holding exactly this
 	// (finished) state; 0 when the state lives in the state document or
 	// changed since it was written. Anything that mutates a finished step
@@ -264,6 +280,9 @@ type Changes struct {
 	Stat string `json:"stat,omitempty" jsonschema:"diff stat of the attempt's changes"`
 	// PatchBytes is the size of the attempt's patch (0: no changes).
 	PatchBytes int `json:"patchBytes" jsonschema:"the size of the attempt's patch in bytes (0: it changed nothing)"`
+	// PatchOmitted is set when the patch was over the driver's limit and
+	// was not kept: PatchBytes is then its measured size.
+	PatchOmitted bool `json:"patchOmitted,omitzero" jsonschema:"the patch was larger than the limit and was not kept; patchBytes is its size and the stat says what changed"`
 	// Patch is the patch itself (Go callers; it is stored in the log, not
 	// in the attempt).
 	Patch []byte `json:"-"`
@@ -331,9 +350,18 @@ type subState struct {
 
 // fanoutState holds a fanout's items.
 type fanoutState struct {
-	// Over is the resolved array the items are drawn from.
-	Over  Value        `json:"over"`
-	Items []*itemState `json:"items"`
+	// Over is the resolved array the items are drawn from (persisted in
+	// an engine.fanout_over record, OverSeq; see fanout_persist.go).
+	Over    Value        `json:"over,omitzero"`
+	OverSeq int64        `json:"overSeq,omitempty"`
+	Items   []*itemState `json:"items"`
+	// Chunks are the engine.fanout_items records holding settled items.
+	Chunks []int64 `json:"chunks,omitempty"`
+	// Gen0 is item 0's first generation and ItemEpoch the items' first
+	// epoch: item i starts at generation Gen0+i, so an item not yet
+	// started is left out of the document and made again when read.
+	Gen0      int64 `json:"gen0,omitempty"`
+	ItemEpoch int   `json:"itemEpoch,omitempty"`
 	// Merge is set once merging succeeded items into the workspace began.
 	Merge *mergeState `json:"merge,omitempty"`
 	// Paused says why an engine fanout stopped being driven: its agent
@@ -368,6 +396,9 @@ type itemState struct {
 	// the workspace (then 0). PatchBytes is the patch's size.
 	PatchSeq   int64 `json:"patchSeq,omitempty"`
 	PatchBytes int   `json:"patchBytes,omitempty"`
+	// chunked is set once the item is in an engine.fanout_items record:
+	// it never changes again.
+	chunked bool
 }
 
 // mergeState is the progress of an engine fanout's merge into the
@@ -412,7 +443,9 @@ type snapshot struct {
 	FlowSpent       Ledger                 `json:"flowSpent"`
 	Rounds          int                    `json:"rounds,omitempty"`
 	Steps           map[string]*stepState  `json:"steps"`
-	Cold            map[string]int64       `json:"cold,omitempty"`
+	ColdRecent      []coldRef              `json:"coldRecent,omitempty"`
+	ColdChunks      []int64                `json:"coldChunks,omitempty"`
+	LegacyCold      map[string]int64       `json:"cold,omitempty"`
 	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
 	CancelRequested bool                   `json:"cancelRequested,omitempty"`
 	// EventSeq is the head of the event log when the checkpoint was
@@ -431,7 +464,7 @@ func (s *stepState) pristine() bool {
 	return s.Status == StepPending && len(s.Attempts) == 0 && s.Epoch == 0 && s.DispatchToken == "" &&
 		s.AcceptedDispatchToken == "" && s.Task == "" && s.GateToken == "" && s.GateDigest == "" && len(s.PastGateTokens) == 0 && s.Decision == "" && !s.Output.Present &&
 		s.Failure == nil && s.Routed == nil && s.Skip == nil && s.Iterations == 0 && s.Fanout == nil &&
-		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero() && s.Effect == nil && s.Revision == nil && s.Started == nil && s.Interrupted == nil
+		s.FanoutEpoch == 0 && s.Sub == nil && s.Spent.IsZero() && s.Effect == nil && s.Revision == nil && s.Started == nil && s.Interrupted == nil && s.PatchSeqs == nil
 }
 
 func newStepState() *stepState { return &stepState{Status: StepPending, Attempts: []Attempt{}} }

@@ -205,7 +205,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 	fail := func(f attemptFailure) {
 		f.attempt = attempt
 		f.stderr = cleanText(res.Stderr)
-		f.changes = t.recordChanges(sc.scoped(s.ID), attempt, res.Changes)
+		f.changes = t.recordChanges(st, sc.scoped(s.ID), attempt, res.Changes)
 		t.failAttempt(sc, s, st, f)
 	}
 	tele, err := parseTelemetry(res.Telemetry)
@@ -287,7 +287,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 			rec := Attempt{Attempt: attempt, At: t.now, Failure: f, Result: ev, Usage: usageRec, FailureKind: "iterate"}
 			tele.apply(&rec)
 			rec.Stderr = cleanText(res.Stderr)
-			rec.Changes = t.recordChanges(sc.scoped(s.ID), attempt, res.Changes)
+			rec.Changes = t.recordChanges(st, sc.scoped(s.ID), attempt, res.Changes)
 			st.Attempts = append(st.Attempts, rec)
 			st.Failure = f
 			st.DispatchToken, st.AcceptedDispatchToken, st.Task = "", "", ""
@@ -305,7 +305,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 	rec := Attempt{Attempt: attempt, At: t.now, Result: ev, Usage: usageRec, Task: st.Task}
 	tele.apply(&rec)
 	rec.Stderr = cleanText(res.Stderr)
-	rec.Changes = t.recordChanges(sc.scoped(s.ID), attempt, res.Changes)
+	rec.Changes = t.recordChanges(st, sc.scoped(s.ID), attempt, res.Changes)
 	st.Attempts = append(st.Attempts, rec)
 	st.Output = ev
 	st.Status = StepSucceeded

@@ -208,7 +208,7 @@ flows:
 }
 
 func TestRunNotFoundAndLocked(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newFileHarness(t, Options{})
 	_, err := h.e.Audit(h.ctx, "00000000-0000-4000-8000-000000000999")
 	wantCode(t, err, ErrRunNotFound)
 	if CodeOf(err) != CodeRunNotFound {
@@ -216,7 +216,7 @@ func TestRunNotFoundAndLocked(t *testing.T) {
 	}
 	// A lock held elsewhere for the whole lock timeout maps to run_locked.
 	r := h.plan(twoSteps, map[string]any{"x": "X"})
-	fs, _ := store.NewFileStore(h.store.Root(), &store.Options{LockTimeout: 50_000_000})
+	fs, _ := store.NewFileStore(h.files.Root(), &store.Options{LockTimeout: 50_000_000})
 	e2 := New(fs, Options{})
 	defer e2.Close()
 	hold := make(chan struct{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,41 +95,104 @@ type scope struct {
 	parentStep *ir.Step
 	// sub is the subState a child scope was built from.
 	sub *subState
-	// list caches the states by step index (map lookups of every step on
-	// every sweep dominated a long flow's cost).
-	list []*stepState
+	// list caches the states read in this transition by step index (a
+	// map, not a slice the flow's length: a transition reads few steps).
+	list map[int]*stepState
 	// cand are the steps a change may have made actionable (root scope
 	// only; see schedule.go); full asks the next pass to sweep them all.
 	cand candidates
 	full bool
+	// cold indexes the finished steps not in steps (root scope only);
+	// load reads one from the log.
+	cold map[string]coldRef
+	load func(coldRef) *stepState
 }
+
+// loadError stops a transition or a view whose finished step cannot be
+// read from the log (the run is corrupt); see decideWith and view.
+type loadError struct{ err error }
+
+func (l *loadError) Error() string { return l.err.Error() }
+
+// recoverLoad turns a loadError raised while a read-only view reads the
+// run into the view's error: defer recoverLoad(&err).
+func recoverLoad(err *error) {
+	if r := recover(); r != nil {
+		le, ok := r.(*loadError)
+		if !ok {
+			panic(r)
+		}
+		*err = le.err
+	}
+}
+func (l *loadError) Unwrap() error { return l.err }
 
 func (sc *scope) root() bool { return sc.parent == nil }
 
 // state returns a step's state, creating its pristine pending state.
 func (sc *scope) state(s *ir.Step) *stepState {
-	if st := sc.list[s.Index]; st != nil {
+	if st := sc.peek(s); st != nil {
 		return st
 	}
-	st, ok := sc.steps[s.ID]
-	if !ok {
-		st = newStepState()
-		sc.steps[s.ID] = st
-	}
+	st := newStepState()
+	sc.steps[s.ID] = st
 	sc.list[s.Index] = st
 	return st
 }
 
-// peek returns a step's state, or nil when it is pristine and absent.
+// peek returns a step's state, or nil when it is pristine and absent. A
+// finished root step is loaded from the log the first time it is read
+// (see persist.go).
 func (sc *scope) peek(s *ir.Step) *stepState {
 	if st := sc.list[s.Index]; st != nil {
 		return st
 	}
 	st := sc.steps[s.ID]
+	if st == nil && sc.cold != nil {
+		if ref, ok := sc.cold[s.ID]; ok {
+			st = sc.load(ref)
+			sc.steps[s.ID] = st
+		}
+	}
 	if st != nil {
 		sc.list[s.Index] = st
 	}
 	return st
+}
+
+// liveSteps are the scope's steps whose state is live (not a finished
+// step indexed in the log), in declaration order: every step that is
+// ready, running or waiting is among them, so the scans for what acts or
+// waits cost what is live, not the flow's size.
+func (sc *scope) liveSteps() []*ir.Step {
+	out := make([]*ir.Step, 0, len(sc.steps))
+	for id, st := range sc.steps {
+		if st.coldSeq != 0 {
+			continue // a finished step read from the log
+		}
+		if s := sc.flow.Step(id); s != nil {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *ir.Step) int { return a.Index - b.Index })
+	return out
+}
+
+// statusOf is a step's status without loading a finished step's state.
+func (sc *scope) statusOf(s *ir.Step) StepStatus {
+	if st := sc.list[s.Index]; st != nil {
+		return st.Status
+	}
+	if st := sc.steps[s.ID]; st != nil {
+		return st.Status
+	}
+	if ref, ok := sc.cold[s.ID]; ok {
+		if ref.Status != "" {
+			return ref.Status
+		}
+		return sc.peek(s).Status // an index of the first format: no status
+	}
+	return StepPending
 }
 
 // peekID is peek by step id.
@@ -147,7 +211,14 @@ func (sc *scope) scoped(id string) string { return sc.prefix + id }
 func (t *txn) rootScope() *scope {
 	if t.root == nil {
 		f := t.c.plan.Flow(t.st.FlowName)
-		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: make([]*stepState, len(f.Steps)), full: t.fullSweep}
+		t.root = &scope{flow: f, steps: t.st.Steps, input: t.st.Input.Data, list: map[int]*stepState{}, full: t.fullSweep,
+			cold: t.st.cold, load: func(ref coldRef) *stepState {
+				ss, err := t.e.coldState(t.ctx, t.st.ID, ref)
+				if err != nil {
+					panic(&loadError{err})
+				}
+				return ss
+			}}
 		t.children = map[int]*scope{}
 	}
 	return t.root
@@ -167,7 +238,7 @@ func (t *txn) childScope(root *scope, s *ir.Step) *scope {
 	}
 	f := t.c.plan.Flow(s.Run)
 	c := &scope{flow: f, steps: st.Sub.Steps, input: st.Sub.Input.Data,
-		prefix: s.ID + "/", parent: st, parentStep: s, sub: st.Sub, list: make([]*stepState, len(f.Steps))}
+		prefix: s.ID + "/", parent: st, parentStep: s, sub: st.Sub, list: map[int]*stepState{}}
 	t.children[s.Index] = c
 	return c
 }
@@ -219,10 +290,13 @@ func (t *txn) locate(id string) (located, bool) {
 		if st.Fanout == nil {
 			return located{}, false
 		}
-		for _, it := range st.Fanout.Items {
-			if itoa(it.Index) == rest {
-				return located{sc: root, step: s, item: it, index: it.Index}, true
-			}
+		// rest is the item's index in canonical form ("07" is not item 7).
+		i, err := strconv.Atoi(rest)
+		if err != nil || i < 0 || i >= len(st.Fanout.Items) || itoa(i) != rest {
+			return located{}, false
+		}
+		if it := st.Fanout.Items[i]; it.Index == i {
+			return located{sc: root, step: s, item: it, index: i}, true
 		}
 	}
 	return located{}, false

@@ -519,7 +519,7 @@ func TestWorktreeMergeCrashResume(t *testing.T) {
 				t.Errorf("pre_merge ran %q, want %d times", b, tc.preMerges)
 			}
 			noWorktrees(t, ws, wtDir)
-			if _, err := fs.Verify(h.ctx, runID); err != nil {
+			if _, err := fs.Verify(h.ctx, runID, store.VerifyOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -74,9 +74,9 @@ func (d *driver) drive(r result) result {
 				}
 			}
 			if gate != "" {
-				tok := d.gateToken(run, gate)
+				tok, digest := d.gate(run, gate)
 				r = d.call("stratum_gate_resolve", map[string]any{"runId": run, "stepId": gate,
-					"decision": d.decide(gate), "gateToken": tok})
+					"decision": d.decide(gate), "gateToken": tok, "digest": digest})
 				if r.status() == statusError {
 					d.t.Fatalf("gate_resolve %s refused:\n%s", gate, r.Text)
 				}
@@ -91,25 +91,30 @@ func (d *driver) drive(r result) result {
 	}
 }
 
-// gateToken reads a waiting gate's token from the audit, at
-// steps.<gate> or, for "<runStep>/<gate>", inside the subflow's steps.
-func (d *driver) gateToken(run, gate string) string {
+// gate reads a waiting gate's view with stratum_gates, as a model does:
+// the token and the digest a decision passes ("<runStep>/<gate>" inside a
+// subflow).
+func (d *driver) gate(run, gate string) (token, digest string) {
 	d.t.Helper()
-	a := d.call("stratum_audit", map[string]any{"runId": run})
-	steps, _ := a.Body["steps"].(map[string]any)
-	path := strings.Split(gate, "/")
-	for len(path) > 1 {
-		st, _ := steps[path[0]].(map[string]any)
-		sub, _ := st["sub"].(map[string]any)
-		steps, _ = sub["steps"].(map[string]any)
-		path = path[1:]
+	return gateView(d.t, d.call, run, gate)
+}
+
+// gateView is the token and digest of a waiting gate, from stratum_gates.
+func gateView(t *testing.T, call caller, run, gate string) (token, digest string) {
+	t.Helper()
+	r := call("stratum_gates", map[string]any{"runId": run}).mustStatus(t, "ok")
+	gates, _ := r.Body["gates"].([]any)
+	for _, g := range gates {
+		gm, _ := g.(map[string]any)
+		if gm["stepId"] == gate {
+			token, _ = gm["gateToken"].(string)
+			digest, _ = gm["digest"].(string)
+		}
 	}
-	st, _ := steps[path[0]].(map[string]any)
-	tok, _ := st["gateToken"].(string)
-	if tok == "" {
-		d.t.Fatalf("no gateToken for %s in audit:\n%s", gate, a.Text)
+	if token == "" || digest == "" {
+		t.Fatalf("no gateToken and digest for %s in stratum_gates:\n%s", gate, r.Text)
 	}
-	return tok
+	return token, digest
 }
 
 // contractAgent fills the entry's output contract with plausible values.

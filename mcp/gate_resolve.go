@@ -21,10 +21,10 @@ func (s *server) gateResolveTool() tool {
 	return newTool(s, toolMeta{
 		name:  "stratum_gate_resolve",
 		title: "Record a person's gate decision",
-		description: `Apply a person's decision to a gate the run is waiting on (a running answer lists it in waiting with kind gate). Only call it with the decision the user gave you; never decide a gate yourself unless the user explicitly asked you to. Read the gate's current gateToken and digest with stratum_gates first.
+		description: `Apply a person's decision to a gate the run is waiting on (a running answer lists it in waiting with kind gate, or interrupted: an attempt died and approve runs it again). Only call it with the decision the user gave you; never decide a gate yourself unless the user explicitly asked you to. Read the gate with stratum_gates first, show the person what is under review, and pass its gateToken and the digest of what you showed: the decision is refused if the work under review changed.
 Returns the run's next state: ready (approve continues; revise makes the reviewed step ready again), running, completed, or failed (kill with no on_kill route). A token from an older round (or content that changed since you read it) is refused with error.code stale_token, the current state and the gate's current view in error.gate; revise on a gate whose on_revise is null is refused with error.code missing_on_revise (the token stays valid for approve or kill); nothing changes on a refusal.
-The rationale and resolvedBy you pass are recorded in the gate_resolved event of the audit.
-Example: stratum_gate_resolve {"runId": "4b1f…", "stepId": "review", "decision": "approve", "gateToken": "77d0…", "rationale": "the user said it reads well", "resolvedBy": "human"}`,
+ready lists only the entries the decision issued; stillReady counts those you already have. The rationale and resolvedBy you pass are recorded in the gate_resolved event of the audit.
+Example: stratum_gate_resolve {"runId": "4b1f…", "stepId": "review", "decision": "approve", "gateToken": "77d0…", "digest": "5c3a…", "rationale": "the user said it reads well", "resolvedBy": "human"}`,
 		statuses: runStatuses(engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
 			engine.StatusFailed, engine.StatusBudgetExhausted),
 	}, func(ctx context.Context, c *call, in gateResolveIn) (*engine.Response, error) {

@@ -19,6 +19,7 @@ func (s *server) planTool() tool {
 		title: "Start a Stratum run",
 		description: `Validate a flow spec and its entry input, start a persisted run and return its first actionable state. Call it once per run, after stratum_validate answers valid.
 Returns status ready with ready[] (steps for you to do: each has id, do, contract and dispatchToken; report each with stratum_step_done), running with waiting[] (a gate for a person, or engine work), or completed/failed when nothing needed you. Also runId (keep it) and revisionDigest. An invalid spec or input is refused with error.code invalid_spec or invalid_input and every problem in error.errors; nothing is created.
+workspaceRoot must lie in the roots the server allows. A spec with an effect the person who runs the server did not allow (a command, an agent dispatch) is refused with error.code effect_not_allowed: never work around it; tell the user what the message says (a fanout with dispatch: consumer gives you its items to do instead).
 Example: stratum_plan {"spec": "<the YAML you validated>", "input": {"topic": "release notes"}}`,
 		statuses: runStatuses(engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
 			engine.StatusFailed, engine.StatusBudgetExhausted),

@@ -101,22 +101,41 @@ func TestStdioReferenceFlows(t *testing.T) {
 			}})
 		}
 		r = review(r, "one high finding").mustStatus(t, "running")
-		gate := func(r result) string {
+		// The model reads the gate with stratum_gates (token, digest, the
+		// review under review with its task) and shows it to the person.
+		gate := func(r result, summary string) (token, digest string) {
 			t.Helper()
 			w := r.Body["waiting"].([]any)
 			if len(w) != 1 || w[0].(map[string]any)["kind"] != "gate" || w[0].(map[string]any)["stepId"] != "approval" {
 				t.Fatalf("not waiting on the approval gate:\n%s", r.Text)
 			}
-			d := &driver{t: t, call: p.call}
-			return d.gateToken(run, "approval")
+			g := p.call("stratum_gates", map[string]any{"runId": run}).mustStatus(t, "ok")
+			if !strings.Contains(g.Text, summary) || !strings.Contains(g.Text, "Review the changes of branch feature/login") {
+				t.Errorf("stratum_gates does not show the review under review with its task:\n%s", g.Text)
+			}
+			return gateView(t, p.call, run, "approval")
 		}
 		// The person reads the review and asks for another pass.
+		tok, digest := gate(r, "one high finding")
 		r = p.call("stratum_gate_resolve", map[string]any{"runId": run, "stepId": "approval", "decision": "revise",
-			"gateToken": gate(r), "rationale": "also check the error paths", "resolvedBy": "human"}).mustStatus(t, "ready")
+			"gateToken": tok, "digest": digest, "rationale": "also check the error paths", "resolvedBy": "human"}).mustStatus(t, "ready")
+		// The re-issued review carries the person's words.
+		e := entry(t, r, "review")
+		if rev, _ := e["revision"].(map[string]any); rev["note"] != "also check the error paths" {
+			t.Errorf("the re-issued entry does not carry the revise note:\n%s", r.Text)
+		}
 		r = review(r, "one high finding; the error paths are fine").mustStatus(t, "running")
-		// Then approves it.
+		// A decision on the first round's digest is refused: the person did
+		// not see this review.
+		tok, newDigest := gate(r, "the error paths are fine")
+		stale := p.call("stratum_gate_resolve", map[string]any{"runId": run, "stepId": "approval", "decision": "approve",
+			"gateToken": tok, "digest": digest, "rationale": "approved unseen", "resolvedBy": "human"})
+		if stale.errorCode() != "stale_token" || !strings.Contains(stale.Text, newDigest) {
+			t.Errorf("a decision on content the person did not see was not refused with the current view:\n%s", stale.Text)
+		}
+		// Then approves what they saw.
 		r = p.call("stratum_gate_resolve", map[string]any{"runId": run, "stepId": "approval", "decision": "approve",
-			"gateToken": gate(r), "rationale": "good enough to fix", "resolvedBy": "human"}).mustStatus(t, "completed")
+			"gateToken": tok, "digest": newDigest, "rationale": "good enough to fix", "resolvedBy": "human"}).mustStatus(t, "completed")
 		if out := r.Body["output"].(map[string]any); !strings.Contains(out["summary"].(string), "error paths") {
 			t.Errorf("the output is not the revised review: %v", out)
 		}

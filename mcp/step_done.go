@@ -38,6 +38,7 @@ func (s *server) stepDoneTool() tool {
 		title: "Report a step's result",
 		description: `Report the result of a ready step you did: Stratum checks the output against the step's contract and ensure rules and answers with the run's next state. Call it once per ready entry, with that entry's id as stepId and its dispatchToken.
 Returns ready (the next steps, or the SAME step again with a higher attempt and previousFailure saying why your result was rejected: fix exactly that and report with the new dispatchToken), running (waiting on a gate or engine work), completed (with output), or failed/budget_exhausted. A superseded or reused token is refused with error.code stale_token and the current state in error.state; nothing changes.
+ready lists only the entries this call issued; stillReady counts the entries issued earlier that still await you: keep those you have and do them too (stratum_resume lists every ready entry again). An entry with revision is a person's request from a gate: do exactly what revision.note asks. An entry with interrupted had an attempt that died mid-way: inspect the workspace for what it left before you start.
 Example: stratum_step_done {"runId": "4b1f…", "stepId": "outline", "dispatchToken": "9c2e…", "result": {"output": {"title": "Release notes", "points": ["faster", "smaller"]}}}`,
 		statuses: runStatuses(engine.StatusReady, engine.StatusRunning, engine.StatusCompleted,
 			engine.StatusFailed, engine.StatusBudgetExhausted),

@@ -106,16 +106,10 @@ func (f *fixture) done(r result, id string, output any) result {
 	})
 }
 
-// gateToken reads a waiting gate's token from stratum_audit.
+// gateToken reads a waiting gate's token from stratum_gates.
 func (f *fixture) gateToken(run, gate string) string {
 	f.t.Helper()
-	a := f.call("stratum_audit", map[string]any{"runId": run})
-	steps, _ := a.Body["steps"].(map[string]any)
-	st, _ := steps[gate].(map[string]any)
-	tok, _ := st["gateToken"].(string)
-	if tok == "" {
-		f.t.Fatalf("no gateToken for %s in audit:\n%s", gate, a.Text)
-	}
+	tok, _ := gateView(f.t, f.call, run, gate)
 	return tok
 }
 

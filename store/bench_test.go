@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -68,8 +69,9 @@ func historyEvents(n int) []NewEvent {
 }
 
 // BenchmarkStepDone checks the history target: each iteration performs,
-// in turn, the fsync floor (see BenchmarkFsyncFloor) and one step_done on
-// runs at seq 10, 1000 and 10000, so that disk noise on a shared machine
+// in turn, the fsync floor (see BenchmarkFsyncFloor), the floor plus a
+// head record's in-place overwrite and fdatasync (floorhead), and one
+// step_done on runs at seq 10, 1000 and 10000, so that disk noise on a shared machine
 // hits every lane alike. It reports each lane's median and 90th
 // percentile, and the ratios of the medians (seq1000/seq10 is the target:
 // at most 1.5).
@@ -79,14 +81,25 @@ func BenchmarkStepDone(b *testing.B) {
 	state := benchState(512)
 	floorDir := b.TempDir()
 	floorState := encodeEnvelope(envelope{RunID: "r", Head: genesisHash("r"), State: state})
-	floorLine, _, _ := encodeEvent(1, genesisHash("r"), resultEvent(1))
+	floorLine, _, _ := encodeEvent(1, genesisHash("r"), resultEvent(1), true)
+	// The floor with a head record: one more in-place overwrite and
+	// fdatasync, what decision 0010 adds to every write.
+	floorHead, err := openSmall(filepath.Join(floorDir, "head"), os.O_CREATE|os.O_RDWR, filePerm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer floorHead.Close()
+	headRec := encodeHeadRecord(recordOf(envelope{RunID: "r", Head: genesisHash("r"), Rev: 1, Check: genesisHash("r"), Summary: []byte(`{"status":"running"}`)}))
+	writeSlot(floorHead, 0, headRec)
+	writeSlot(floorHead, 1, headRec)
+	floorHead.Sync()
 	seqs := []int{10, 1000, 10000}
 	histories := map[int][]NewEvent{}
 	for _, n := range seqs {
 		histories[n] = historyEvents(n)
 	}
 	runs := map[int]string{}
-	lat := map[int]*latencies{-1: {}}
+	lat := map[int]*latencies{-1: {}, -2: {}}
 	for _, n := range seqs {
 		lat[n] = &latencies{}
 	}
@@ -96,7 +109,7 @@ func BenchmarkStepDone(b *testing.B) {
 			b.StopTimer()
 			for _, n := range seqs {
 				runs[n] = fmt.Sprintf("h%d-%d", n, i)
-				if _, err := s.Create(ctx, runs[n], state, histories[n]); err != nil {
+				if _, err := s.Create(ctx, runs[n], Change{State: state, Events: histories[n]}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -107,6 +120,20 @@ func BenchmarkStepDone(b *testing.B) {
 		lat[-1].measure(func() {
 			if err = atomicfile.AppendLine(filepath.Join(floorDir, "events.jsonl"), floorLine, 0o600); err == nil {
 				err = atomicfile.WriteFile(filepath.Join(floorDir, "state.json"), floorState, 0o600)
+			}
+		})
+		lat[-2].measure(func() {
+			if err == nil {
+				err = atomicfile.AppendLine(filepath.Join(floorDir, "events.jsonl"), floorLine, 0o600)
+			}
+			if err == nil {
+				err = atomicfile.WriteFile(filepath.Join(floorDir, "state.json"), floorState, 0o600)
+			}
+			if err == nil {
+				err = writeSlot(floorHead, int64(i%2), headRec)
+			}
+			if err == nil {
+				err = floorHead.Datasync()
 			}
 		})
 		for _, n := range seqs {
@@ -129,6 +156,9 @@ func BenchmarkStepDone(b *testing.B) {
 	}
 	p90 := func(l *latencies) float64 { return float64((*l)[int(0.9*float64(len(*l)-1))]) / 1e6 }
 	b.ReportMetric(p50(lat[-1]), "floor-p50-ms")
+	b.ReportMetric(p50(lat[-2]), "floorhead-p50-ms")
+	b.ReportMetric(p50(lat[-2])/p50(lat[-1]), "floorhead/floor")
+	b.ReportMetric(p50(lat[10])/p50(lat[-2]), "seq10/floorhead")
 	for _, n := range seqs {
 		b.ReportMetric(p50(lat[n]), fmt.Sprintf("seq%d-p50-ms", n))
 		b.ReportMetric(p90(lat[n]), fmt.Sprintf("seq%d-p90-ms", n))
@@ -153,7 +183,7 @@ func BenchmarkUpdate(b *testing.B) {
 				if i%10 == 0 {
 					b.StopTimer()
 					run = fmt.Sprintf("b%d", i)
-					if _, err := s.Create(ctx, run, state, history); err != nil {
+					if _, err := s.Create(ctx, run, Change{State: state, Events: history}); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()
@@ -179,7 +209,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.Run(fmt.Sprintf("seq=%d/state=%s", tc.seq, sizeName(tc.state)), func(b *testing.B) {
 			ctx := context.Background()
 			s := newStore(b, nil)
-			if _, err := s.Create(ctx, "r", benchState(tc.state), historyEvents(tc.seq)); err != nil {
+			if _, err := s.Create(ctx, "r", Change{State: benchState(tc.state), Events: historyEvents(tc.seq)}); err != nil {
 				b.Fatal(err)
 			}
 			for b.Loop() {
@@ -196,7 +226,7 @@ func BenchmarkLoad(b *testing.B) {
 func BenchmarkEvents(b *testing.B) {
 	ctx := context.Background()
 	s := newStore(b, nil)
-	if _, err := s.Create(ctx, "r", benchState(512), historyEvents(1000)); err != nil {
+	if _, err := s.Create(ctx, "r", Change{State: benchState(512), Events: historyEvents(1000)}); err != nil {
 		b.Fatal(err)
 	}
 	for _, after := range []int64{999, 0} {
@@ -219,7 +249,7 @@ func BenchmarkCreate(b *testing.B) {
 	for b.Loop() {
 		i++
 		var err error
-		lat.measure(func() { _, err = s.Create(ctx, fmt.Sprintf("c%d", i), state, evs) })
+		lat.measure(func() { _, err = s.Create(ctx, fmt.Sprintf("c%d", i), Change{State: state, Events: evs}) })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -233,7 +263,7 @@ func BenchmarkCreate(b *testing.B) {
 func BenchmarkFsyncFloor(b *testing.B) {
 	dir := b.TempDir()
 	state := encodeEnvelope(envelope{RunID: "r", Head: genesisHash("r"), State: benchState(512)})
-	line, _, _ := encodeEvent(1, genesisHash("r"), resultEvent(1))
+	line, _, _ := encodeEvent(1, genesisHash("r"), resultEvent(1), true)
 	var lat latencies
 	for b.Loop() {
 		var err1, err2 error
@@ -256,4 +286,103 @@ func sizeName(n int) string {
 		return fmt.Sprintf("%dKiB", n>>10)
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// listFixture lays out n runs under a root as Create and Update leave
+// them (a state file, a log, a head record with a summary), without the
+// fsyncs, which List does not depend on.
+func listFixture(b *testing.B, n int) *FileStore {
+	s := newStore(b, nil)
+	if err := os.MkdirAll(filepath.Join(s.Root(), headsDir), dirPerm); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		id := fmt.Sprintf("run-%05d", i)
+		w, _ := encodeWrite(id, Head{Hash: genesisHash(id)}, nil, historyEvents(2))
+		env := envelope{RunID: id, Seq: w.head.Seq, Head: w.head.Hash, LogSize: int64(len(w.lines)), Rev: 3, SavedAt: time.Now(),
+			Summary: fmt.Appendf(nil, `{"status":"running","flow":"main","steps":{"done":%d,"total":40},"waiting":["review"],"updatedAt":"2026-03-01T12:00:00Z"}`, i%40),
+			State:   benchState(2048)}
+		if err := os.Mkdir(s.runDir(id), dirPerm); err != nil {
+			b.Fatal(err)
+		}
+		os.WriteFile(s.runPath(id, eventsFile), w.lines, filePerm)
+		os.WriteFile(s.runPath(id, stateFile), sealEnvelope(&env), filePerm)
+		f, _ := openSmall(s.headPath(id), os.O_CREATE|os.O_WRONLY, filePerm)
+		writeSlot(f, env.Rev%2, encodeHeadRecord(recordOf(env)))
+		f.Close()
+	}
+	return s
+}
+
+// BenchmarkList lists 10,000 runs with their summaries (the target is
+// well under 100 ms); it reads the head records only.
+func BenchmarkList(b *testing.B) {
+	s := listFixture(b, 10000)
+	ctx := context.Background()
+	for b.Loop() {
+		runs, err := s.List(ctx)
+		if err != nil || len(runs) != 10000 || runs[9999].Summary == nil {
+			b.Fatal(len(runs), err)
+		}
+	}
+}
+
+// BenchmarkEvent reads one event by seq from a run of 10,000 events:
+// through the index, by bisection when the index is gone, and the way
+// a caller without Event had to (Events from seq-1, which reads back from
+// the head).
+func BenchmarkEvent(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b, nil)
+	if _, err := s.Create(ctx, "r", Change{State: benchState(512), Events: historyEvents(10000)}); err != nil {
+		b.Fatal(err)
+	}
+	seqs := []int64{1, 2500, 5000, 9999}
+	b.Run("index", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, err := s.Event(ctx, "r", seqs[i%len(seqs)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("events-from-seq", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			seq := seqs[i%len(seqs)]
+			if _, err := s.Events(ctx, "r", seq-1, 1); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("bisect", func(b *testing.B) {
+		os.Remove(s.runPath("r", indexFile))
+		i := 0
+		for b.Loop() {
+			if _, err := s.Event(ctx, "r", seqs[i%len(seqs)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkMemoryUpdate is a step_done on the memory store, which engine
+// scenario tests use instead of paying for fsyncs.
+func BenchmarkMemoryUpdate(b *testing.B) {
+	ctx := context.Background()
+	m := NewMemory()
+	state := benchState(512)
+	if _, err := m.Create(ctx, "r", Change{State: state, Events: historyEvents(10)}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := m.Update(ctx, "r", func(cur *Snapshot) (*Change, error) {
+			return &Change{State: state, Summary: []byte(`{"status":"running"}`), Events: []NewEvent{resultEvent(cur.Head.Seq + 1)}}, nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -50,14 +50,20 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
 // Parts of a run named by CorruptError.Part.
 const (
-	PartState  = "state"
+	// PartState is the state document and its envelope.
+	PartState = "state"
+	// PartEvents is the event log (and what was kept aside from it).
 	PartEvents = "events"
+	// PartHead is the run's independent head record.
+	PartHead = "head record"
+	// PartRun is the run as a whole (its data was removed).
+	PartRun = "run"
 )
 
 // CorruptError says what part of a run is broken and where.
 type CorruptError struct {
 	RunID string
-	// Part is PartState or PartEvents.
+	// Part is PartState, PartEvents, PartHead or PartRun.
 	Part string
 	// Path is the file concerned, when the backend has files.
 	Path string
@@ -87,3 +93,30 @@ func (e *CorruptError) Error() string {
 
 // Is makes errors.Is(err, ErrCorrupt) true.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// Lease errors.
+var (
+	// ErrLeaseHeld: another owner holds the run's unexpired lease. The
+	// error is a *LeaseHeldError naming the holder.
+	ErrLeaseHeld = errors.New("run lease is held by another owner")
+	// ErrLeaseLost: the lease presented is no longer the run's lease
+	// (expired, released, or granted to another owner).
+	ErrLeaseLost = errors.New("run lease lost")
+)
+
+// LeaseHeldError reports the holder of a lease that AcquireLease could not
+// grant.
+type LeaseHeldError struct {
+	RunID  string
+	Holder string
+	// Expires is when the holder's lease expires unless renewed, on the
+	// store's clock.
+	Expires time.Time
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("run %s: lease held by %q until %s", e.RunID, e.Holder, e.Expires.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes errors.Is(err, ErrLeaseHeld) true.
+func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }

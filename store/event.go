@@ -77,13 +77,18 @@ func validEventType(t string) bool {
 func formatAt(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // eventBody is the canonical JSON of an event without its hash member: the
-// exact bytes its hash covers. Keys in sorted order: at, data, prevHash,
+// exact bytes its hash covers. Keys in sorted order: at, begin (only when
+// true: the first event of a write, see [Event.Begin]), data, prevHash,
 // seq, type.
-func eventBody(at string, data []byte, prevHash string, seq int64, typ string) []byte {
-	b := make([]byte, 0, len(data)+len(at)+len(typ)+hashHexLen+64)
+func eventBody(at string, begin bool, data []byte, prevHash string, seq int64, typ string) []byte {
+	b := make([]byte, 0, len(data)+len(at)+len(typ)+hashHexLen+80)
 	b = append(b, `{"at":"`...)
 	b = append(b, at...)
-	b = append(b, `","data":`...)
+	if begin {
+		b = append(b, `","begin":true,"data":`...)
+	} else {
+		b = append(b, `","data":`...)
+	}
 	b = append(b, data...)
 	b = append(b, `,"prevHash":"`...)
 	b = append(b, prevHash...)
@@ -108,37 +113,71 @@ func withHash(body []byte, hash string) []byte {
 	return line
 }
 
+// lineHash reads the hash an event line records, without checking it.
+func lineHash(line []byte) (string, error) {
+	i := bytes.LastIndex(line, []byte(`,"hash":"`))
+	if i < 0 || len(line)-i < len(`,"hash":"`)+64 {
+		return "", errors.New("not an event line")
+	}
+	h := string(line[i+len(`,"hash":"`):][:64])
+	if !isHashHex(h) {
+		return "", errors.New("not an event line")
+	}
+	return h, nil
+}
+
 func hashBody(body []byte) string {
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:])
 }
 
 // encodeEvent turns a caller's event into its stored line (without the
-// newline) and hash.
-func encodeEvent(seq int64, prevHash string, e NewEvent) (line []byte, hash string, err error) {
+// newline) and hash. begin marks the first event of a write.
+func encodeEvent(seq int64, prevHash string, e NewEvent, begin bool) (line []byte, hash string, err error) {
+	ev, line, err := encodeStored(seq, prevHash, e, begin)
+	return line, ev.Hash, err
+}
+
+// encodeStored is encodeEvent returning the event as Events reads it back.
+func encodeStored(seq int64, prevHash string, e NewEvent, begin bool) (Event, []byte, error) {
+	line, hash, data, at, err := encodeLine(seq, prevHash, e, begin)
+	if err != nil {
+		return Event{}, nil, err
+	}
+	return Event{Seq: seq, Type: e.Type, At: at, Data: data, PrevHash: prevHash, Hash: hash, Begin: begin}, line, nil
+}
+
+func encodeLine(seq int64, prevHash string, e NewEvent, begin bool) (line []byte, hash string, data []byte, at time.Time, err error) {
 	if !validEventType(e.Type) {
-		return nil, "", fmt.Errorf("%w: event type %q: want 1 to %d of [A-Za-z0-9_.:-]", ErrInvalidInput, e.Type, maxEventTypeLen)
+		return nil, "", nil, at, fmt.Errorf("%w: event type %q: want 1 to %d of [A-Za-z0-9_.:-]", ErrInvalidInput, e.Type, maxEventTypeLen)
 	}
 	if e.At.IsZero() {
-		return nil, "", fmt.Errorf("%w: event %q has no time", ErrInvalidInput, e.Type)
+		return nil, "", nil, at, fmt.Errorf("%w: event %q has no time", ErrInvalidInput, e.Type)
 	}
 	if y := e.At.UTC().Year(); y < 1 || y > 9999 {
-		return nil, "", fmt.Errorf("%w: event %q: year %d outside 1..9999", ErrInvalidInput, e.Type, y)
+		return nil, "", nil, at, fmt.Errorf("%w: event %q: year %d outside 1..9999", ErrInvalidInput, e.Type, y)
 	}
-	data := []byte("null")
-	if e.Data != nil {
+	data = []byte("null")
+	if isCanonical(e.Data) {
+		data = bytes.Clone(e.Data)
+	} else if e.Data != nil {
 		if data, err = canonicalJSON(e.Data); err != nil {
-			return nil, "", fmt.Errorf("%w: event %q data: %v", ErrInvalidInput, e.Type, err)
+			return nil, "", nil, at, fmt.Errorf("%w: event %q data: %v", ErrInvalidInput, e.Type, err)
 		}
 	}
-	body := eventBody(formatAt(e.At), data, prevHash, seq, e.Type)
+	// The time as stored, read back: RFC 3339 keeps nanoseconds but not
+	// the monotonic reading or the zone.
+	stamp := formatAt(e.At)
+	at, _ = time.Parse(time.RFC3339Nano, stamp)
+	body := eventBody(stamp, begin, data, prevHash, seq, e.Type)
 	hash = hashBody(body)
-	return withHash(body, hash), hash, nil
+	return withHash(body, hash), hash, data, at.UTC(), nil
 }
 
 // wireEvent is the stored line as encoding/json sees it.
 type wireEvent struct {
 	At       string          `json:"at"`
+	Begin    bool            `json:"begin"`
 	Data     json.RawMessage `json:"data"`
 	Hash     string          `json:"hash"`
 	PrevHash string          `json:"prevHash"`
@@ -151,9 +190,13 @@ type wireEvent struct {
 // and its hash must be the hash of its body. Any changed byte fails one of
 // the two. The error text says which check failed.
 func decodeEvent(line []byte) (Event, error) {
-	var w wireEvent
-	if err := json.Unmarshal(line, &w); err != nil {
-		return Event{}, fmt.Errorf("not a valid event line: %v", err)
+	w, fast := splitLine(line)
+	fast = fast && isCanonical(w.Data)
+	if !fast {
+		w = wireEvent{}
+		if err := json.Unmarshal(line, &w); err != nil {
+			return Event{}, fmt.Errorf("not a valid event line: %v", err)
+		}
 	}
 	if !isHashHex(w.Hash) || !isHashHex(w.PrevHash) {
 		return Event{}, errors.New("hash or prevHash is not 64 lowercase hex digits")
@@ -168,18 +211,20 @@ func decodeEvent(line []byte) (Event, error) {
 	if w.Data == nil {
 		return Event{}, errors.New("event has no data member")
 	}
-	data, err := canonicalJSON(w.Data)
-	if err != nil {
-		return Event{}, fmt.Errorf("event data: %v", err)
+	data := []byte(w.Data)
+	if !fast {
+		if data, err = canonicalJSON(w.Data); err != nil {
+			return Event{}, fmt.Errorf("event data: %v", err)
+		}
 	}
-	body := eventBody(formatAt(at), data, w.PrevHash, w.Seq, w.Type)
+	body := eventBody(formatAt(at), w.Begin, data, w.PrevHash, w.Seq, w.Type)
 	if !bytes.Equal(withHash(body, w.Hash), line) {
 		return Event{}, errors.New("event line is not in canonical form")
 	}
 	if got := hashBody(body); got != w.Hash {
 		return Event{}, fmt.Errorf("hash mismatch: stored %s, computed %s", w.Hash, got)
 	}
-	return Event{Seq: w.Seq, Type: w.Type, At: at.UTC(), Data: data, PrevHash: w.PrevHash, Hash: w.Hash}, nil
+	return Event{Seq: w.Seq, Type: w.Type, At: at.UTC(), Data: data, PrevHash: w.PrevHash, Hash: w.Hash, Begin: w.Begin}, nil
 }
 
 func isHashHex(s string) bool {

@@ -38,7 +38,7 @@ func mustCreate(t testing.TB, s *FileStore, id string, state string, n int) Head
 	for i := range n {
 		evs = append(evs, ev("planned", i+1))
 	}
-	h, err := s.Create(context.Background(), id, []byte(state), evs)
+	h, err := s.Create(context.Background(), id, Change{State: []byte(state), Events: evs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,13 +127,13 @@ func TestCreateRejects(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, nil)
 	mustCreate(t, s, "r1", `{}`, 1)
-	if _, err := s.Create(ctx, "r1", []byte(`{}`), nil); !errors.Is(err, ErrRunExists) {
+	if _, err := s.Create(ctx, "r1", Change{State: []byte(`{}`)}); !errors.Is(err, ErrRunExists) {
 		t.Errorf("second Create: %v", err)
 	}
-	if _, err := s.Create(ctx, "r2", []byte(`{`), nil); !errors.Is(err, ErrInvalidInput) {
+	if _, err := s.Create(ctx, "r2", Change{State: []byte(`{`)}); !errors.Is(err, ErrInvalidInput) {
 		t.Errorf("bad state: %v", err)
 	}
-	if _, err := s.Create(ctx, "r3", []byte(`{}`), []NewEvent{{Type: "x"}}); !errors.Is(err, ErrInvalidInput) {
+	if _, err := s.Create(ctx, "r3", Change{State: []byte(`{}`), Events: []NewEvent{{Type: "x"}}}); !errors.Is(err, ErrInvalidInput) {
 		t.Errorf("bad event: %v", err)
 	}
 	for _, id := range []string{"r2", "r3"} {
@@ -149,7 +149,7 @@ func TestConcurrentCreateOneWins(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			_, err := s.Create(context.Background(), "same", []byte(fmt.Sprintf(`{"by":%d}`, i)), []NewEvent{ev("planned", i)})
+			_, err := s.Create(context.Background(), "same", Change{State: []byte(fmt.Sprintf(`{"by":%d}`, i)), Events: []NewEvent{ev("planned", i)}})
 			switch {
 			case err == nil:
 				wins.Add(1)
@@ -164,7 +164,7 @@ func TestConcurrentCreateOneWins(t *testing.T) {
 	if wins.Load() != 1 || exists.Load() != 7 {
 		t.Fatalf("wins %d, exists %d", wins.Load(), exists.Load())
 	}
-	if rep, err := s.Verify(context.Background(), "same"); err != nil || rep.Events != 1 {
+	if rep, err := s.Verify(context.Background(), "same", VerifyOptions{}); err != nil || rep.Events != 1 {
 		t.Fatalf("Verify: %+v, %v", rep, err)
 	}
 	left, _ := os.ReadDir(filepath.Join(s.Root(), stagingDir))
@@ -187,7 +187,7 @@ func TestCreateWithoutEvents(t *testing.T) {
 	if err != nil || h2.Seq != 2 {
 		t.Fatalf("Update = %+v, %v", h2, err)
 	}
-	if rep, err := s.Verify(ctx, "r0"); err != nil || rep.Head != h2 {
+	if rep, err := s.Verify(ctx, "r0", VerifyOptions{}); err != nil || rep.Head != h2 {
 		t.Fatalf("Verify = %+v, %v", rep, err)
 	}
 }
@@ -198,11 +198,11 @@ func TestInvalidRunIDTouchesNothing(t *testing.T) {
 	bad := []string{"", ".", "..", "../x", "../../etc/passwd", "/abs", "a/b", `a\b`, "-x", "a.b", "a b", "a\x00b", "é", strings.Repeat("a", 129)}
 	for _, id := range bad {
 		checks := map[string]error{}
-		_, checks["Create"] = s.Create(ctx, id, []byte(`{}`), nil)
+		_, checks["Create"] = s.Create(ctx, id, Change{State: []byte(`{}`)})
 		_, checks["Update"] = s.Update(ctx, id, func(*Snapshot) (*Change, error) { return &Change{State: []byte(`{}`)}, nil })
 		_, checks["Load"] = s.Load(ctx, id)
 		_, checks["Events"] = s.Events(ctx, id, 0, 0)
-		_, checks["Verify"] = s.Verify(ctx, id)
+		_, checks["Verify"] = s.Verify(ctx, id, VerifyOptions{})
 		for name, err := range checks {
 			if !errors.Is(err, ErrInvalidRunID) {
 				t.Errorf("%s(%q) = %v, want ErrInvalidRunID", name, id, err)
@@ -228,7 +228,7 @@ func TestNotFound(t *testing.T) {
 	_, errU := s.Update(ctx, "nope", func(*Snapshot) (*Change, error) { called = true; return nil, nil })
 	_, errL := s.Load(ctx, "nope")
 	_, errE := s.Events(ctx, "nope", 0, 0)
-	_, errV := s.Verify(ctx, "nope")
+	_, errV := s.Verify(ctx, "nope", VerifyOptions{})
 	for name, err := range map[string]error{"Update": errU, "Load": errL, "Events": errE, "Verify": errV} {
 		if !errors.Is(err, ErrRunNotFound) {
 			t.Errorf("%s: %v, want ErrRunNotFound", name, err)
@@ -391,7 +391,7 @@ func TestGoroutinesExclude(t *testing.T) {
 	if maxInside.Load() != 1 {
 		t.Errorf("%d update functions ran at once", maxInside.Load())
 	}
-	if _, err := s.Verify(ctx, "c"); err != nil {
+	if _, err := s.Verify(ctx, "c", VerifyOptions{}); err != nil {
 		t.Error(err)
 	}
 }
@@ -532,16 +532,27 @@ func TestStagingSweep(t *testing.T) {
 	}
 }
 
-func TestUpdateSweepsTempFiles(t *testing.T) {
+// TestUpdateReusesItsTempFile: a state replace writes one fixed temp name
+// under the run's lock, so the leftover of a crashed replace is simply
+// overwritten by the next one (no directory sweep on every update) and
+// never survives it.
+func TestUpdateReusesItsTempFile(t *testing.T) {
 	s := newStore(t, nil)
 	mustCreate(t, s, "r", `{}`, 1)
-	leftover := filepath.Join(s.runDir("r"), "."+stateFile+".tmp-12345")
-	os.WriteFile(leftover, []byte("torn"), 0o600)
-	if _, err := s.Update(context.Background(), "r", appendEvents(`{}`, 1)); err != nil {
+	leftover := filepath.Join(s.runDir("r"), stateTemp)
+	os.WriteFile(leftover, []byte("torn"), 0o644)
+	if _, err := s.Update(context.Background(), "r", appendEvents(`{"v":2}`, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
 		t.Error("a crashed replace's temp file survived an Update")
+	}
+	info, err := os.Stat(filepath.Join(s.runDir("r"), stateFile))
+	if err != nil || info.Mode().Perm() != filePerm {
+		t.Errorf("state.json after replacing through a 0644 leftover: %v, %v", info.Mode(), err)
+	}
+	if snap, err := s.Load(context.Background(), "r"); err != nil || string(snap.State) != `{"v":2}` {
+		t.Errorf("Load: %v", err)
 	}
 }
 
@@ -579,7 +590,7 @@ func TestLargeEvents(t *testing.T) {
 			}
 		}
 	}
-	if rep, err := s.Verify(ctx, "big"); err != nil || rep.Events != 12 {
+	if rep, err := s.Verify(ctx, "big", VerifyOptions{}); err != nil || rep.Events != 12 {
 		t.Fatalf("Verify: %+v %v", rep, err)
 	}
 }

@@ -82,7 +82,7 @@ func TestEventVector(t *testing.T) {
 	if g := genesisHash(vectorRunID); g != vectorGenesis {
 		t.Fatalf("genesis = %s, want %s", g, vectorGenesis)
 	}
-	line, hash, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)})
+	line, hash, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,11 +121,11 @@ func TestEncodeEventRejects(t *testing.T) {
 		{"bad data", NewEvent{Type: "x", At: at, Data: json.RawMessage(`{"a":`)}},
 	}
 	for _, tc := range tests {
-		if _, _, err := encodeEvent(1, vectorGenesis, tc.ev); !errors.Is(err, ErrInvalidInput) {
+		if _, _, err := encodeEvent(1, vectorGenesis, tc.ev, false); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("%s: err = %v, want ErrInvalidInput", tc.name, err)
 		}
 	}
-	line, _, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "planned", At: at})
+	line, _, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "planned", At: at}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestEncodeEventRejects(t *testing.T) {
 // TestDecodeEventEveryByte flips every byte of a line in turn: each
 // variant must be refused (never decoded as a valid event).
 func TestDecodeEventEveryByte(t *testing.T) {
-	line, _, err := encodeEvent(7, vectorGenesis, NewEvent{Type: "result", At: vectorAt, Data: json.RawMessage(vectorData)})
+	line, _, err := encodeEvent(7, vectorGenesis, NewEvent{Type: "result", At: vectorAt, Data: json.RawMessage(vectorData)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,12 +162,42 @@ func TestDecodeEventEveryByte(t *testing.T) {
 	}
 }
 
+// The v2 vectors: an event that begins a write, the state file and the
+// head record of a run created with it. Hashes from Python's hashlib over
+// the byte strings docs/storage.md defines.
+const (
+	vectorHashBegin = "043abd591af44c5f25020753b3bc617a1ad1f4892603f9a344c0293e78b6cf79"
+	vectorCheckV2   = "23a102d5cb9518fe9660d9a4760f93ae299764bd703e36b1cf58994506f0569e"
+	vectorHeadCheck = "c2546d7b4468d8d54257bab53e46892e718b7adc9b95c9c9b6a46ee3079edbdf"
+)
+
+func TestEventVectorBegin(t *testing.T) {
+	line, hash, err := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hash != vectorHashBegin {
+		t.Errorf("hash = %s, want %s", hash, vectorHashBegin)
+	}
+	golden(t, "event-begin.jsonl", append(line, '\n'))
+	ev, err := decodeEvent(line)
+	if err != nil || !ev.Begin || ev.Hash != vectorHashBegin {
+		t.Errorf("decoded %+v, %v", ev, err)
+	}
+	// An explicit false is not canonical: absent is.
+	bad := strings.Replace(string(line), `"begin":true`, `"begin":false`, 1)
+	if _, err := decodeEvent([]byte(bad)); err == nil {
+		t.Error(`"begin":false was accepted`)
+	}
+}
+
 func TestEnvelopeVector(t *testing.T) {
-	line, _, _ := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)})
-	env := envelope{RunID: vectorRunID, Seq: 1, Head: vectorHash1, LogSize: int64(len(line) + 1), State: []byte(`{"status":"running"}`)}
-	data := encodeEnvelope(env)
-	if !bytes.HasPrefix(data, []byte(`{"check":"`+vectorCheck+`",`)) {
-		t.Errorf("check member wrong: %s", data[:80])
+	line, _, _ := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)}, true)
+	env := envelope{Version: 2, RunID: vectorRunID, Seq: 1, Head: vectorHashBegin, LogSize: int64(len(line) + 1), Rev: 1,
+		Summary: []byte(`{"status":"running"}`), SavedAt: vectorAt.UTC(), State: []byte(`{"status":"running"}`)}
+	data := sealEnvelope(&env)
+	if env.Check != vectorCheckV2 {
+		t.Errorf("check = %s, want %s", env.Check, vectorCheckV2)
 	}
 	golden(t, "state.json", data)
 	var generic map[string]any
@@ -178,13 +208,44 @@ func TestEnvelopeVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.RunID != env.RunID || got.Seq != env.Seq || got.Head != env.Head || got.LogSize != env.LogSize || string(got.State) != string(env.State) {
+	if got.Version != 2 || got.RunID != env.RunID || got.Seq != env.Seq || got.Head != env.Head || got.LogSize != env.LogSize || got.Rev != 1 ||
+		string(got.State) != string(env.State) || string(got.Summary) != string(env.Summary) || !got.SavedAt.Equal(env.SavedAt) || got.Check != vectorCheckV2 {
 		t.Errorf("decoded %+v, want %+v", got, env)
+	}
+
+	rec := recordOf(got)
+	hb := encodeHeadRecord(rec)
+	if !bytes.HasPrefix(hb, []byte(`{"check":"`+vectorHeadCheck+`",`)) {
+		t.Errorf("head record check wrong: %s", hb)
+	}
+	golden(t, "head.json", hb)
+	back, err := decodeHeadRecord(hb)
+	if err != nil || back.Rev != 1 || back.State != vectorCheckV2 || back.Hash != vectorHashBegin || string(back.Summary) != `{"status":"running"}` {
+		t.Errorf("head record decoded %+v, %v", back, err)
+	}
+}
+
+// TestEnvelopeV1 reads a state file of the first format, which runs
+// written before format v2 still have.
+func TestEnvelopeV1(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "golden", "state-v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(data, []byte(`{"check":"`+vectorCheck+`",`)) {
+		t.Fatalf("v1 vector changed: %s", data[:80])
+	}
+	got, err := decodeEnvelope(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 1 || got.RunID != vectorRunID || got.Seq != 1 || got.Head != vectorHash1 || got.LogSize != 279 || got.Rev != 0 || got.Summary != nil || string(got.State) != `{"status":"running"}` {
+		t.Errorf("decoded %+v", got)
 	}
 }
 
 func TestDecodeEnvelopeEveryByte(t *testing.T) {
-	data := encodeEnvelope(envelope{RunID: "r", Seq: 3, Head: vectorHash1, LogSize: 900, State: []byte(`{"a":[1,2,3]}`)})
+	data := encodeEnvelope(envelope{RunID: "r", Seq: 3, Head: vectorHash1, LogSize: 900, Rev: 4, Summary: []byte(`{"s":"x"}`), SavedAt: vectorAt, State: []byte(`{"a":[1,2,3]}`)})
 	for i := range data {
 		bad := bytes.Clone(data)
 		bad[i] ^= 0x01
@@ -231,7 +292,7 @@ func TestLastLines(t *testing.T) {
 }
 
 func FuzzDecodeEvent(f *testing.F) {
-	line, _, _ := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)})
+	line, _, _ := encodeEvent(1, vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)}, false)
 	f.Add(line)
 	f.Add([]byte(`{"at":"x","data":null}`))
 	f.Add([]byte(`{}`))
@@ -241,7 +302,7 @@ func FuzzDecodeEvent(f *testing.F) {
 			return
 		}
 		// Whatever is accepted must re-encode to exactly the same line.
-		again, hash, err := encodeEvent(ev.Seq, ev.PrevHash, NewEvent{Type: ev.Type, At: ev.At, Data: ev.Data})
+		again, hash, err := encodeEvent(ev.Seq, ev.PrevHash, NewEvent{Type: ev.Type, At: ev.At, Data: ev.Data}, ev.Begin)
 		if err != nil || !bytes.Equal(again, b) || hash != ev.Hash {
 			t.Fatalf("accepted line does not round-trip: %q -> %q (%v)", b, again, err)
 		}
@@ -249,14 +310,14 @@ func FuzzDecodeEvent(f *testing.F) {
 }
 
 func FuzzDecodeEnvelope(f *testing.F) {
-	f.Add(encodeEnvelope(envelope{RunID: "r", Seq: 1, Head: vectorHash1, LogSize: 10, State: []byte(`{}`)}))
+	f.Add(encodeEnvelope(envelope{RunID: "r", Seq: 1, Head: vectorHash1, LogSize: 10, Rev: 2, Summary: []byte(`{"a":"}"}`), SavedAt: vectorAt, State: []byte(`{}`)}))
 	f.Add([]byte(`{"check":"`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		env, err := decodeEnvelope(b)
 		if err != nil {
 			return
 		}
-		if again := encodeEnvelope(env); !bytes.Equal(again, b) {
+		if again := encodeEnvelope(env); env.Version == 2 && !bytes.Equal(again, b) {
 			t.Fatalf("accepted state file does not round-trip: %q -> %q", b, again)
 		}
 	})
@@ -279,4 +340,91 @@ func FuzzCanonicalJSON(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q -> %q (%v)", b, c, again, err)
 		}
 	})
+}
+
+// TestEncodeStoredMatchesDecode: the memory store keeps the event that
+// encoding produced instead of decoding its line again; both must be the
+// same event.
+func TestEncodeStoredMatchesDecode(t *testing.T) {
+	at := time.Date(2026, 5, 6, 7, 8, 9, 123400000, time.FixedZone("X", -7200))
+	for i, e := range []NewEvent{
+		{Type: "step_done", At: vectorAt, Data: json.RawMessage(vectorData)},
+		{Type: "null", At: at},
+		{Type: "n", At: at.Add(time.Nanosecond), Data: json.RawMessage(`[1e3, "\u00e9", {"b":1,"a":2}]`)},
+	} {
+		for _, begin := range []bool{false, true} {
+			ev, line, err := encodeStored(int64(i+1), vectorGenesis, e, begin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := decodeEvent(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Seq != back.Seq || ev.Type != back.Type || !ev.At.Equal(back.At) || ev.At.Location() != back.At.Location() ||
+				string(ev.Data) != string(back.Data) || ev.PrevHash != back.PrevHash || ev.Hash != back.Hash || ev.Begin != back.Begin {
+				t.Errorf("encoded %+v, decoded %+v", ev, back)
+			}
+		}
+	}
+}
+
+func TestIsCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{`{}`, true}, {`[]`, true}, {`null`, true}, {`true`, true}, {`false`, true}, {`0`, true}, {`-0.5e+10`, true}, {`2.50`, true},
+		{`{"a":1,"b":[1,"x",{"c":null}]}`, true}, {`"é\n\t\r\"\\"`, true}, {`{"":1,"a":2}`, true},
+		{`{"b":1,"a":2}`, false}, {`{"a":1,"a":2}`, false}, {`{ "a":1}`, false}, {`[1, 2]`, false}, {`"\u00e9"`, false},
+		{`"\/"`, false}, {`"<\u003e"`, false}, {"\"\x01\"", false}, {"\"\xff\"", false}, {"\"\u2028\"", false},
+		{`01`, false}, {`1.`, false}, {`.5`, false}, {`1e`, false}, {`+1`, false}, {`tru`, false}, {`{}x`, false}, {``, false},
+		{`{"a\"b":1}`, false}, {`{"a":}`, false}, {`[1,]`, false}, {`{"a":1,}`, false}, {`"abc`, false},
+	} {
+		if got := isCanonical([]byte(tc.in)); got != tc.want {
+			t.Errorf("isCanonical(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+		if tc.want {
+			if c, err := canonicalJSON([]byte(tc.in)); err != nil || string(c) != tc.in {
+				t.Errorf("canonicalJSON(%q) = %q, %v: the case is wrong", tc.in, c, err)
+			}
+		}
+	}
+}
+
+// FuzzIsCanonical holds the fast check to the slow one: whatever it calls
+// canonical, canonicalJSON leaves unchanged.
+func FuzzIsCanonical(f *testing.F) {
+	for _, s := range []string{vectorData, `{"a":[1,2.5e3,"x\n"],"b":{}}`, `"é"`, `{"b":1,"a":2}`, `-0`, `[[[]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !isCanonical(b) {
+			return
+		}
+		c, err := canonicalJSON(b)
+		if err != nil || !bytes.Equal(c, b) {
+			t.Fatalf("isCanonical(%q), but canonicalJSON gives %q, %v", b, c, err)
+		}
+	})
+}
+
+// TestSplitLineAgrees: the fast reading of a line gives the fields
+// encoding/json gives.
+func TestSplitLineAgrees(t *testing.T) {
+	for i, data := range []string{vectorData, `null`, `{"x":"\"type\":\"a\"}"}`, `"}"`} {
+		line, _, err := encodeEvent(int64(i+1), vectorGenesis, NewEvent{Type: "step_done", At: vectorAt, Data: json.RawMessage(data)}, i%2 == 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := splitLine(line)
+		var want wireEvent
+		if err := json.Unmarshal(line, &want); err != nil || !ok {
+			t.Fatalf("%s: split %v, decode %v", line, ok, err)
+		}
+		if got.At != want.At || got.Begin != want.Begin || !bytes.Equal(got.Data, want.Data) || got.Hash != want.Hash ||
+			got.PrevHash != want.PrevHash || got.Seq != want.Seq || got.Type != want.Type {
+			t.Errorf("splitLine(%s) = %+v, want %+v", line, got, want)
+		}
+	}
 }

@@ -24,7 +24,7 @@ const lockRetry = 2 * time.Millisecond
 // file descriptions of one file exclude each other even within a process.
 type runLock struct {
 	fl  *flock.Flock
-	pid *os.File // exclusive holders: where the pid record is written
+	pid *smallFile // exclusive holders: where the pid record is written
 }
 
 // pidRecordLen is the fixed size of the pid record in a lock file. The
@@ -49,6 +49,12 @@ var errNoRunDir = errors.New("run directory does not exist")
 // timeout (and no longer than ctx allows). An exclusive holder writes its
 // pid into the file so that a refused caller can name it.
 func acquire(ctx context.Context, runID, path string, exclusive bool, timeout time.Duration) (*runLock, error) {
+	return acquireLock(ctx, runID, path, exclusive, timeout, exclusive)
+}
+
+// acquireLock is acquire with the pid record optional: a lease file is
+// locked on itself, and its content is the lease, not a pid.
+func acquireLock(ctx context.Context, runID, path string, exclusive bool, timeout time.Duration, recordPID bool) (*runLock, error) {
 	fl := flock.New(path, flock.SetPermissions(0o600))
 	try := fl.TryRLock
 	tryCtx := fl.TryRLockContext
@@ -78,9 +84,9 @@ func acquire(ctx context.Context, runID, path string, exclusive bool, timeout ti
 		return nil, fmt.Errorf("run %s: lock %s: not acquired", runID, path)
 	}
 	l := &runLock{fl: fl}
-	if exclusive {
+	if recordPID {
 		// Best effort: the pid only improves a refused caller's message.
-		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+		if f, err := openSmall(path, os.O_WRONLY, 0); err == nil {
 			if _, err := f.WriteAt(pidRecord(os.Getpid()), 0); err == nil {
 				l.pid = f
 			} else {

@@ -62,6 +62,68 @@ func lastLines(r io.ReaderAt, end int64, n int64) ([]logLine, error) {
 	}
 }
 
+// firstLines returns up to n complete lines of the log starting at byte
+// off (the start of a line) and ending at or before end, in file order,
+// reading forwards in growing windows.
+func firstLines(r io.ReaderAt, off, end int64, n int64) ([]logLine, error) {
+	var lines []logLine
+	window := int64(firstReadWindow)
+	for int64(len(lines)) < n && off < end {
+		buf := make([]byte, min(window, end-off))
+		if _, err := r.ReadAt(buf, off); err != nil {
+			return nil, fmt.Errorf("read event log: %w", err)
+		}
+		used := 0
+		for int64(len(lines)) < n {
+			i := bytes.IndexByte(buf[used:], '\n')
+			if i < 0 {
+				break
+			}
+			lines = append(lines, logLine{text: buf[used : used+i], offset: off + int64(used)})
+			used += i + 1
+		}
+		if used == 0 {
+			if off+int64(len(buf)) == end {
+				return nil, errors.New("the acknowledged part of the log does not end with a newline")
+			}
+			window *= 4 // one line longer than the window
+			continue
+		}
+		off += int64(used)
+	}
+	return lines, nil
+}
+
+// checkChainForward verifies lines that must be the events first,
+// first+1, ... of runID, the first following an event whose hash is prev
+// (the genesis hash before event 1): every line decodes and hashes, the
+// seqs are consecutive, and each prevHash is the hash before it.
+func checkChainForward(runID string, lines []logLine, first int64, prev string) ([]Event, *CorruptError) {
+	events := make([]Event, len(lines))
+	for i, l := range lines {
+		wantSeq := first + int64(i)
+		bad := func(reason string) *CorruptError {
+			return &CorruptError{RunID: runID, Part: PartEvents, Seq: wantSeq, Offset: l.offset, Reason: reason}
+		}
+		ev, err := decodeEvent(l.text)
+		if err != nil {
+			return nil, bad(err.Error())
+		}
+		if ev.Seq != wantSeq {
+			return nil, bad(fmt.Sprintf("line holds seq %d", ev.Seq))
+		}
+		if ev.PrevHash != prev {
+			if ev.Seq == 1 {
+				return nil, bad("the first event's prevHash is not this run's genesis hash")
+			}
+			return nil, bad(fmt.Sprintf("prevHash %s is not the previous event's hash %s: the chain is broken", ev.PrevHash, prev))
+		}
+		events[i] = ev
+		prev = ev.Hash
+	}
+	return events, nil
+}
+
 // checkChainBack verifies lines that must be the events seq-len+1..seq of
 // the run whose head is (seq, headHash): every line decodes and hashes
 // correctly, the seqs are consecutive, each hash is the next one's
@@ -97,42 +159,7 @@ func checkChainBack(runID string, lines []logLine, seq int64, headHash string) (
 	return events, nil
 }
 
-// maxTailRead bounds how much of a tail is read to classify it. A crashed
-// Update leaves at most one batch of events; a tail beyond this size is
-// not one and is classified from its first maxTailRead bytes as not
-// chained.
+// maxTailRead bounds the data after a head that is read to classify it.
+// One interrupted write leaves at most one write's events; a tail beyond
+// this size is not one.
 const maxTailRead = 64 << 20
-
-// readTail reads and classifies the size-start bytes after the head.
-func readTail(r io.ReaderAt, start, size int64, head Head) (Tail, error) {
-	n := size - start
-	data := make([]byte, min(n, maxTailRead))
-	if _, err := r.ReadAt(data, start); err != nil && !errors.Is(err, io.EOF) {
-		return Tail{}, err
-	}
-	t := classifyTail(data, head)
-	if n > maxTailRead {
-		t.Bytes, t.Chained = n, false
-	}
-	return t, nil
-}
-
-// classifyTail describes bytes found after the acknowledged head.
-func classifyTail(data []byte, head Head) Tail {
-	t := Tail{Bytes: int64(len(data)), Chained: true}
-	seq, prev := head.Seq, head.Hash
-	for {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			return t // nothing left, or one torn line
-		}
-		ev, err := decodeEvent(data[:i])
-		if err != nil || ev.Seq != seq+1 || ev.PrevHash != prev {
-			t.Chained = false
-			return t
-		}
-		t.Events++
-		seq, prev = ev.Seq, ev.Hash
-		data = data[i+1:]
-	}
-}

@@ -46,6 +46,8 @@ func runChild(mode string) error {
 		return casChild(root, os.Getenv("STORE_RUN"), os.Getenv("STORE_EXPECT"), os.Getenv("STORE_NEW"))
 	case "hold":
 		return holdChild(root, os.Getenv("STORE_RUN"))
+	case "lease":
+		return leaseChild(root, os.Getenv("STORE_RUN"), os.Getenv("STORE_OWNER"))
 	}
 	return fmt.Errorf("unknown child mode %q", mode)
 }
@@ -97,7 +99,7 @@ func crashChild(root string, seed uint64) error {
 			id := fmt.Sprintf("r%d-%d", seed, n)
 			fmt.Printf("begin %s\n", id)
 			k := rng.IntN(3)
-			h, err := s.Create(ctx, id, state(int64(k)), events(id, 0, k))
+			h, err := s.Create(ctx, id, Change{State: state(int64(k)), Events: events(id, 0, k)})
 			if err != nil {
 				return err
 			}
@@ -293,7 +295,7 @@ func TestCrashSafety(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if rep, err := s.Verify(ctx, id); err != nil || rep.Tail.Bytes != 0 {
+		if rep, err := s.Verify(ctx, id, VerifyOptions{}); err != nil || rep.Tail.Bytes != 0 {
 			t.Fatalf("run %s after a final update: %+v, %v", id, rep, err)
 		}
 	}
@@ -333,7 +335,7 @@ func checkRuns(t *testing.T, s *FileStore, acked map[string]int64, only map[stri
 		if err := json.Unmarshal(snap.State, &st); err != nil || st.Seq != snap.Head.Seq {
 			t.Fatalf("run %s: state %s is not consistent with head %d (%v)", id, snap.State, snap.Head.Seq, err)
 		}
-		rep, err := s.Verify(ctx, id)
+		rep, err := s.Verify(ctx, id, VerifyOptions{})
 		if err != nil || rep.Head != snap.Head || !rep.Tail.Chained {
 			t.Fatalf("run %s: Verify %+v, %v", id, rep, err)
 		}
@@ -367,7 +369,7 @@ func TestContentionTwoProcesses(t *testing.T) {
 	ctx := context.Background()
 	for round := range rounds {
 		run := fmt.Sprintf("cas-%d", round)
-		h0, err := s.Create(ctx, run, []byte(`{"token":"t0"}`), []NewEvent{{Type: "ready", At: t0}})
+		h0, err := s.Create(ctx, run, Change{State: []byte(`{"token":"t0"}`), Events: []NewEvent{{Type: "ready", At: t0}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,7 +403,7 @@ func TestContentionTwoProcesses(t *testing.T) {
 		if err != nil || len(evs) != 1 || string(evs[0].Data) != `{"by":"`+winner+`"}` {
 			t.Fatalf("round %d: new events %v, %v", round, evs, err)
 		}
-		if _, err := s.Verify(ctx, run); err != nil {
+		if _, err := s.Verify(ctx, run, VerifyOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -425,7 +427,7 @@ func TestLockHeldByAnotherProcess(t *testing.T) {
 	if !errors.As(err, &le) || le.PID != pid || !strings.Contains(err.Error(), fmt.Sprintf("run held is locked by pid %d", pid)) {
 		t.Fatalf("Update: %v, want locked by pid %d", err, pid)
 	}
-	if _, err := s.Verify(ctx, "held"); !errors.As(err, &le) || le.PID != pid {
+	if _, err := s.Verify(ctx, "held", VerifyOptions{}); !errors.As(err, &le) || le.PID != pid {
 		t.Errorf("Verify: %v, want locked by pid %d", err, pid)
 	}
 	if _, err := s.Load(ctx, "held"); err != nil {
@@ -450,5 +452,90 @@ func TestLockHeldByAnotherProcess(t *testing.T) {
 	}
 	if _, err := s.Update(ctx, "held", appendEvents(`{}`, 1)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// leaseChild waits for "go", asks for the run's lease as owner (ttl 1 h),
+// prints "granted EPOCH" or "held HOLDER", then waits for stdin to close.
+func leaseChild(root, run, owner string) error {
+	s, err := NewFileStore(root, &Options{LockTimeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	in := bufio.NewReader(os.Stdin)
+	if _, err := in.ReadString('\n'); err != nil {
+		return err
+	}
+	l, err := s.AcquireLease(context.Background(), run, owner, time.Hour)
+	var held *LeaseHeldError
+	switch {
+	case err == nil:
+		fmt.Println("granted", l.Epoch)
+	case errors.As(err, &held):
+		fmt.Println("held", held.Holder)
+	default:
+		fmt.Println("error:", err)
+	}
+	io.Copy(io.Discard, in)
+	return nil
+}
+
+// TestLeaseProcesses: processes racing for one run's lease get exactly one
+// grant, and the others are told who holds it; a holder that dies
+// without releasing keeps the lease until it expires on the store's clock
+// (no pid is consulted: the holder could be on another machine of a
+// shared store). Expiry and take-over are in the contract suite.
+func TestLeaseProcesses(t *testing.T) {
+	rounds := envInt("STORE_LEASE_ROUNDS", 5)
+	root := filepath.Join(t.TempDir(), "flows")
+	s, _ := NewFileStore(root, nil)
+	ctx := context.Background()
+	for round := range rounds {
+		run := fmt.Sprintf("lease-%d", round)
+		mustCreate(t, s, run, `{}`, 1)
+		var kids []*child
+		for i := range 6 {
+			kids = append(kids, startChild(t, "lease", "STORE_ROOT="+root, "STORE_RUN="+run, fmt.Sprintf("STORE_OWNER=p%d", i)))
+		}
+		for _, c := range kids {
+			if l := c.next(t); l != "ready" {
+				t.Fatalf("child said %q", l)
+			}
+		}
+		for _, c := range kids {
+			c.stdin.Write([]byte("go\n"))
+		}
+		winner, holders := -1, map[string]int{}
+		for i, c := range kids {
+			f := strings.Fields(c.next(t))
+			switch {
+			case len(f) == 2 && f[0] == "granted":
+				if winner >= 0 {
+					t.Fatalf("round %d: p%d and p%d were both granted the lease", round, winner, i)
+				}
+				winner = i
+			case len(f) == 2 && f[0] == "held":
+				holders[f[1]]++
+			default:
+				t.Fatalf("child said %q", f)
+			}
+		}
+		want := fmt.Sprintf("p%d", winner)
+		if winner < 0 || len(holders) != 1 || holders[want] != 5 {
+			t.Fatalf("round %d: winner p%d, the others were told %v", round, winner, holders)
+		}
+		snap, err := s.Load(ctx, run)
+		if err != nil || snap.Lease == nil || snap.Lease.Owner != want {
+			t.Fatalf("round %d: Load shows %+v, %v", round, snap, err)
+		}
+		kids[winner].cmd.Process.Signal(syscall.SIGKILL)
+		kids[winner].cmd.Wait()
+		if _, err := s.AcquireLease(ctx, run, "next", time.Hour); !errors.Is(err, ErrLeaseHeld) {
+			t.Fatalf("a dead holder's unexpired lease was granted again: %v", err)
+		}
+		for _, c := range kids {
+			c.stdin.Close()
+		}
 	}
 }

@@ -77,11 +77,11 @@ func unackedEvents(t *testing.T, s *FileStore, n int) []byte {
 	for i := range n {
 		evs = append(evs, ev("lost", 100+i))
 	}
-	batch, _, err := encodeBatch("t", snap.Head, evs)
+	w, err := encodeWrite("t", snap.Head, nil, evs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return batch
+	return w.lines
 }
 
 func appendFile(t *testing.T, path string, b []byte) {
@@ -170,7 +170,7 @@ func TestTamperDetected(t *testing.T) {
 		{"events: last event replaced by a validly hashed forgery", func(t *testing.T, s *FileStore) {
 			b, lines := readLog(t, s)
 			e, _ := decodeEvent(bytes.TrimSuffix(lines[4], []byte("\n")))
-			forged, _, _ := encodeEvent(5, e.PrevHash, NewEvent{Type: "forged", At: e.At, Data: e.Data})
+			forged, _, _ := encodeEvent(5, e.PrevHash, NewEvent{Type: "forged", At: e.At, Data: e.Data}, e.Begin)
 			writeFile(t, s.pathOf(eventsFile), append(append(b[:lineStart(t, s, 4):lineStart(t, s, 4)], forged...), '\n'))
 		}, corruptWant{PartEvents, 5, "not the head"}, false},
 		{"events: flip in an interior event", func(t *testing.T, s *FileStore) { flipAt(t, s.pathOf(eventsFile), lineStart(t, s, 1)+20) },
@@ -188,7 +188,7 @@ func TestTamperDetected(t *testing.T) {
 		{"events: interior event re-hashed (chain broken)", func(t *testing.T, s *FileStore) {
 			b, lines := readLog(t, s)
 			e, _ := decodeEvent(bytes.TrimSuffix(lines[1], []byte("\n")))
-			forged, _, _ := encodeEvent(2, e.PrevHash, NewEvent{Type: "plannex", At: e.At, Data: e.Data})
+			forged, _, _ := encodeEvent(2, e.PrevHash, NewEvent{Type: "plannex", At: e.At, Data: e.Data}, e.Begin)
 			out := slicesConcat(lines[0], append(forged, '\n'), b[lineStart(t, s, 2):])
 			writeFile(t, s.pathOf(eventsFile), out)
 		}, corruptWant{PartEvents, 3, "chain is broken"}, true}, // forward: event 3's prevHash
@@ -200,7 +200,7 @@ func TestTamperDetected(t *testing.T) {
 			tc.tamper(t, s)
 			before := runFiles(t, s, "t")
 
-			_, errV := s.Verify(ctx, "t")
+			_, errV := s.Verify(ctx, "t", VerifyOptions{})
 			w := tc.want
 			if w.seq == 0 && tc.interior { // a swap is reported at the first line out of place
 				var ce *CorruptError
@@ -263,7 +263,7 @@ func TestTruncateEverywhere(t *testing.T) {
 		writeFile(t, s.pathOf(stateFile), stateBytes)
 		_, errL := s.Load(ctx, "t")
 		_, errE := s.Events(ctx, "t", 4, 0)
-		rep, errV := s.Verify(ctx, "t")
+		rep, errV := s.Verify(ctx, "t", VerifyOptions{})
 		if cut < acked {
 			for op, err := range map[string]error{"Load": errL, "Events": errE, "Verify": errV} {
 				if !errors.Is(err, ErrCorrupt) {
@@ -279,99 +279,6 @@ func TestTruncateEverywhere(t *testing.T) {
 		if rep.Tail.Bytes != int64(cut-acked) || rep.Tail.Events != wantEvents || !rep.Tail.Chained || rep.Events != 5 {
 			t.Fatalf("cut at %d: report %+v", cut, rep)
 		}
-	}
-}
-
-// TestTailRepair: data after the head, as a crash or a stray writer leaves
-// it, is invisible to readers, reported by Verify, and removed by the next
-// Update, which then goes on normally.
-func TestTailRepair(t *testing.T) {
-	tests := []struct {
-		name    string
-		tail    func(t *testing.T, s *FileStore) []byte
-		events  int
-		chained bool
-	}{
-		{"two unacknowledged events", func(t *testing.T, s *FileStore) []byte { return unackedEvents(t, s, 2) }, 2, true},
-		{"torn line", func(t *testing.T, s *FileStore) []byte { b := unackedEvents(t, s, 1); return b[:len(b)/2] }, 0, true},
-		{"event then torn line", func(t *testing.T, s *FileStore) []byte { b := unackedEvents(t, s, 2); return b[:len(b)-10] }, 1, true},
-		{"zeros (power loss)", func(t *testing.T, s *FileStore) []byte { return make([]byte, 4096) }, 0, true},
-		{"a line that does not chain", func(t *testing.T, s *FileStore) []byte { return []byte("{\"forged\":true}\n") }, 0, false},
-		{"a chained event then junk", func(t *testing.T, s *FileStore) []byte { return append(unackedEvents(t, s, 1), "junk\n"...) }, 1, false},
-	}
-	ctx := context.Background()
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var repairs []Tail
-			s := tamperRun(t, &Options{OnRepair: func(id string, r Tail) {
-				if id != "t" {
-					t.Errorf("repair of %s", id)
-				}
-				repairs = append(repairs, r)
-			}})
-			snapBefore, _ := s.Load(ctx, "t")
-			tail := tc.tail(t, s)
-			appendFile(t, s.pathOf(eventsFile), tail)
-
-			snap, err := s.Load(ctx, "t")
-			if err != nil || snap.Head != snapBefore.Head || string(snap.State) != string(snapBefore.State) {
-				t.Fatalf("Load with a tail: %+v, %v", snap, err)
-			}
-			evs, err := s.Events(ctx, "t", 0, 0)
-			if err != nil || len(evs) != 5 {
-				t.Fatalf("Events with a tail: %d, %v", len(evs), err)
-			}
-			rep, err := s.Verify(ctx, "t")
-			want := Tail{Bytes: int64(len(tail)), Events: tc.events, Chained: tc.chained}
-			if err != nil || rep.Tail != want || rep.Head != snap.Head {
-				t.Fatalf("Verify = %+v, %v; want tail %+v", rep, err, want)
-			}
-
-			h, err := s.Update(ctx, "t", appendEvents(`{"step":3}`, 1))
-			if err != nil || h.Seq != 6 {
-				t.Fatalf("Update after the tail: %+v, %v", h, err)
-			}
-			if len(repairs) != 1 || repairs[0] != want {
-				t.Errorf("OnRepair calls %+v, want one with %+v", repairs, want)
-			}
-			rep, err = s.Verify(ctx, "t")
-			if err != nil || rep.Events != 6 || rep.Tail != (Tail{Chained: true}) {
-				t.Fatalf("Verify after repair: %+v, %v", rep, err)
-			}
-			evs, _ = s.Events(ctx, "t", 5, 0)
-			if len(evs) != 1 || evs[0].Type != "result" {
-				t.Errorf("event 6 = %+v", evs)
-			}
-		})
-	}
-}
-
-// TestCrashBetweenWrites reproduces the exact on-disk result of an Update
-// that appended its events and died before replacing the state: the state
-// file of before plus the log of after.
-func TestCrashBetweenWrites(t *testing.T) {
-	ctx := context.Background()
-	s := tamperRun(t, nil)
-	oldState, _ := os.ReadFile(s.pathOf(stateFile))
-	old, _ := s.Load(ctx, "t")
-	if _, err := s.Update(ctx, "t", appendEvents(`{"step":"new"}`, 3)); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, s.pathOf(stateFile), oldState) // the replace never happened
-	snap, err := s.Load(ctx, "t")
-	if err != nil || snap.Head != old.Head || string(snap.State) != `{"step":2}` {
-		t.Fatalf("Load = %+v, %v; want the old acknowledged run", snap, err)
-	}
-	rep, err := s.Verify(ctx, "t")
-	if err != nil || rep.Tail.Events != 3 || !rep.Tail.Chained {
-		t.Fatalf("Verify = %+v, %v", rep, err)
-	}
-	h, err := s.Update(ctx, "t", appendEvents(`{"step":"retry"}`, 1))
-	if err != nil || h.Seq != 6 {
-		t.Fatalf("retry: %+v, %v", h, err)
-	}
-	if rep, err := s.Verify(ctx, "t"); err != nil || rep.Events != 6 || rep.Tail.Bytes != 0 {
-		t.Fatalf("Verify after retry = %+v, %v", rep, err)
 	}
 }
 
@@ -393,7 +300,7 @@ func TestForgedRunID(t *testing.T) {
 	if _, err := s.Events(ctx, "u", 0, 0); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "genesis") {
 		t.Errorf("Events: %v", err)
 	}
-	if _, err := s.Verify(ctx, "u"); !errors.Is(err, ErrCorrupt) {
+	if _, err := s.Verify(ctx, "u", VerifyOptions{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Verify: %v", err)
 	}
 }

@@ -44,7 +44,7 @@ func (c *chainCache) check(ctx context.Context, ch Chain, runID string, seq int6
 			return v.view
 		}
 	}
-	rep, err := ch.Verify(ctx, runID)
+	rep, err := ch.Verify(ctx, runID, store.VerifyOptions{})
 	var ce *store.CorruptError
 	var view chainView
 	switch {
@@ -55,7 +55,7 @@ func (c *chainCache) check(ctx context.Context, ch Chain, runID string, seq int6
 	default:
 		view = chainView{Checked: true, OK: true, Events: rep.Events, Head: rep.Head.Hash}
 		if rep.Tail.Bytes > 0 {
-			view.Tail = fmt.Sprintf("%d bytes after the head were written by an interrupted update (never acknowledged); the next update removes them", rep.Tail.Bytes)
+			view.Tail = fmt.Sprintf("%d bytes after the head were written by an interrupted update (never acknowledged); the next update keeps them aside and records that in a repair event", rep.Tail.Bytes)
 		}
 	}
 	if seq >= 0 && view.OK && rep.Head.Seq == seq {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/judge"
+	"github.com/stratum-go/stratum/store"
 )
 
 // TestRunPageChain: the run page says the chain verifies, with its head;
@@ -23,7 +24,7 @@ func TestRunPageChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	complete(t, h.eng, runID, status)
-	rep, err := h.store.Verify(context.Background(), runID)
+	rep, err := h.store.Verify(context.Background(), runID, store.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,10 @@ import (
 	"github.com/stratum-go/stratum/store"
 )
 
-// Chain verifies a run's hash chain (the store's Verify).
+// Chain verifies a run's hash chain (the store's Verify; the run page
+// passes no anchor).
 type Chain interface {
-	Verify(ctx context.Context, runID string) (*store.VerifyReport, error)
+	Verify(ctx context.Context, runID string, opts store.VerifyOptions) (*store.VerifyReport, error)
 }
 
 // Options configure a Server.

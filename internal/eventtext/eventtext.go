@@ -30,7 +30,7 @@ func Describe(ev engine.Event) string {
 		var d engine.ResultDetail
 		_ = ev.DecodeDetail(&d)
 		if d.Failure != nil {
-			return fmt.Sprintf("%s: attempt %d rejected: %s", step, d.Attempt, oneLine(d.Failure.Reason))
+			return fmt.Sprintf("%s: attempt %d rejected: %s", step, d.Attempt, OneLine(d.Failure.Reason))
 		}
 		if d.Iterate != nil {
 			return fmt.Sprintf("%s: attempt %d accepted (iteration %d of at most %d)", step, d.Attempt, d.Iterate.Iteration, d.Iterate.Max)
@@ -43,13 +43,13 @@ func Describe(ev engine.Event) string {
 		if d.Holds {
 			verdict = "holds"
 		}
-		return fmt.Sprintf("%s: judged %q %s: %s", step, clip(d.Statement), verdict, oneLine(d.Reason))
+		return fmt.Sprintf("%s: judged %q %s: %s", step, clip(d.Statement), verdict, OneLine(d.Reason))
 	case engine.EventRouted:
 		var d engine.RoutedDetail
 		_ = ev.DecodeDetail(&d)
 		reason := ""
 		if d.Failure != nil {
-			reason = ": " + oneLine(d.Failure.Reason)
+			reason = ": " + OneLine(d.Failure.Reason)
 		}
 		return fmt.Sprintf("%s: failed, routed to %s%s", step, d.Target, reason)
 	case engine.EventSkipped:
@@ -60,7 +60,9 @@ func Describe(ev engine.Event) string {
 		}
 		return step + ": skipped"
 	case engine.EventGateWaiting:
-		return step + ": gate waiting for a decision"
+		var d engine.GateWaitingDetail
+		_ = ev.DecodeDetail(&d)
+		return step + ": gate waiting for a decision" + digestNote(d.Digest)
 	case engine.EventGateResolved:
 		var d engine.GateResolvedDetail
 		_ = ev.DecodeDetail(&d)
@@ -71,11 +73,14 @@ func Describe(ev engine.Event) string {
 		// Who decided and why is what an audit reader looks for.
 		switch {
 		case d.ResolvedBy != "" && d.Rationale != "":
-			s += fmt.Sprintf(" (by %s: %s)", oneLine(d.ResolvedBy), oneLine(d.Rationale))
+			s += fmt.Sprintf(" (by %s: %s)", OneLine(d.ResolvedBy), OneLine(d.Rationale))
 		case d.ResolvedBy != "":
-			s += fmt.Sprintf(" (by %s)", oneLine(d.ResolvedBy))
+			s += fmt.Sprintf(" (by %s)", OneLine(d.ResolvedBy))
 		case d.Rationale != "":
-			s += fmt.Sprintf(" (%s)", oneLine(d.Rationale))
+			s += fmt.Sprintf(" (%s)", OneLine(d.Rationale))
+		}
+		if d.Digest != "" {
+			s += digestNote(d.Digest)
 		}
 		return s
 	case engine.EventStepReset:
@@ -105,15 +110,36 @@ func Describe(ev engine.Event) string {
 	case engine.EventFailed, engine.EventBudgetExhausted:
 		var d engine.EndDetail
 		_ = ev.DecodeDetail(&d)
-		if ev.Type == engine.EventFailed {
-			return "failed: " + oneLine(d.Reason)
+		what := "failed"
+		if ev.Type == engine.EventBudgetExhausted {
+			what = "budget exhausted"
 		}
-		return "budget exhausted: " + oneLine(d.Reason)
+		return what + ": " + OneLine(d.Reason) + CauseNote(d.Cause, d.Step)
+	case engine.EventAttemptStarted, engine.EventAttemptReleased, engine.EventAttemptInterrupted:
+		var d engine.AttemptDetail
+		_ = ev.DecodeDetail(&d)
+		return describeAttemptEvent(ev.Type, step, d)
+	case engine.EventDispatchUnavailable:
+		var d engine.FanoutItemDetail
+		_ = ev.DecodeDetail(&d)
+		s := fmt.Sprintf("%s[%d]: its agent cannot run", step, d.ItemIndex)
+		if d.Reason != "" {
+			s += " (" + OneLine(d.Reason) + ")"
+		}
+		return s + "; the fanout waits: fix that, then resume the run"
+	case engine.EventEvaluateStarted:
+		var d engine.ReadyDetail
+		_ = ev.DecodeDetail(&d)
+		return fmt.Sprintf("%s: evaluate command started (attempt %d)", step, d.Attempt)
+	case engine.EventEffectInterrupted:
+		var d engine.ReadyDetail
+		_ = ev.DecodeDetail(&d)
+		return fmt.Sprintf("%s: its command (attempt %d) was interrupted: the process running it died; it runs again", step, d.Attempt)
 	case engine.EventFlowCancelled:
 		var d engine.CancelledDetail
 		_ = ev.DecodeDetail(&d)
 		if d.Reason != "" {
-			return "cancelled: " + oneLine(d.Reason)
+			return "cancelled: " + OneLine(d.Reason)
 		}
 		return "cancelled"
 	}
@@ -121,6 +147,75 @@ func Describe(ev engine.Event) string {
 		return step + ": " + string(ev.Type)
 	}
 	return string(ev.Type)
+}
+
+// describeAttemptEvent renders the start, withdrawal or interruption of
+// an agent's attempt.
+func describeAttemptEvent(typ engine.EventType, step string, d engine.AttemptDetail) string {
+	by := ""
+	if d.By != "" {
+		by = " by " + OneLine(d.By)
+	}
+	switch typ {
+	case engine.EventAttemptStarted:
+		return fmt.Sprintf("%s: attempt %d started%s", step, d.Attempt, by)
+	case engine.EventAttemptReleased:
+		return fmt.Sprintf("%s: attempt %d withdrawn: its agent could not run%s; it is still to do", step, d.Attempt, parenthesised(d.By))
+	}
+	s := fmt.Sprintf("%s: attempt %d (started%s) was interrupted before it reported: it may have left changes", step, d.Attempt, by)
+	if d.Retried {
+		return s + "; it runs again"
+	}
+	return s + "; a person decides whether it runs again (stratum gate show|approve|reject RUN " + step + ")"
+}
+
+func parenthesised(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + OneLine(s) + ")"
+}
+
+// CauseNote says in words what ended a run, and where, as a suffix to
+// the failure's reason ("" when the cause and step are unknown).
+func CauseNote(cause engine.FailureCause, step string) string {
+	words := map[engine.FailureCause]string{
+		engine.CauseStepFailed:          "a step failed",
+		engine.CauseGateKilled:          "a gate's kill",
+		engine.CauseRoundsExhausted:     "a revise past the round limit",
+		engine.CauseBudgetExhausted:     "the budget ran out",
+		engine.CauseDeadEnd:             "nothing could run any more",
+		engine.CauseOutputInvalid:       "the flow's output did not match its contract",
+		engine.CauseCarryUnresolved:     "a carried value could not be resolved",
+		engine.CauseDispatchUnavailable: "an agent could not run",
+		engine.CauseInternal:            "an internal error",
+	}[cause]
+	switch {
+	case words == "" && step == "":
+		return ""
+	case words == "":
+		return " (at step " + step + ")"
+	case step == "":
+		return " (cause: " + words + ")"
+	}
+	return " (cause: " + words + ", at step " + step + ")"
+}
+
+// digestNote shows a gate round's digest, shortened.
+func digestNote(digest string) string {
+	if digest == "" {
+		return ""
+	}
+	return " [digest " + shortHex(digest) + "]"
+}
+
+// shortHex is the first 12 characters of a digest: enough to compare
+// with the one stratum gate show prints.
+func shortHex(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
 
 // describeItemEvent renders a fanout item event.
@@ -137,7 +232,7 @@ func describeItemEvent(typ engine.EventType, step string, d engine.FanoutItemDet
 		}
 		reason := ""
 		if d.Failure != nil {
-			reason = oneLine(d.Failure.Reason)
+			reason = OneLine(d.Failure.Reason)
 		}
 		return fmt.Sprintf("%s[%d]: stage %d attempt %d rejected: %s", step, d.ItemIndex, deref(d.Stage)+1, deref(d.Attempt), reason)
 	case engine.EventFanoutItemSkipped:
@@ -146,7 +241,7 @@ func describeItemEvent(typ engine.EventType, step string, d engine.FanoutItemDet
 	if succeeded {
 		return fmt.Sprintf("%s[%d]: merged", step, d.ItemIndex)
 	}
-	return fmt.Sprintf("%s[%d]: merge failed: %s", step, d.ItemIndex, oneLine(d.Reason))
+	return fmt.Sprintf("%s[%d]: merge failed: %s", step, d.ItemIndex, OneLine(d.Reason))
 }
 
 func deref(p *int) int {
@@ -156,8 +251,9 @@ func deref(p *int) int {
 	return *p
 }
 
-// oneLine folds a multi-line reason into one line for a progress view.
-func oneLine(s string) string {
+// OneLine folds a multi-line reason into one line for a progress view
+// (stratum audit's step lines use it too).
+func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 

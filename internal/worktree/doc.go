@@ -6,6 +6,11 @@
 // behind), capture the item's changes as a binary patch, remove the
 // worktree, run pre_merge commands, and apply a patch to the workspace
 // with `git apply --index --3way` without ever leaving it half applied.
+// It also takes snapshots of a workspace repository (HEAD and the tree of
+// its working files, through a temporary index: the user's index and
+// files are never touched) and compares two of them (a diff stat and a
+// bounded patch), so that the driver can record what one attempt of a do
+// step changed (docs/agents.md, "What a step changed").
 //
 // Every child process goes through internal/proc (time limits, the whole
 // process group stopped on expiry or cancellation).

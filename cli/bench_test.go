@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store"
+)
+
+// BenchmarkQueryFlows is `stratum query flows` over a store of 10,000 runs
+// (QUERY_RUNS changes the count), a third each at the first step, at a
+// gate and cancelled. Creating the runs takes a while on a real disk; TMPDIR=/dev/shm
+// makes the set-up quick (the listing reads the same files either way).
+func BenchmarkQueryFlows(b *testing.B) {
+	n := 10000
+	if s := os.Getenv("QUERY_RUNS"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	ctx := context.Background()
+	home := b.TempDir()
+	fs, err := store.NewFileStore(filepath.Join(home, "flows"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := engine.New(fs, engine.Options{Workspace: engine.WorkspacePolicy{Default: b.TempDir()}})
+	for i := 0; i < n; i++ {
+		r, err := e.Plan(ctx, engine.PlanRequest{Spec: []byte(querySpec), Input: json.RawMessage(`{}`)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i%3 == 0 {
+			continue
+		}
+		en := r.Ready[0]
+		if r, err = e.StepDone(ctx, engine.StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken,
+			Result: engine.StepResult{Output: json.RawMessage(`{"v":"x"}`)}}); err != nil {
+			b.Fatal(err)
+		}
+		if i%3 == 1 {
+			continue
+		}
+		if _, err := e.Cancel(ctx, r.RunID, "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e.Close()
+	env := &Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string {
+		if k == "STRATUM_HOME" {
+			return home
+		}
+		return ""
+	}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if code := run(ctx, env, []string{"query", "flows"}); code != 0 {
+			b.Fatalf("exit %d", code)
+		}
+	}
+}
+
+// BenchmarkAuditLongRun is `stratum audit RUN` (text, and --json) of a
+// finished 10,000-step run (AUDIT_STEPS changes it), run as a child
+// process: ns/op is its wall time and peak-rss-MiB its peak resident
+// memory. TMPDIR=/dev/shm makes the set-up quick.
+func BenchmarkAuditLongRun(b *testing.B) {
+	n := 10000
+	if s := os.Getenv("AUDIT_STEPS"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	ctx := context.Background()
+	home := b.TempDir()
+	fs, err := store.NewFileStore(filepath.Join(home, "flows"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := engine.New(fs, engine.Options{Workspace: engine.WorkspacePolicy{Default: b.TempDir()}})
+	var spec strings.Builder
+	spec.WriteString("version: 1\ncontracts:\n  V: {v: string}\nflows:\n  entry: main\n  main:\n    input: {}\n")
+	fmt.Fprintf(&spec, "    output: {from: \"${s%d.output}\", contract: V}\n    steps:\n", n)
+	spec.WriteString("      - id: s1\n        do: \"step one\"\n        out: V\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&spec, "      - id: s%d\n        do: \"step %d after ${s%d.output.v}\"\n        out: V\n", i, i, i-1)
+	}
+	r, err := e.Plan(ctx, engine.PlanRequest{Spec: []byte(spec.String()), Input: json.RawMessage(`{}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for r.Status == engine.StatusReady {
+		en := r.Ready[0]
+		if r, err = e.StepDone(ctx, engine.StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken,
+			Result: engine.StepResult{Output: json.RawMessage(`{"v":"a result of some length for ` + en.ID + `"}`)}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e.Close()
+	for name, args := range map[string][]string{"text": {"audit", r.RunID}, "json": {"audit", r.RunID, "--json"}} {
+		b.Run(name, func(b *testing.B) {
+			var peak int64
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command(os.Args[0], args...)
+				cmd.Args[0] = "stratum" // testscript.Main runs the stratum command
+				cmd.Env = append(os.Environ(), "STRATUM_HOME="+home, "STRATUM_STATE_ROOT=")
+				cmd.Stdout = io.Discard
+				var errb strings.Builder
+				cmd.Stderr = &errb
+				if err := cmd.Run(); err != nil {
+					b.Fatalf("%v: %v: %s", args, err, errb.String())
+				}
+				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+					peak = max(peak, ru.Maxrss)
+				}
+			}
+			b.ReportMetric(float64(peak)/1024, "peak-rss-MiB")
+		})
+	}
+}

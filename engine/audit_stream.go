@@ -1,0 +1,303 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/store"
+)
+
+// Reading a long run's record (docs/engine.md, "Cancel, audit, poll"):
+// AuditStream hands the events and the steps to the caller one at a time,
+// reading the log in pages, so that its memory does not depend on the
+// run's length; Audit collects them into one report.
+
+// auditPage is how many log records one read of an audit takes.
+const auditPage = 1000
+
+// AuditVisitor receives a run's record piece by piece. A nil function
+// skips that part (and its reading); an error it returns stops the read
+// and is returned.
+type AuditVisitor struct {
+	// Header is called first, with the report without events and steps.
+	Header func(*AuditReport) error
+	// Event is called for each event after AuditOptions.EventsAfter,
+	// oldest first.
+	Event func(Event) error
+	// Step is called for each root step in declaration order (steps of a
+	// subflow are in the run step's view).
+	Step func(id string, v *StepView) error
+}
+
+// AuditOptions narrow what an audit reads.
+type AuditOptions struct {
+	// EventsAfter skips the events up to this seq (a cursor).
+	EventsAfter int64
+	// EventsLimit stops after this many events (0: no limit);
+	// AuditReport.NextEventsAfter is then the cursor of the next page.
+	EventsLimit int
+	// Steps, when not nil, are the only root steps read.
+	Steps []string
+}
+
+// AuditStream reads a run's record and passes its events and steps to v.
+// The report it returns has everything else (status, input, spend,
+// output, failure, carry, checkpoints); its Events and Steps are empty.
+// Read-only, without the run lock: the store gives one acknowledged
+// state, and events are read up to that state's head.
+func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOptions, v AuditVisitor) (_ *AuditReport, err error) {
+	defer recoverLoad(&err)
+	st, c, head, err := e.load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	t := newTxn(ctx, e, st, c)
+	labels := make([]string, len(st.Checkpoints))
+	for i, cp := range st.Checkpoints {
+		labels[i] = cp.Label
+	}
+	rep := &AuditReport{Status: st.Status, RunID: st.ID, Flow: st.FlowName, RevisionDigest: st.RevisionDigest,
+		WorkspaceRoot: st.WorkspaceRoot, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Events: []Event{}, Steps: map[string]*StepView{},
+		FlowSpent: st.FlowSpent, Ledger: t.ledgerView(), Output: st.Output, Failure: st.Failure, Carry: st.Carry,
+		Rounds: st.Rounds, Checkpoints: labels, Input: st.Input}
+	if opts.EventsAfter < 0 || opts.EventsAfter > head.Seq {
+		return nil, &Error{Kind: ErrInvalidCursor, RunID: runID,
+			Message: fmt.Sprintf("invalid event cursor %d: the run has %d events; use 0..%d", opts.EventsAfter, head.Seq, head.Seq)}
+	}
+	if v.Header != nil {
+		if err := v.Header(rep); err != nil {
+			return nil, err
+		}
+	}
+	var steps []*ir.Step
+	var records stepRecords
+	if v.Step != nil {
+		steps = t.auditSteps(opts.Steps)
+		records = t.stepRecordSeqs(steps)
+	}
+	if v.Event != nil {
+		next, err := e.streamEvents(ctx, runID, opts, head.Seq, v.Event, &records)
+		if err != nil {
+			return nil, err
+		}
+		rep.NextEventsAfter = next
+	}
+	if v.Step != nil {
+		if err := t.streamSteps(head.Seq, steps, records, v.Step); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// stepRecords are the log records an audit's steps pass needs, by seq;
+// the events pass, which reads them first, keeps their data (up to
+// maxKeptRecords bytes in all) so that the steps pass reads again only
+// the pages of those it could not keep.
+type stepRecords struct {
+	ids  map[int64]string      // seq of a finished step's record → step id
+	kept map[int64]store.Event // records read by the events pass
+	size int
+}
+
+// maxKeptRecords bounds the record data an audit keeps between its two
+// passes; beyond it the steps pass re-reads the log where it must, so an
+// audit's memory stays bounded whatever the run's length.
+var maxKeptRecords = 16 << 20 // a variable for tests
+
+// keep holds on to raw if the steps pass will want it and there is room.
+func (r *stepRecords) keep(raw store.Event) {
+	if _, ok := r.ids[raw.Seq]; !ok || r.size+len(raw.Data) > maxKeptRecords {
+		return
+	}
+	if r.kept == nil {
+		r.kept = map[int64]store.Event{}
+	}
+	raw.Data = bytes.Clone(raw.Data) // not the page it was read with
+	r.kept[raw.Seq] = raw
+	r.size += len(raw.Data)
+}
+
+// streamEvents passes the events after opts.EventsAfter to fn, a page at
+// a time; it returns the cursor of the next page when opts.EventsLimit
+// stopped it (0 when every event was read).
+func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptions, head int64, fn func(Event) error, records *stepRecords) (int64, error) {
+	sent := 0
+	for after := opts.EventsAfter; after < head; {
+		page, err := e.store.Events(ctx, runID, after, min(auditPage, int(head-after)))
+		if err != nil {
+			return 0, mapStoreErr(runID, err)
+		}
+		if len(page) == 0 {
+			return 0, fmt.Errorf("run %s: %w: the log ends at event %d, before the head %d", runID, ErrCorrupt, after, head)
+		}
+		for _, raw := range page {
+			after = raw.Seq
+			records.keep(raw)
+			ev, ok, err := toEvent(runID, raw)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				continue
+			}
+			if opts.EventsLimit > 0 && sent == opts.EventsLimit {
+				return ev.Seq - 1, nil
+			}
+			if err := fn(ev); err != nil {
+				return 0, err
+			}
+			sent++
+		}
+	}
+	return 0, nil
+}
+
+// toEvent is a log record as an audit event; ok is false for the
+// engine's internal records.
+func toEvent(runID string, raw store.Event) (Event, bool, error) {
+	if internalEvent(raw.Type) {
+		return Event{}, false, nil
+	}
+	var d struct {
+		StepID string          `json:"stepId"`
+		Detail json.RawMessage `json:"detail"`
+	}
+	if len(raw.Data) > 0 {
+		if err := json.Unmarshal(raw.Data, &d); err != nil {
+			return Event{}, false, fmt.Errorf("run %s: event %d: %w: %v", runID, raw.Seq, ErrCorrupt, err)
+		}
+	}
+	return Event{Seq: raw.Seq, At: raw.At, Type: EventType(raw.Type), StepID: d.StepID, Detail: d.Detail, Hash: raw.Hash}, true, nil
+}
+
+// auditSteps are the root steps an audit reads (only those named in
+// only, when not nil), in declaration order.
+func (t *txn) auditSteps(only []string) []*ir.Step {
+	steps := t.rootScope().flow.Steps
+	if only == nil {
+		return steps
+	}
+	want := make(map[string]bool, len(only))
+	for _, id := range only {
+		want[id] = true
+	}
+	var out []*ir.Step
+	for _, s := range steps {
+		if want[s.ID] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// stepRecordSeqs finds the records of the finished steps among steps.
+func (t *txn) stepRecordSeqs(steps []*ir.Step) stepRecords {
+	root := t.rootScope()
+	r := stepRecords{ids: map[int64]string{}}
+	for _, s := range steps {
+		if root.steps[s.ID] == nil {
+			if ref, ok := t.st.cold[s.ID]; ok {
+				r.ids[ref.Seq] = s.ID
+			}
+		}
+	}
+	return r
+}
+
+// streamSteps passes steps to fn in declaration order. The finished ones
+// come from their records, in the order of the log: those the events
+// pass kept, and pages read from the first record it did not, so that a
+// few steps cost a few pages. Each record is decoded when reached and
+// dropped once passed on; one reached before its turn waits (records are
+// written as steps finish, mostly in declaration order).
+func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn func(string, *StepView) error) error {
+	root := t.rootScope()
+	seqs := make([]int64, 0, len(records.ids))
+	for seq := range records.ids {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	read := make(map[string]*stepState, 8)
+	next := 0
+	flush := func() error {
+		for ; next < len(steps); next++ {
+			s := steps[next]
+			ss := root.steps[s.ID]
+			if ss == nil {
+				if _, cold := t.st.cold[s.ID]; cold {
+					if ss = read[s.ID]; ss == nil {
+						return nil // its record is further on
+					}
+					delete(read, s.ID)
+				} else {
+					ss = newStepState()
+				}
+			}
+			fillStep(t.c.plan, s, ss)
+			if err := fn(s.ID, ss.view()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	var page []store.Event // the last page read (consecutive seqs)
+	inPage := func(seq int64) bool { return len(page) > 0 && page[0].Seq <= seq && seq <= page[len(page)-1].Seq }
+	for _, seq := range seqs {
+		raw, ok := records.kept[seq]
+		if !ok {
+			if !inPage(seq) {
+				var err error
+				if page, err = t.e.store.Events(t.ctx, t.st.ID, seq-1, min(auditPage, int(head-seq+1))); err != nil {
+					return mapStoreErr(t.st.ID, err)
+				}
+				if !inPage(seq) {
+					return fmt.Errorf("run %s: %w: the log ends before event %d, the record of step %s", t.st.ID, ErrCorrupt, seq, records.ids[seq])
+				}
+			}
+			raw = page[seq-page[0].Seq]
+		}
+		ss, err := t.e.stepRecord(t.ctx, t.st.ID, raw)
+		if err != nil {
+			return err
+		}
+		read[records.ids[seq]] = ss
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	if next < len(steps) {
+		return fmt.Errorf("run %s: %w: the record of step %s is missing from the log", t.st.ID, ErrCorrupt, steps[next].ID)
+	}
+	return nil
+}
+
+// stepRecord decodes an engine.step_state record read from the log.
+func (e *Engine) stepRecord(ctx context.Context, runID string, raw store.Event) (*stepState, error) {
+	var d struct {
+		Detail struct {
+			JSON string `json:"json"`
+		} `json:"detail"`
+	}
+	if raw.Type != string(evStepState) || json.Unmarshal(raw.Data, &d) != nil {
+		return nil, fmt.Errorf("run %s: %w: event %d is not a step record", runID, ErrCorrupt, raw.Seq)
+	}
+	ss := &stepState{}
+	if err := json.Unmarshal([]byte(d.Detail.JSON), ss); err != nil {
+		return nil, fmt.Errorf("run %s: %w: step record %d: %v", runID, ErrCorrupt, raw.Seq, err)
+	}
+	if ss.Attempts == nil {
+		ss.Attempts = []Attempt{}
+	}
+	if err := e.hydrateStep(ctx, runID, ss); err != nil {
+		return nil, err
+	}
+	return ss, nil
+}

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Steps that finish out of declaration order (c, then b, then a, each
+// after the others' records) stream in declaration order, each with its
+// own state; pages of events put together are every event once.
+func TestAuditStreamOrderAndPages(t *testing.T) {
+	h := newHarness(t, Options{})
+	var spec strings.Builder
+	spec.WriteString("version: 1\ncontracts:\n  V: {v: string}\nflows:\n  entry: main\n  main:\n    input: {}\n    output: {from: \"${z.output}\", contract: V}\n    steps:\n")
+	ids := []string{}
+	for i := 0; i < 70; i++ { // more than a chunk of the index
+		id := fmt.Sprintf("p%02d", i)
+		ids = append(ids, id)
+		fmt.Fprintf(&spec, "      - {id: %s, do: \"task %s\", out: V}\n", id, id)
+	}
+	fmt.Fprintf(&spec, "      - {id: z, do: \"last\", out: V, after: [%s]}\n", strings.Join(ids, ", "))
+	r := h.plan(spec.String(), map[string]any{})
+	for i := len(ids) - 1; i >= 0; i-- { // the last declared finishes first
+		r = h.report(r, ids[i], StepResult{Output: js(map[string]any{"v": "out " + ids[i]})})
+	}
+	r = h.report(r, "z", StepResult{Output: js(map[string]any{"v": "done"})})
+	wantStatus(t, r, StatusCompleted)
+
+	e2 := h.reopen(Options{}) // a fresh process: every finished step from the log
+	var got []string
+	streamed := map[string]*StepView{}
+	rep, err := e2.AuditStream(h.ctx, r.RunID, AuditOptions{}, AuditVisitor{Step: func(id string, v *StepView) error {
+		got = append(got, id)
+		streamed[id] = v
+		if id != "z" && jsonOf(t, v.Output.Data) != fmt.Sprintf(`{"v":"out %s"}`, id) {
+			t.Errorf("%s streamed with output %s", id, jsonOf(t, v.Output.Data))
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(slices.Clone(ids), "z"); !slices.Equal(got, want) {
+		t.Fatalf("streamed steps %v", got)
+	}
+	if rep.Status != StatusCompleted || len(rep.Events) != 0 || len(rep.Steps) != 0 {
+		t.Fatalf("stream report %s", dump(rep))
+	}
+
+	full, err := e2.Audit(h.ctx, r.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The steps read alone (every record from the log) are the steps
+	// read with the events (records kept by the events pass), and so
+	// they are when the events pass may keep only a few, or none before
+	// a cursor.
+	if a, b := dump(full.Steps), dump(streamed); a != b {
+		t.Fatalf("steps with the events differ from the steps alone:\n %s\n %s", a, b)
+	}
+	defer func(n int) { maxKeptRecords = n }(maxKeptRecords)
+	maxKeptRecords = 3000
+	for _, after := range []int64{0, full.Events[len(full.Events)/2].Seq} {
+		few, err := e2.AuditWith(h.ctx, r.RunID, AuditOptions{EventsAfter: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := dump(full.Steps), dump(few.Steps); a != b {
+			t.Fatalf("steps with a few records kept, events after %d, differ:\n %s\n %s", after, a, b)
+		}
+	}
+	var paged []Event
+	for after, pages := int64(0), 0; ; pages++ {
+		page, err := e2.AuditWith(h.ctx, r.RunID, AuditOptions{EventsAfter: after, EventsLimit: 7, Steps: []string{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Steps) != 0 || len(page.Events) > 7 {
+			t.Fatalf("page %d: %d steps, %d events", pages, len(page.Steps), len(page.Events))
+		}
+		paged = append(paged, page.Events...)
+		if page.NextEventsAfter == 0 {
+			break
+		}
+		after = page.NextEventsAfter
+	}
+	a, _ := json.Marshal(full.Events)
+	b, _ := json.Marshal(paged)
+	if string(a) != string(b) {
+		t.Fatalf("pages put together differ from the events:\n %s\n %s", a, b)
+	}
+	one, err := e2.AuditWith(h.ctx, r.RunID, AuditOptions{Steps: []string{"p05", "nope"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one.Steps) != 1 || one.Steps["p05"] == nil || len(one.Events) != len(full.Events) {
+		t.Fatalf("one step: %d steps, %d events", len(one.Steps), len(one.Events))
+	}
+	_, err = e2.AuditWith(h.ctx, r.RunID, AuditOptions{EventsAfter: 1 << 40})
+	wantCode(t, err, ErrInvalidCursor)
+}

@@ -1,0 +1,85 @@
+package engine
+
+import "sync"
+
+// blobCache keeps the payloads of internal events (spec snapshots,
+// finished steps' states, cold index chunks, patches) this process has
+// read, bounded by bytes: they never change, so a cached payload is
+// always right, and a process continuing a run reads each once.
+type blobCache struct {
+	mu    sync.Mutex
+	limit int
+	size  int
+	byKey map[blobKey][]byte
+	order []blobKey // insertion order, for eviction
+	// parsed holds decoded forms of cached payloads that callers share
+	// read-only (a fanout's array, its settled items); evicted with the
+	// payload.
+	parsed map[blobKey]any
+}
+
+type blobKey struct {
+	run string
+	seq int64
+}
+
+// defaultBlobCacheBytes bounds the blob cache; maxCachedBlob is the largest
+// payload it keeps.
+const (
+	defaultBlobCacheBytes = 64 << 20
+	maxCachedBlob         = 1 << 20
+)
+
+func (c *blobCache) get(run string, seq int64) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.byKey[blobKey{run, seq}]
+	return b, ok
+}
+
+func (c *blobCache) put(run string, seq int64, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byKey == nil {
+		c.byKey = map[blobKey][]byte{}
+	}
+	if c.limit == 0 {
+		c.limit = defaultBlobCacheBytes
+	}
+	k := blobKey{run, seq}
+	if _, ok := c.byKey[k]; ok || len(b) > min(c.limit/4, maxCachedBlob) {
+		return // cached already, or too large to keep (a big patch is read once)
+	}
+	for c.size+len(b) > c.limit && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.size -= len(c.byKey[old])
+		delete(c.byKey, old)
+		delete(c.parsed, old)
+	}
+	c.byKey[k] = b
+	c.order = append(c.order, k)
+	c.size += len(b)
+}
+
+// getParsed returns the decoded form of a cached payload.
+func (c *blobCache) getParsed(run string, seq int64) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.parsed[blobKey{run, seq}]
+	return v, ok
+}
+
+// putParsed keeps the decoded form of a payload still in the cache.
+func (c *blobCache) putParsed(run string, seq int64, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := blobKey{run, seq}
+	if _, ok := c.byKey[k]; !ok {
+		return
+	}
+	if c.parsed == nil {
+		c.parsed = map[blobKey]any{}
+	}
+	c.parsed[k] = v
+}

@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// How a fanout is persisted (docs/engine.md, "What is persisted"): the
+// state document holds the fanout's live items and the recently settled
+// ones; settled items move, fanoutChunkSize at a time, into
+// engine.fanout_items records written once, and the array the items are
+// drawn from into an engine.fanout_over record. An item's report thus
+// rewrites the live part of its fanout, not every item, and a fanout of
+// thousands of items costs per item what one of a hundred does. In
+// memory a fanout always has all its items (hydrate reads them back).
+const (
+	evFanoutItems EventType = "engine.fanout_items"
+	evFanoutOver  EventType = "engine.fanout_over"
+)
+
+// fanoutChunkSize is how many settled items one engine.fanout_items
+// record holds.
+const fanoutChunkSize = 16
+
+// persistedFanout is fanoutState without its methods (the form encoding
+// and decoding use).
+type persistedFanout fanoutState
+
+// MarshalJSON writes a fanout as the store keeps it: the items not yet in
+// a record, and the array drawn from only when no record holds it.
+func (f *fanoutState) MarshalJSON() ([]byte, error) {
+	p := persistedFanout(*f)
+	if f.OverSeq != 0 {
+		p.Over = Value{}
+	}
+	if len(f.Chunks) > 0 || f.Gen0 != 0 {
+		p.Items = make([]*itemState, 0, min(len(f.Items), 2*fanoutChunkSize))
+		for _, it := range f.Items {
+			if !it.chunked && !f.pristineItem(it) {
+				p.Items = append(p.Items, it)
+			}
+		}
+	}
+	return json.Marshal(p)
+}
+
+// newItem is item i as a fanout creates it.
+func (f *fanoutState) newItem(i int) *itemState {
+	return &itemState{Index: i, Status: StepPending, Generation: f.Gen0 + int64(i), Epoch: f.ItemEpoch, Attempts: []Attempt{}}
+}
+
+// pristineItem reports an item exactly as newItem made it (its every field
+// is checked: TestPristineItemCoversEveryField).
+func (f *fanoutState) pristineItem(it *itemState) bool {
+	return f.Gen0 != 0 && it.Status == StepPending && it.Generation == f.Gen0+int64(it.Index) && it.Epoch == f.ItemEpoch &&
+		it.Stage == 0 && it.StageAttempts == 0 && len(it.Attempts) == 0 && it.DispatchToken == "" && it.AcceptedDispatchToken == "" &&
+		it.Task == "" && !it.Prev.Present && !it.Output.Present && it.Failure == nil && !it.InFlight && it.Started == nil &&
+		it.Interrupted == nil && it.PatchSeq == 0 && it.PatchBytes == 0 && !it.chunked
+}
+
+// UnmarshalJSON reads a fanout as the store keeps it; hydrate completes
+// it.
+func (f *fanoutState) UnmarshalJSON(b []byte) error {
+	var p persistedFanout
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*f = fanoutState(p)
+	return nil
+}
+
+// settledItem reports an item that will never change again: finished,
+// held by no dispatcher, with no changes waiting to be merged.
+func settledItem(it *itemState) bool {
+	return isTerminalStep(it.Status) && !it.InFlight && it.PatchSeq == 0 && it.DispatchToken == ""
+}
+
+// persistFanouts writes the records of the fanouts among steps (subflows
+// included): the array drawn from, once, and every full chunk of settled
+// items.
+func (t *txn) persistFanouts(prefix string, steps map[string]*stepState) error {
+	for id, ss := range steps {
+		if ss != nil && ss.Fanout != nil {
+			if err := t.persistFanout(prefix+id, ss.Fanout); err != nil {
+				return err
+			}
+		}
+		if ss != nil && ss.Sub != nil {
+			if err := t.persistFanouts(prefix+id+"/", ss.Sub.Steps); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t *txn) persistFanout(stepID string, f *fanoutState) error {
+	if f.OverSeq == 0 && f.Over.Present {
+		seq, err := t.emitBlob(evFanoutOver, stepID, f.Over)
+		if err != nil {
+			return err
+		}
+		f.OverSeq = seq
+	}
+	var settled []*itemState
+	for _, it := range f.Items {
+		if !it.chunked && settledItem(it) {
+			settled = append(settled, it)
+		}
+	}
+	for len(settled) >= fanoutChunkSize {
+		chunk := settled[:fanoutChunkSize]
+		seq, err := t.emitBlob(evFanoutItems, stepID, chunk)
+		if err != nil {
+			return err
+		}
+		for _, it := range chunk {
+			it.chunked = true
+		}
+		f.Chunks = append(f.Chunks, seq)
+		settled = settled[fanoutChunkSize:]
+	}
+	return nil
+}
+
+// hydrateSteps completes the fanouts among decoded steps (subflows
+// included) from their records.
+func (e *Engine) hydrateSteps(ctx context.Context, runID string, steps map[string]*stepState) error {
+	for _, ss := range steps {
+		if err := e.hydrateStep(ctx, runID, ss); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) hydrateStep(ctx context.Context, runID string, ss *stepState) error {
+	if ss == nil {
+		return nil // a corrupt document: checkState says so
+	}
+	if ss.Fanout != nil {
+		if err := e.hydrateFanout(ctx, runID, ss.Fanout); err != nil {
+			return err
+		}
+	}
+	if ss.Sub != nil {
+		return e.hydrateSteps(ctx, runID, ss.Sub.Steps)
+	}
+	return nil
+}
+
+// hydrateFanout reads back a fanout's array and its settled items.
+func (e *Engine) hydrateFanout(ctx context.Context, runID string, f *fanoutState) error {
+	if f.OverSeq != 0 && !f.Over.Present {
+		// Shared read-only between the states decoded from this record:
+		// nothing changes a value in place.
+		v, err := e.parsedBlob(ctx, runID, f.OverSeq, "fanout array", func(raw []byte) (any, error) {
+			var over Value
+			err := json.Unmarshal(raw, &over)
+			return over, err
+		})
+		if err != nil {
+			return err
+		}
+		f.Over = v.(Value)
+	}
+	if len(f.Chunks) == 0 && f.Gen0 == 0 {
+		return nil
+	}
+	have := make(map[int]bool, len(f.Items))
+	for _, it := range f.Items {
+		have[it.Index] = true
+	}
+	for _, seq := range f.Chunks {
+		v, err := e.parsedBlob(ctx, runID, seq, "fanout items", func(raw []byte) (any, error) {
+			var items []itemState
+			err := json.Unmarshal(raw, &items)
+			return items, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, shared := range v.([]itemState) {
+			it := shared // each state has its own items (settled ones never change)
+			if have[it.Index] {
+				return fmt.Errorf("run %s: %w: fanout items record %d repeats item %d", runID, ErrCorrupt, seq, it.Index)
+			}
+			it.chunked = true
+			have[it.Index] = true
+			f.Items = append(f.Items, &it)
+		}
+	}
+	if f.Gen0 != 0 { // the items not yet started
+		arr, ok := f.Over.Data.([]any)
+		if !ok {
+			return fmt.Errorf("run %s: %w: a fanout's array is not an array", runID, ErrCorrupt)
+		}
+		for i := range arr {
+			if !have[i] {
+				f.Items = append(f.Items, f.newItem(i))
+			}
+		}
+	}
+	slices.SortFunc(f.Items, func(a, b *itemState) int { return a.Index - b.Index })
+	for i, it := range f.Items {
+		if it.Index != i {
+			return fmt.Errorf("run %s: %w: fanout item %d is at position %d", runID, ErrCorrupt, it.Index, i)
+		}
+	}
+	return nil
+}
+
+// parsedBlob returns the decoded form of an internal record, decoding it
+// once per process while the record is cached.
+// A payload that does not decode is corrupt (what names the record).
+func (e *Engine) parsedBlob(ctx context.Context, runID string, seq int64, what string, parse func([]byte) (any, error)) (any, error) {
+	if v, ok := e.blobs.getParsed(runID, seq); ok {
+		return v, nil
+	}
+	raw, err := e.blob(ctx, runID, seq)
+	if err != nil {
+		return nil, err
+	}
+	v, err := parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w: %s record %d: %v", runID, ErrCorrupt, what, seq, err)
+	}
+	e.blobs.putParsed(runID, seq, v)
+	return v, nil
+}
