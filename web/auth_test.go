@@ -34,12 +34,12 @@ func TestAuth(t *testing.T) {
 
 	// The login: ?token= sets the cookie and redirects without it.
 	c := client()
-	res, err := c.Get(srv.URL + "/runs/" + runID + "?token=" + testToken + "&events=all")
+	res, err := c.Get(srv.URL + "/runs/" + runID + "/events?after=0&token=" + testToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/runs/"+runID+"?events=all" {
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/runs/"+runID+"/events?after=0" {
 		t.Fatalf("login: %d, Location %q", res.StatusCode, res.Header.Get("Location"))
 	}
 	ck := res.Cookies()

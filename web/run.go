@@ -20,8 +20,8 @@ import (
 // failures, and the event log. Everything comes from the engine's audit
 // of the run, that is from what its log records.
 
-// defaultEvents is how many of the latest events the page lists unless
-// asked for all of them (?events=all).
+// defaultEvents is how many of the latest events the run page lists; the
+// others are listed by the run's events pages.
 const defaultEvents = 200
 
 // openSteps is the most steps a run may have for all of them to be shown
@@ -144,7 +144,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) showRun(w http.ResponseWriter, r *http.Request, runID string, code int, fl *flash) {
-	v, cursor, err := s.runView(r.Context(), runID, r.URL.Query().Get("events") == "all")
+	v, cursor, err := s.runView(r.Context(), runID)
 	if errors.Is(err, engine.ErrRunNotFound) {
 		s.errorPage(w, http.StatusNotFound, "Run not found", "There is no run "+runID+" in this server's store.")
 		return
@@ -159,9 +159,9 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, runID string, c
 
 // runView reads a run. A run whose log does not verify is still shown,
 // with what could be read and where the chain breaks.
-func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*runView, int64, error) {
-	v := &runView{RunID: runID, AllEvents: runURL(runID) + "?events=all"}
-	a, err := s.eng.Audit(ctx, runID)
+func (s *Server) runView(ctx context.Context, runID string) (*runView, int64, error) {
+	v := &runView{RunID: runID, AllEvents: eventsURL(runID, 0)}
+	rd, err := s.readRun(ctx, runID)
 	if errors.Is(err, engine.ErrRunNotFound) {
 		return nil, 0, err
 	}
@@ -171,6 +171,7 @@ func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*ru
 		v.HeadV = version(v)
 		return v, 0, nil
 	}
+	a := rd.report
 	t := now()
 	v.Flow, v.Status, v.Workspace, v.Rounds = a.Flow, string(a.Status), a.WorkspaceRoot, a.Rounds
 	v.Created, v.Updated, v.Age = stamp(a.CreatedAt), stamp(a.UpdatedAt), ago(a.CreatedAt, t)
@@ -195,31 +196,17 @@ func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*ru
 	}
 	v.Graph = drawGraph(plan, entry, a.Steps, runID)
 	v.GraphV = version(v.Graph.Status)
-	verdicts := map[string][]verdict{}
-	for _, ev := range a.Events {
-		var d engine.JudgedDetail
-		if ev.Type == engine.EventJudged && ev.DecodeDetail(&d) == nil {
-			verdicts[ev.StepID] = append(verdicts[ev.StepID], verdict{Statement: d.Statement, Holds: d.Holds, Reason: d.Reason, Model: d.Model})
-		}
-	}
 	for _, st := range entry.Steps {
 		c := s.stepCard(plan, st, a.Steps[st.ID], runID, st.ID, len(entry.Steps) <= openSteps)
-		if vs := verdicts[st.ID]; len(vs) > 0 {
+		if vs := rd.verdicts[st.ID]; len(vs) > 0 {
 			c.Verdicts = vs
 			c.V = version(c)
 		}
 		v.Steps = append(v.Steps, c)
 	}
 	v.StepsV = version(v.Steps)
-	evs := a.Events
-	if !allEvents && len(evs) > defaultEvents {
-		v.EventsHidden = len(evs) - defaultEvents
-		evs = evs[len(evs)-defaultEvents:]
-	}
-	var cursor int64
-	for _, ev := range a.Events {
-		cursor = max(cursor, ev.Seq)
-	}
+	v.EventsHidden = rd.hidden
+	cursor := rd.last
 	// The live stream starts from the head, past the internal events
 	// after the last one shown.
 	if rep, err := s.eng.Poll(ctx, runID, cursor); err == nil {
@@ -227,14 +214,73 @@ func (s *Server) runView(ctx context.Context, runID string, allEvents bool) (*ru
 	}
 	v.Chain = s.chains.check(ctx, s.opts.Chain, runID, cursor, a.UpdatedAt)
 	v.HeadV = version([]any{v.Status, v.Chain, v.Ledger, v.Output, v.Failure, v.Updated, v.Rounds})
+	v.Events = eventRows(rd.latest)
+	v.EventsV = version([]any{v.EventsHidden, len(v.Events), cursor})
+	return v, cursor, nil
+}
+
+// runRead is what the run page takes from one pass over a run's record.
+type runRead struct {
+	// report is the audit with every step and no events.
+	report *engine.AuditReport
+	// latest are the last defaultEvents events, oldest first; hidden is
+	// how many came before them and last the seq of the last one.
+	latest []engine.Event
+	hidden int
+	last   int64
+	// verdicts are the judge's verdicts by step, from every event.
+	verdicts map[string][]verdict
+}
+
+// readRun reads a run's record with the engine's streamed audit
+// (docs/engine.md, "Cancel, audit, poll"): the events go by one at a time
+// and only the latest defaultEvents are kept (with the judge's verdicts
+// of all of them), so a long run's page holds its steps, not its log.
+func (s *Server) readRun(ctx context.Context, runID string) (*runRead, error) {
+	rd := &runRead{verdicts: map[string][]verdict{}}
+	ring := make([]engine.Event, 0, defaultEvents)
+	seen := 0
+	steps := map[string]*engine.StepView{}
+	rep, err := s.eng.AuditStream(ctx, runID, engine.AuditOptions{}, engine.AuditVisitor{
+		Event: func(ev engine.Event) error {
+			if len(ring) < defaultEvents {
+				ring = append(ring, ev)
+			} else {
+				ring[seen%defaultEvents] = ev
+			}
+			seen++
+			rd.last = ev.Seq
+			var d engine.JudgedDetail
+			if ev.Type == engine.EventJudged && ev.DecodeDetail(&d) == nil {
+				rd.verdicts[ev.StepID] = append(rd.verdicts[ev.StepID], verdict{Statement: d.Statement, Holds: d.Holds, Reason: d.Reason, Model: d.Model})
+			}
+			return nil
+		},
+		Step: func(id string, sv *engine.StepView) error { steps[id] = sv; return nil },
+	})
+	if err != nil {
+		return nil, err
+	}
+	if seen > defaultEvents {
+		// The ring's oldest entry is the one the next event would replace.
+		k := seen % defaultEvents
+		ring = append(ring[k:len(ring):len(ring)], ring[:k]...)
+	}
+	rep.Steps = steps
+	rd.report, rd.latest, rd.hidden = rep, ring, max(0, seen-defaultEvents)
+	return rd, nil
+}
+
+// eventRows are events as the run page and the events pages list them.
+func eventRows(evs []engine.Event) []eventRow {
+	rows := make([]eventRow, 0, len(evs))
 	for _, ev := range evs {
 		row := eventRow{Key: strconv.FormatInt(ev.Seq, 10), Seq: ev.Seq, At: stamp(ev.At), Type: string(ev.Type), Step: ev.StepID,
 			Text: eventtext.Describe(ev), Detail: textBlock(string(ev.Detail), maxShownText)}
 		row.V = version(row)
-		v.Events = append(v.Events, row)
+		rows = append(rows, row)
 	}
-	v.EventsV = version([]any{v.EventsHidden, len(v.Events), cursor})
-	return v, cursor, nil
+	return rows
 }
 
 // stepCard is one step as the run page shows it; scoped is its id as the
