@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,12 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // returns its address and token, read from what it prints.
 func startServe(t *testing.T, args ...string) (base, token string) {
 	t.Helper()
-	home := t.TempDir()
+	return startServeIn(t, t.TempDir(), args...)
+}
+
+// startServeIn is startServe over the state of STRATUM_HOME home.
+func startServeIn(t *testing.T, home string, args ...string) (base, token string) {
+	t.Helper()
 	getenv := func(k string) string {
 		if k == "STRATUM_HOME" {
 			return home
@@ -229,5 +235,151 @@ func writeTestFile(t *testing.T, name, content string) {
 	t.Helper()
 	if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// stratumIn runs a stratum command in process over STRATUM_HOME home and
+// returns its exit status and standard output.
+func stratumIn(t *testing.T, home string, args ...string) (int, string) {
+	t.Helper()
+	var out, errs strings.Builder
+	getenv := func(k string) string {
+		if k == "STRATUM_HOME" {
+			return home
+		}
+		return ""
+	}
+	code := run(context.Background(), &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errs, Getenv: getenv}, args)
+	if errs.Len() > 0 {
+		t.Logf("stratum %s: %s", strings.Join(args, " "), errs.String())
+	}
+	return code, out.String()
+}
+
+// postForm posts a decision form to stratum serve with the bearer token.
+func postForm(t *testing.T, target, token string, form url.Values) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// TestServeSameAnswersAsCLI: a run that stratum run stopped at a gate is
+// on stratum serve's gates page with the token and digest stratum query
+// gates gives (one engine over one store). Deciding it from the page is
+// held to serve's effects policy as stratum gate is: without
+// --allow-commands the decision, which would continue the run into a
+// command, is refused and nothing is decided or run; a server with
+// --allow-commands takes it, the command runs, and stratum audit shows
+// the decision with its decider, note and digest.
+func TestServeSameAnswersAsCLI(t *testing.T) {
+	home, dir := t.TempDir(), t.TempDir()
+	mark := filepath.Join(dir, "evaluated")
+	agent := filepath.Join(dir, "agent.sh")
+	writeTestFile(t, agent, "#!/bin/sh\ncat >/dev/null\necho '{\"path\": \"notes.txt\"}'\n")
+	if err := os.Chmod(agent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "gated.yaml")
+	writeTestFile(t, spec, `version: 1
+contracts:
+  P: {path: string}
+  V: {status: string, children: array, reason: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${check.output}", contract: V}
+    steps:
+      - id: probe
+        do: "Name a file"
+        out: P
+      - id: review
+        after: [probe]
+        gate: {on_approve: null, on_revise: null, on_kill: null}
+      - id: check
+        after: [review]
+        evaluate:
+          command: 'touch `+mark+`; echo "{\"status\": \"closed\", \"children\": [], \"reason\": \"ok\"}"'
+          timeout_ms: 5000
+        out: V
+`)
+	if code, out := stratumIn(t, home, "run", spec, "--allow-commands", "--agent", agent, "--gate", "stop"); code != 3 {
+		t.Fatalf("stratum run: exit %d, want 3 (stopped at the gate)\n%s", code, out)
+	}
+	code, out := stratumIn(t, home, "query", "gates")
+	var gates []struct {
+		FlowID    string `json:"flow_id"`
+		StepID    string `json:"step_id"`
+		GateToken string `json:"gate_token"`
+		Digest    string `json:"digest"`
+	}
+	if err := json.Unmarshal([]byte(out), &gates); code != 0 || err != nil || len(gates) != 1 || gates[0].Digest == "" {
+		t.Fatalf("stratum query gates: exit %d, %v\n%s", code, err, out)
+	}
+	g := gates[0]
+
+	strict, token := startServeIn(t, home)
+	page := get(t, strict+"/gates", token)
+	for _, want := range []string{g.FlowID, `<code>` + g.Digest + `</code>`, `value="` + g.GateToken + `"`, `value="` + g.Digest + `"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the gates page lacks %q (stratum query gates gives it)", want)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("the gates page:\n%s", page)
+	}
+	form := url.Values{"run": {g.FlowID}, "step": {g.StepID}, "token": {g.GateToken}, "digest": {g.Digest}, "kind": {"gate"},
+		"decision": {"approve"}, "by": {"Ada"}, "note": {"ship it"}, "from": {"gates"}}
+	code, body := postForm(t, strict+"/decide", token, form)
+	if code == http.StatusOK || !strings.Contains(body, "the decision was not made") || !strings.Contains(body, "--allow-commands") {
+		t.Fatalf("a decision into a command serve may not run: %d\n%s", code, body)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the command ran after a refused decision")
+	}
+	if _, out := stratumIn(t, home, "query", "gates"); !strings.Contains(out, g.GateToken) {
+		t.Fatalf("after a refused decision the gate is no longer waiting:\n%s", out)
+	}
+
+	open, token2 := startServeIn(t, home, "--allow-commands")
+	code, body = postForm(t, open+"/decide", token2, form)
+	if code != http.StatusOK || !strings.Contains(body, "Decided approve on review of run "+g.FlowID+", as Ada.") {
+		t.Fatalf("the decision with --allow-commands: %d\n%s", code, body)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("the command did not run after the decision: %v", err)
+	}
+	code, out = stratumIn(t, home, "audit", g.FlowID, "--json")
+	var a struct {
+		Status string `json:"status"`
+		Events []struct {
+			Type   string          `json:"type"`
+			Detail json.RawMessage `json:"detail"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(out), &a); code != 0 || err != nil {
+		t.Fatalf("stratum audit: exit %d, %v\n%s", code, err, out)
+	}
+	if a.Status != "completed" {
+		t.Errorf("stratum audit says the run is %s, want completed", a.Status)
+	}
+	found := false
+	for _, ev := range a.Events {
+		var d struct{ Decision, Digest, Rationale, ResolvedBy string }
+		if ev.Type == "gate_resolved" && json.Unmarshal(ev.Detail, &d) == nil &&
+			d == (struct{ Decision, Digest, Rationale, ResolvedBy string }{"approve", g.Digest, "ship it", "Ada"}) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("stratum audit shows no gate_resolved by Ada with the note and the digest:\n%s", out)
 	}
 }
