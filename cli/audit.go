@@ -22,10 +22,50 @@ import (
 type auditCmd struct {
 	verify bool
 	json   bool
+	head   headFlag
+}
+
+// headFlag is --head: alone it asks for the run's head; with a hash
+// ("--head HASH" or "--head=HASH") it is the anchor --verify checks.
+type headFlag struct {
+	set  bool
+	hash string
+}
+
+func (h *headFlag) String() string   { return h.hash }
+func (h *headFlag) IsBoolFlag() bool { return true }
+
+// AcceptsValue takes the next argument only when it is a head hash (64
+// lowercase hex digits), so that "--head RUN" still names the run.
+func (h *headFlag) AcceptsValue(next string) bool { return isHeadHash(next) }
+
+func (h *headFlag) Set(v string) error {
+	h.set = true
+	switch {
+	case v == "true":
+		h.hash = ""
+	case isHeadHash(v):
+		h.hash = v
+	default:
+		return fmt.Errorf("want a head hash (64 lowercase hex digits, as --head printed it), not %q", v)
+	}
+	return nil
+}
+
+func isHeadHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (*auditCmd) Name() string     { return "audit" }
-func (*auditCmd) Synopsis() string { return "[--verify] [--json] RUN" }
+func (*auditCmd) Synopsis() string { return "[--verify [--head HASH]] [--json] RUN | --head RUN" }
 func (*auditCmd) Short() string    { return "print a run's trace; --verify re-checks its hash chain" }
 func (*auditCmd) Long() string {
 	return `Audit prints the trace of run RUN: its status, then every event of its
@@ -43,7 +83,16 @@ content and its predecessor's hash, from the first event to the head the
 run's state records. An intact log ends the trace with "chain: intact";
 any break (an edited, removed or reordered event, a state that does not
 match its log) prints where it is and exits 1 without printing the trace.
-With --json, --verify prints {runId, intact, events, head, tail?, problem?}.
+With --json, --verify prints {runId, intact, events, head, anchor?, tail?,
+problem?}.
+
+--head prints the run's current head (its last event's seq and hash) and
+nothing else: keep it somewhere the state root's writers cannot reach.
+--verify --head HASH then also proves that the chain still passes through
+that head ("anchor: seq N, hash H"): a run rewritten consistently by
+someone with write access to the state root, or rolled back past the
+anchor, fails there (exit 1), which no check inside the state root can
+catch (docs/storage.md, "What each check catches").
 
 Exit status: 0 printed (and intact), 1 not found, corrupt or broken,
 2 usage.`
@@ -52,6 +101,7 @@ Exit status: 0 printed (and intact), 1 not found, corrupt or broken,
 func (c *auditCmd) SetFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.verify, "verify", false, "re-check the event chain; exit 1 on any break")
 	fs.BoolVar(&c.json, "json", false, "print the full audit document as JSON (with --verify: the verification result)")
+	fs.Var(&c.head, "head", "alone: print the run's head; with --verify, `HASH`: a head printed earlier that the chain must still contain")
 }
 
 type verifyDoc struct {
@@ -59,6 +109,7 @@ type verifyDoc struct {
 	Intact  bool        `json:"intact"`
 	Events  int64       `json:"events"`
 	Head    *store.Head `json:"head,omitempty"`
+	Anchor  *store.Head `json:"anchor,omitempty"`
 	Tail    *store.Tail `json:"tail,omitempty"`
 	Problem *problem    `json:"problem,omitempty"`
 }
@@ -79,6 +130,12 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err := checkRunID(env, runID); err != nil {
 		return err
 	}
+	switch {
+	case c.head.set && c.head.hash == "" && c.verify:
+		return usagef("--verify --head needs the HASH a previous --head printed")
+	case c.head.hash != "" && !c.verify:
+		return usagef("--head HASH is an anchor for --verify: add --verify (or drop HASH to print the head)")
+	}
 	sys, err := openSystem(env, systemConfig{})
 	if err != nil {
 		return fail(env, "INVALID", err.Error())
@@ -86,9 +143,12 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 	defer sys.Close()
 	e := sys.engine
 	st := sys.store
+	if c.head.set && !c.verify {
+		return printHead(ctx, env, st, runID, c.json)
+	}
 	var chain string
 	if c.verify {
-		rep, err := st.Verify(ctx, runID, store.VerifyOptions{})
+		rep, err := st.Verify(ctx, runID, store.VerifyOptions{Head: c.head.hash})
 		if isNotFound(err) {
 			return fail(env, "NOT_FOUND", fmt.Sprintf("Flow '%s' not found", runID))
 		}
@@ -106,13 +166,16 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 			return fail(env, "INVALID", err.Error())
 		}
 		if c.json {
-			doc := verifyDoc{RunID: runID, Intact: true, Events: rep.Events, Head: &rep.Head}
+			doc := verifyDoc{RunID: runID, Intact: true, Events: rep.Events, Head: &rep.Head, Anchor: rep.Anchor}
 			if rep.Tail.Bytes > 0 {
 				doc.Tail = &rep.Tail
 			}
 			return writeJSON(env.Stdout, doc)
 		}
 		chain = fmt.Sprintf("chain: intact (%s, head seq %d, hash %s)", plural(int(rep.Events), "event"), rep.Head.Seq, rep.Head.Hash)
+		if a := rep.Anchor; a != nil {
+			chain += fmt.Sprintf("\nanchor: seq %d, hash %s is on the chain", a.Seq, a.Hash)
+		}
 		if rep.Tail.Bytes > 0 {
 			chain += fmt.Sprintf("\nunacknowledged tail: %d bytes (%d events) after the head, written by an interrupted update; the next update keeps it aside and records a store.repair event", rep.Tail.Bytes, rep.Tail.Events)
 		}
@@ -129,6 +192,32 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return fail(env, engineCode(err), err.Error())
 	}
 	return nil
+}
+
+// printHead prints a run's head as the store has it (Load refuses a run
+// whose files and head record disagree), for the person to keep as an
+// anchor.
+func printHead(ctx context.Context, env *Env, st store.Store, runID string, asJSON bool) error {
+	snap, err := st.Load(ctx, runID)
+	if isNotFound(err) {
+		return fail(env, "NOT_FOUND", fmt.Sprintf("Flow '%s' not found", runID))
+	}
+	var ce *store.CorruptError
+	if errors.As(err, &ce) {
+		fmt.Fprintf(env.Stderr, "stratum audit: run %s is corrupt: %s\n", runID, ce.Reason)
+		return exitCode(ExitFailure)
+	}
+	if err != nil {
+		return fail(env, "INVALID", err.Error())
+	}
+	if asJSON {
+		return writeJSON(env.Stdout, struct {
+			RunID string     `json:"runId"`
+			Head  store.Head `json:"head"`
+		}{runID, snap.Head})
+	}
+	_, err = fmt.Fprintf(env.Stdout, "head: seq %d, hash %s\n", snap.Head.Seq, snap.Head.Hash)
+	return err
 }
 
 // streamAuditText writes the trace as it is read (docs/cli.md, "stratum

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
 )
 
@@ -22,7 +23,10 @@ func (*flowCmd) Long() string {
 fanout item issuance is made void (later results and decisions are refused),
 engine fanouts stop at their next boundary, and a flow_cancelled event
 records what was voided. A stratum run driving RUN in another terminal
-notices, stops its agents and exits 1.
+notices, stops its agents and exits 1; a server driving it in the
+background stops its agents and gives the run's lease up, which this
+command waits for (up to 15 seconds; acknowledged says whether it did).
+Agent runs tagged with RUN (stratum_agent_run with flow) are stopped too.
 
 Output (JSON) and exit status:
   {_schema_version, ok: true, flow_id, status, flowSettled, acknowledged,
@@ -89,7 +93,13 @@ func (c *flowCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if reason == "" {
 		reason = "cancelled with stratum flow cancel"
 	}
-	res, err := e.Cancel(ctx, runID, reason)
+	// The agents of the run stop too, wherever they run: the agent runs
+	// tagged with it, and the agents of the process driving it.
+	agents, aerr := sys.openAgentRuns(env, driver.AgentRunOptions{})
+	if aerr != nil {
+		agents = nil
+	}
+	res, err := driver.Cancel(ctx, e, agents, nil, runID, reason, driver.DefaultCancelWait)
 	if isNotFound(err) {
 		_ = writeJSON(env.Stdout, conflictDoc{SchemaVersion: schemaVersion, Conflict: true, FlowID: runID, Detail: "flow_not_found"})
 		fmt.Fprintf(env.Stderr, "stratum flow cancel: flow '%s' not found\n", runID)

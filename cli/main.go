@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,6 +157,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 			end++
 			if needsValue(fs, a) && end < len(args) {
 				end++ // the flag's value, whatever it looks like
+			} else if takesOptionalValue(fs, a, args[end:]) {
+				args = slices.Concat(args[:end-1], []string{a + "=" + args[end]}, args[end+1:])
 			}
 		}
 		if err := fs.Parse(args[:end]); err != nil {
@@ -200,6 +203,29 @@ func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 
 // needsValue reports whether the flag argument a names a defined non-boolean
 // flag given without "=value", so that the next argument is its value.
+// optionalValue is a boolean-looking flag that takes the next argument as
+// its value when that argument is shaped like one ("--head" alone, or
+// "--head HASH").
+type optionalValue interface {
+	IsBoolFlag() bool
+	AcceptsValue(next string) bool
+}
+
+// takesOptionalValue reports whether flag a is an optionalValue that
+// takes rest[0].
+func takesOptionalValue(fs *flag.FlagSet, a string, rest []string) bool {
+	name := strings.TrimLeft(a, "-")
+	if strings.Contains(name, "=") || len(rest) == 0 {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	o, ok := f.Value.(optionalValue)
+	return ok && o.AcceptsValue(rest[0])
+}
+
 func needsValue(fs *flag.FlagSet, a string) bool {
 	name := strings.TrimLeft(a, "-")
 	if strings.Contains(name, "=") {

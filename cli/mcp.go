@@ -120,12 +120,23 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	sys, err := openSystem(env, systemConfig{dispatcher: driver.NewDispatcher(&agent.Resolver{}, c.agent), log: log,
+	// One driver: its dispatcher runs engine fanout items, and its loop
+	// drives background runs (do steps read-only, stopping at gates).
+	d := driver.New(driver.Options{Agent: c.agent, Resolver: &agent.Resolver{}, Gates: driver.GateStop, By: "stratum mcp",
+		Agents: driver.AgentSetup{Options: agent.Options{Timeout: DefaultAttemptTimeout}}})
+	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher(), log: log,
 		command: "stratum mcp", mode: policy.Server, flags: c.policy, agent: c.agent})
 	if err != nil {
 		return err
 	}
 	defer sys.Close()
+	agents, err := sys.openAgentRuns(env, driver.AgentRunOptions{Timeout: DefaultAttemptTimeout, Log: log})
+	if err != nil {
+		return err
+	}
+	defer agents.Close()
+	bg := driver.NewBackground(d, sys.engine, driver.BackgroundOptions{Log: log})
+	defer bg.Close()
 	for _, line := range sys.policy.Describe() {
 		log.Info("policy: " + line)
 	}
@@ -141,11 +152,14 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	effects := mcp.Effects{Commands: sys.policy.Commands(), Agents: sys.policy.Agents(), Judge: sys.judge != nil,
 		GuardCommands: env.getenv(guard.EnvAllowCommands) == "1"}
 	srv, err := mcp.NewServer(mcp.Deps{Engine: eng, Guard: g, Version: Version, Logger: log,
-		Effects: effects, ClientRoots: sys.policy.UsesClientRoots()})
+		Effects: effects, ClientRoots: sys.policy.UsesClientRoots(), Background: bg, Agents: agents})
 	if err != nil {
 		return err
 	}
-	log.Info("stratum mcp serving on stdio", "version", Version, "stateRoot", root)
+	// Background runs of the state root that no live server drives are
+	// taken over from now on (a restart continues them).
+	bg.Supervise()
+	log.Info("stratum mcp serving on stdio", "version", Version, "stateRoot", root, "leaseOwner", eng.Owner())
 	err = srv.Run(ctx, mcp.NewStreamTransport(env.Stdin, env.Stdout, log))
 	switch {
 	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF), errors.Is(err, sdk.ErrConnectionClosed):

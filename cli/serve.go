@@ -122,12 +122,24 @@ func (c *serveCmd) Run(ctx context.Context, env *Env, args []string) error {
 		token = t
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	sys, err := openSystem(env, systemConfig{dispatcher: driver.NewDispatcher(&agent.Resolver{}, c.agent), log: log,
+	// Composed as stratum mcp composes its server, so that /mcp has the
+	// same tools: one driver, whose dispatcher runs engine fanout items and
+	// whose loop drives background runs, and the store of agent runs.
+	d := driver.New(driver.Options{Agent: c.agent, Resolver: &agent.Resolver{}, Gates: driver.GateStop, By: "stratum serve",
+		Agents: driver.AgentSetup{Options: agent.Options{Timeout: DefaultAttemptTimeout}}})
+	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher(), log: log,
 		command: "stratum serve", mode: policy.Server, flags: c.policy, agent: c.agent})
 	if err != nil {
 		return err
 	}
 	defer sys.Close()
+	agents, err := sys.openAgentRuns(env, driver.AgentRunOptions{Timeout: DefaultAttemptTimeout, Log: log})
+	if err != nil {
+		return err
+	}
+	defer agents.Close()
+	bg := driver.NewBackground(d, sys.engine, driver.BackgroundOptions{Log: log})
+	defer bg.Close()
 	for _, line := range sys.policy.Describe() {
 		log.Info("policy: " + line)
 	}
@@ -144,10 +156,13 @@ func (c *serveCmd) Run(ctx context.Context, env *Env, args []string) error {
 	effects := mcp.Effects{Commands: sys.policy.Commands(), Agents: sys.policy.Agents(), Judge: sys.judge != nil,
 		GuardCommands: env.getenv(guard.EnvAllowCommands) == "1"}
 	srv, err := mcp.NewServer(mcp.Deps{Engine: sys.engine, Guard: g, Version: Version, Logger: log,
-		Effects: effects, ClientRoots: sys.policy.UsesClientRoots() && !c.public})
+		Effects: effects, ClientRoots: sys.policy.UsesClientRoots() && !c.public, Background: bg, Agents: agents})
 	if err != nil {
 		return err
 	}
+	// Background runs of the state root that no live server drives are
+	// taken over from now on, as by stratum mcp.
+	bg.Supervise()
 	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
 		&sdk.StreamableHTTPOptions{Logger: log, SessionTimeout: 30 * time.Minute})
 	site, err := web.New(web.Options{Engine: sys.engine, Chain: sys.store, Token: token, Hosts: []string(c.hosts), MCP: mcpHandler,

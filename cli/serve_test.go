@@ -151,6 +151,15 @@ flows:
         do: "Publish ${draft.output.text}"
         out: Note
 `
+	// /mcp is composed as stratum mcp is: it can start background runs
+	// (this spec's agent is then refused by serve's policy, as by mcp's).
+	bgRes, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "stratum_flow_run_bg", Arguments: map[string]any{"spec": spec, "input": map[string]any{"topic": "bg"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(bgRes.StructuredContent); !strings.Contains(string(b), `"code":"effect_not_allowed"`) {
+		t.Errorf("stratum_flow_run_bg on stratum serve's /mcp: %s", b)
+	}
 	state := call("stratum_plan", map[string]any{"spec": spec, "input": map[string]any{"topic": "tides"}})
 	runID := fmt.Sprint(state["runId"])
 	for range 10 {

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"time"
 
 	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
@@ -99,14 +102,72 @@ func openSystem(env *Env, cfg systemConfig) (*system, error) {
 	if !pol.Judges() {
 		j = nil // judged ensures and predicates fail closed, as without a judge
 	}
+	ttl, err := leaseTTL(env)
+	if err != nil {
+		return nil, err
+	}
 	opts := engine.Options{Judge: j, Dispatcher: cfg.dispatcher, DeferDispatch: cfg.dispatcher == nil,
-		Evaluator: driver.Shell{}, Workspaces: &driver.GitWorkspaces{CommandTimeout: pol.MaxCommandTimeout()}, Policy: pol}
+		Evaluator: driver.Shell{}, Workspaces: &driver.GitWorkspaces{CommandTimeout: pol.MaxCommandTimeout()}, Policy: pol,
+		LeaseTTL: ttl}
 	return &system{root: root, store: st, judge: j, policy: pol, engine: engine.New(st, opts), log: log}, nil
 }
 
 // Close stops the engine's background work (everything acknowledged stays
 // durable).
 func (s *system) Close() { s.engine.Close() }
+
+// EnvLeaseTTL overrides the time to live of the run leases a process
+// takes to drive runs (docs/mcp.md, "Background flows"): a Go duration
+// such as 10s (the default, engine.DefaultLeaseTTL) or 500ms.
+const EnvLeaseTTL = "STRATUM_LEASE_TTL"
+
+// EnvAgentsDir overrides where agent runs are recorded (the agent-run
+// store; docs/agents.md, "Agent runs for a client"): default
+// $STRATUM_HOME/agents, else ~/.stratum/agents.
+const EnvAgentsDir = "STRATUM_AGENTS_DIR"
+
+// leaseTTL reads STRATUM_LEASE_TTL (zero when unset).
+func leaseTTL(env *Env) (time.Duration, error) {
+	v := env.getenv(EnvLeaseTTL)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 10*time.Millisecond {
+		return 0, usagef("%s=%q: want a duration of at least 10ms, such as 10s or 500ms", EnvLeaseTTL, v)
+	}
+	return d, nil
+}
+
+// agentsRoot is the directory of the agent-run store.
+func agentsRoot(env *Env) (string, error) {
+	if d := env.getenv(EnvAgentsDir); d != "" {
+		return filepath.Abs(d)
+	}
+	if h := env.getenv("STRATUM_HOME"); h != "" {
+		return filepath.Abs(filepath.Join(h, "agents"))
+	}
+	home := env.getenv("HOME")
+	if home == "" {
+		return "", errors.New("agent runs: none of STRATUM_AGENTS_DIR, STRATUM_HOME, HOME is set")
+	}
+	return filepath.Join(home, ".stratum", "agents"), nil
+}
+
+// openAgentRuns opens the agent-run store: every agent a client asked
+// for, foreground or detached, is recorded there, so that any process
+// polls and cancels it.
+func (s *system) openAgentRuns(env *Env, opts driver.AgentRunOptions) (*driver.AgentRuns, error) {
+	root, err := agentsRoot(env)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.NewFileStore(root, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open the agent-run store %s: %w", root, err)
+	}
+	return driver.NewAgentRuns(st, s.engine, s.policy, opts), nil
+}
 
 // openGuard opens the guard store with the system's judge.
 func (s *system) openGuard(env *Env) (*guard.Guard, error) {

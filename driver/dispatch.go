@@ -114,7 +114,7 @@ func (d *Driver) runEntry(ctx context.Context, r *run, entry engine.ReadyEntry) 
 		// items only count as working there: their changes are theirs).
 		measured = r.changes.start(ctx, entry.ID, it == nil)
 	}
-	if err := r.e.AttemptStarted(ctx, r.id, entry.ID, entry.DispatchToken, "stratum run (agent "+who+")"); err != nil {
+	if err := r.e.AttemptStarted(ctx, r.id, entry.ID, entry.DispatchToken, d.opts.By+" (agent "+who+")"); err != nil {
 		if measured != nil {
 			measured(ctx)
 		}

@@ -94,6 +94,9 @@ type Options struct {
 	// Notice receives the driver's own messages (consumer fanout
 	// worktrees and merges), one line each, without a newline.
 	Notice func(string)
+	// By names what starts the agents in the audit ("stratum run", the
+	// default; "stratum mcp" for background runs).
+	By string
 }
 
 // ErrNoAnswer is returned by an AskGate that cannot ask anyone (its input
@@ -167,6 +170,9 @@ func New(opts Options) *Driver {
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.By == "" {
+		opts.By = "stratum run"
 	}
 	r := opts.Resolver
 	if r == nil {

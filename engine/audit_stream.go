@@ -76,7 +76,9 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 	var steps []*ir.Step
 	var records stepRecords
 	if v.Step != nil {
-		steps = t.auditSteps(opts.Steps)
+		if steps, err = t.auditSteps(opts.Steps); err != nil {
+			return nil, err
+		}
 		records = t.stepRecordSeqs(steps)
 	}
 	if v.Event != nil {
@@ -176,23 +178,28 @@ func toEvent(runID string, raw store.Event) (Event, bool, error) {
 }
 
 // auditSteps are the root steps an audit reads (only those named in
-// only, when not nil), in declaration order.
-func (t *txn) auditSteps(only []string) []*ir.Step {
-	steps := t.rootScope().flow.Steps
+// only, when not nil), in declaration order; a name that is not a step of
+// the run's entry flow is refused (ErrInvalidStep), never ignored.
+func (t *txn) auditSteps(only []string) ([]*ir.Step, error) {
+	flow := t.rootScope().flow
 	if only == nil {
-		return steps
+		return flow.Steps, nil
 	}
 	want := make(map[string]bool, len(only))
 	for _, id := range only {
+		if flow.Step(id) == nil {
+			return nil, &Error{Kind: ErrInvalidStep, RunID: t.st.ID, StepID: id,
+				Message: fmt.Sprintf("flow %s has no step %q; its steps are listed in the run's plan", flow.Name, id)}
+		}
 		want[id] = true
 	}
 	var out []*ir.Step
-	for _, s := range steps {
+	for _, s := range flow.Steps {
 		if want[s.ID] {
 			out = append(out, s)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // stepRecordSeqs finds the records of the finished steps among steps.

@@ -92,7 +92,9 @@ func TestAuditStreamOrderAndPages(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatalf("pages put together differ from the events:\n %s\n %s", a, b)
 	}
-	one, err := e2.AuditWith(h.ctx, r.RunID, AuditOptions{Steps: []string{"p05", "nope"}})
+	_, err = e2.AuditWith(h.ctx, r.RunID, AuditOptions{Steps: []string{"p05", "nope"}})
+	wantCode(t, err, ErrInvalidStep)
+	one, err := e2.AuditWith(h.ctx, r.RunID, AuditOptions{Steps: []string{"p05"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -410,3 +410,65 @@ func BenchmarkEngineFanoutConcurrency(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAlternatingEngines is two processes continuing one run (two
+// engines, each with its own caches, on one file store): from step 500
+// of a 1000-step run, 100 step_done calls alternate between them, and
+// 100 more go to one engine alone. The alternating calls must cost what
+// changed since the engine last saw the run, not the run's history:
+// ns/step-alternating against ns/step-pinned (the switch ratio).
+// STRATUM_BENCH_DIR as for BenchmarkLinearRun.
+func BenchmarkAlternatingEngines(b *testing.B) {
+	dir := b.TempDir()
+	if base := os.Getenv("STRATUM_BENCH_DIR"); base != "" {
+		d, err := os.MkdirTemp(base, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	open := func() *Engine {
+		fs, err := store.NewFileStore(filepath.Join(dir, "flows"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := New(fs, Options{Workspace: WorkspacePolicy{Default: dir}})
+		b.Cleanup(e.Close)
+		return e
+	}
+	engines := []*Engine{open(), open()}
+	ctx := context.Background()
+	spec := []byte(linearN(1000))
+	var pinned, alternating time.Duration
+	var calls int
+	for i := 0; i < b.N; i++ {
+		r, err := engines[0].Plan(ctx, PlanRequest{Spec: spec})
+		if err != nil {
+			b.Fatal(err)
+		}
+		step := func(e *Engine) time.Duration {
+			en := r.Ready[0]
+			start := time.Now()
+			if r, err = e.StepDone(ctx, StepDoneRequest{RunID: r.RunID, StepID: en.ID, DispatchToken: en.DispatchToken, Result: okOutput}); err != nil {
+				b.Fatal(err)
+			}
+			return time.Since(start)
+		}
+		for s := 1; s < 500; s++ {
+			step(engines[0])
+		}
+		for s := 0; s < 100; s++ {
+			alternating += step(engines[(s+1)%2])
+		}
+		for s := 0; s < 100; s++ {
+			pinned += step(engines[0])
+		}
+		calls += 100
+	}
+	a := float64(alternating.Nanoseconds()) / float64(calls)
+	p := float64(pinned.Nanoseconds()) / float64(calls)
+	b.ReportMetric(a, "ns/step-alternating")
+	b.ReportMetric(p, "ns/step-pinned")
+	b.ReportMetric(a/p, "switch-ratio")
+}

@@ -51,6 +51,12 @@ type AgentSummary struct {
 // boundary, and a flow_cancelled event records what was burnt. A run that
 // already finished is left as it is (Reason already_<status>).
 func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*CancelResult, error) {
+	return e.cancel(ctx, runID, reason, "fg")
+}
+
+// cancel is Cancel, recorded as made by "fg" (a client or a person) or
+// "bg" (a background run's cancel).
+func (e *Engine) cancel(ctx context.Context, runID, reason, by string) (*CancelResult, error) {
 	t, err := e.mutate(ctx, runID, func(t *txn) error {
 		res := &CancelResult{RunID: t.st.ID, Burned: BurnedTokens{Steps: []string{}}}
 		t.extra = res
@@ -69,7 +75,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*CancelResul
 		t.burn(root, &res.Burned)
 		t.st.CancelRequested = true
 		t.st.Status = StatusCancelled
-		t.emit(EventFlowCancelled, "", CancelledDetail{By: "fg", Burned: res.Burned, Reason: cleanText(strings.TrimSpace(reason))})
+		t.emit(EventFlowCancelled, "", CancelledDetail{By: by, Burned: res.Burned, Reason: cleanText(strings.TrimSpace(reason))})
 		res.Status, res.FlowSettled, res.Acknowledged = StatusCancelled, true, true
 		res.Ledger = t.ledgerView()
 		return nil

@@ -85,6 +85,9 @@ func (e *Engine) Commit(ctx context.Context, runID, label string) (*CommitResult
 		if err := t.checkpointGuards("commit"); err != nil {
 			return err
 		}
+		if err := t.guardDriver(); err != nil {
+			return err
+		}
 		// The live steps in full; the finished ones by their index (the
 		// state events they refer to never change).
 		if err := t.settleLoaded(); err != nil {
@@ -167,6 +170,9 @@ func (e *Engine) Revert(ctx context.Context, runID, label string) (*Response, er
 	}
 	t, err := e.mutate(ctx, runID, func(t *txn) error {
 		if err := t.checkpointGuards("revert"); err != nil {
+			return err
+		}
+		if err := t.guardDriver(); err != nil {
 			return err
 		}
 		i := slices.IndexFunc(t.st.Checkpoints, func(c checkpointRef) bool { return c.Label == label })

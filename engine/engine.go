@@ -30,7 +30,9 @@ type Engine struct {
 
 	mu    sync.Mutex
 	plans map[string]*compiled // by revision digest
-	cache map[string]*cachedRun
+	// planBytes is the estimated heap of the cached plans (storePlan).
+	planBytes int
+	cache     map[string]*cachedRun
 	// blobs caches internal events' payloads (immutable) by run and seq.
 	blobs blobCache
 
@@ -48,6 +50,9 @@ type Engine struct {
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 
+	// leases are the run leases this process holds (lease.go).
+	leases leaseHolds
+
 	// verifyWrites (tests only) re-reads every written run from the store
 	// and compares it with the state in memory.
 	verifyWrites bool
@@ -60,8 +65,18 @@ type cachedRun struct {
 	st  *runState
 }
 
-// maxPlans bounds the compiled-plan cache.
-const maxPlans = 64
+// The compiled-plan cache is bounded by count and by bytes: a compiled
+// plan takes about 20 bytes of heap per byte of its spec's JSON (measured:
+// 19.5 MB for a 10,000-step spec of 1 MB), so a count alone would let a
+// few large specs hold gigabytes (docs/engine.md, "Cost").
+const (
+	maxPlans = 64
+	// planBytesPerSpecByte over-estimates a plan's heap from its spec.
+	planBytesPerSpecByte = 24
+)
+
+// maxPlanBytes is the cache's budget (a variable for tests).
+var maxPlanBytes = 256 << 20
 
 // maxCachedRuns bounds the decoded-state cache.
 const maxCachedRuns = 256
@@ -79,6 +94,7 @@ func New(st store.Store, opts Options) *Engine {
 		e.newID = randomUUID
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
+	e.leases.init(opts)
 	return e
 }
 
@@ -88,6 +104,7 @@ func New(st store.Store, opts Options) *Engine {
 func (e *Engine) Close() {
 	e.bgCancel()
 	e.wg.Wait()
+	e.leases.releaseAll()
 }
 
 // Wait blocks until background work started by this Engine has finished
@@ -137,14 +154,23 @@ func (e *Engine) compileSource(src []byte) (*compiled, error) {
 	return c, nil
 }
 
+// storePlan caches c, evicting others (in no particular order) until it
+// fits both bounds; a plan larger than the whole budget is used but not
+// kept.
 func (e *Engine) storePlan(c *compiled) {
-	if len(e.plans) >= maxPlans {
-		for k := range e.plans {
-			delete(e.plans, k)
+	size := planBytesPerSpecByte * len(c.specJSON)
+	if size > maxPlanBytes {
+		return
+	}
+	for k, old := range e.plans {
+		if len(e.plans) < maxPlans && e.planBytes+size <= maxPlanBytes {
 			break
 		}
+		delete(e.plans, k)
+		e.planBytes -= planBytesPerSpecByte * len(old.specJSON)
 	}
 	e.plans[c.digest] = c
+	e.planBytes += size
 }
 
 // planFor returns the compiled plan of a persisted run, rebuilding it
@@ -395,7 +421,7 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 			return nil, err
 		}
 		t = newTxn(ctx, e, st, c)
-		t.headSeq = cur.Head.Seq
+		t.headSeq, t.lease = cur.Head.Seq, cur.Lease
 		t.verdicts = verdicts
 		if err := decideWith(fn, t); err != nil {
 			return nil, err

@@ -59,6 +59,17 @@ var (
 	ErrDigestMismatch = errors.New("revision digest mismatch")
 	// ErrCorrupt: the persisted run fails an integrity check.
 	ErrCorrupt = errors.New("run is corrupt")
+	// ErrRunLeased: another process drives the run (it holds the run's
+	// lease, Error.Holder), or the run is a background run and only the
+	// process holding its lease may drive it (docs/engine.md, "Leases").
+	// Nothing changed.
+	ErrRunLeased = errors.New("run is driven by another process")
+	// ErrNotBackground: a background-flow call about a run that was not
+	// started in the background.
+	ErrNotBackground = errors.New("not a background run")
+	// ErrBackgroundUnsupported: a spec that cannot run in the background
+	// (a consumer fanout hands its items to the client).
+	ErrBackgroundUnsupported = errors.New("spec cannot run in the background")
 )
 
 // ErrEffectNotAllowed is declared in policy.go.
@@ -84,6 +95,9 @@ const (
 	CodeInvalidCursor         = "invalid_cursor"
 	CodeDigestMismatch        = "digest_mismatch"
 	CodeCorrupt               = "run_corrupt"
+	CodeRunLeased             = "run_leased"
+	CodeNotBackground         = "not_background"
+	CodeBackgroundUnsupported = "consumer_dispatch_bg_unsupported"
 	CodeInternal              = "internal"
 )
 
@@ -110,6 +124,9 @@ var codes = []struct {
 	{ErrInvalidCursor, CodeInvalidCursor},
 	{ErrDigestMismatch, CodeDigestMismatch},
 	{ErrCorrupt, CodeCorrupt},
+	{ErrRunLeased, CodeRunLeased},
+	{ErrNotBackground, CodeNotBackground},
+	{ErrBackgroundUnsupported, CodeBackgroundUnsupported},
 	{ErrEffectNotAllowed, CodeEffectNotAllowed},
 }
 
@@ -132,6 +149,9 @@ type Error struct {
 	Available []string
 	// HolderPID is the lock holder of ErrRunLocked, when known.
 	HolderPID int
+	// Holder is the lease owner of ErrRunLeased ("" when nobody holds
+	// the lease of a background run right now).
+	Holder string
 	// Why says, for ErrNotAwaiting, which of its cases it is.
 	Why NotAwaitingReason
 	// Gate is the current view of the gate a stale gate decision was

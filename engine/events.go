@@ -53,12 +53,13 @@ const (
 	// EventEffectInterrupted: a reserved effect was found unsettled by a
 	// process taking the run over (its holder died); it runs again.
 	EventEffectInterrupted EventType = "effect_interrupted" // ReadyDetail
+	// EventDriverAcquired and EventDriverHalted are declared in lease.go.
 )
 
 // EventTypes lists every audit event type, sorted.
 func EventTypes() []EventType {
 	return []EventType{EventAttemptInterrupted, EventAttemptReleased, EventAttemptStarted, EventBudgetExhausted, EventCarryUpdated, EventCheckpointCommitted, EventCheckpointReverted,
-		EventCompleted, EventDispatchUnavailable, EventEffectInterrupted, EventEvaluateStarted, EventFailed, EventFanoutAttemptResult, EventFanoutItemDispatch, EventFanoutItemReady,
+		EventCompleted, EventDispatchUnavailable, EventDriverAcquired, EventDriverHalted, EventEffectInterrupted, EventEvaluateStarted, EventFailed, EventFanoutAttemptResult, EventFanoutItemDispatch, EventFanoutItemReady,
 		EventFanoutItemSkipped, EventFanoutLedgerDebit, EventFanoutMerge, EventFlowCancelled, EventGateResolved,
 		EventGateWaiting, EventJudged, EventPlanned, EventReady, EventResult, EventResumed, EventRouted, EventSkipped,
 		EventStepReset, EventUsageDebit}

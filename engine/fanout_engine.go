@@ -20,8 +20,8 @@ func (e *Engine) kickFanouts(runID string) {
 	if e.bgCtx.Err() != nil {
 		return
 	}
-	st, c, _, err := e.load(e.bgCtx, runID)
-	if err != nil || st.Status != StatusRunning || st.CancelRequested {
+	st, c, snap, err := e.loadLeased(e.bgCtx, runID)
+	if err != nil || st.Status != StatusRunning || st.CancelRequested || !e.mayDrive(st, snap.Lease) {
 		return
 	}
 	flow := c.plan.Flow(st.FlowName)

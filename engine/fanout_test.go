@@ -159,3 +159,23 @@ func TestEngineFanoutWithoutDispatcher(t *testing.T) {
 	r := h.plan(spec, map[string]any{"items": []any{"a"}})
 	wantFailure(t, r, StatusFailed, "engine dispatch is not configured")
 }
+
+// A fanout item's output is held to its stage's contract like a do
+// step's: an item reporting the wrong type fails its attempt (kind
+// contract, naming the field), and the fanout's require counts it.
+func TestConsumerFanoutItemContract(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.plan(consumerSpec("2", oneStage), map[string]any{"items": []any{"a", "b", "c"}})
+	r = h.ok(r, "fan/0", `{"value":5}`)
+	r = h.ok(r, "fan/1", `{"value":"B"}`)
+	r = h.ok(r, "fan/2", `{"value":"C"}`)
+	en := entry(t, r, "after")
+	if !strings.Contains(en.Do, `{"value":"B"}`) || strings.Contains(en.Do, `5`) {
+		t.Fatalf("after do %q", en.Do)
+	}
+	item := h.stepState(r.RunID, "fan").Fanout.Items[0]
+	if item.Status != StepFailed || len(item.Attempts) != 1 || item.Attempts[0].FailureKind != "contract" ||
+		item.Failure == nil || !strings.Contains(item.Failure.Reason, "value") {
+		t.Fatalf("item 0 with a number for a string: %s", dump(item))
+	}
+}

@@ -27,6 +27,9 @@ func (e *Engine) AttemptStarted(ctx context.Context, runID, stepID, token, by st
 		if err := t.guardActive(); err != nil {
 			return err
 		}
+		if err := t.guardDriver(); err != nil {
+			return err
+		}
 		loc, ok := t.locate(stepID)
 		if !ok {
 			return t.refuse(ErrNotAwaiting, stepID, "step is not awaiting a client result: run %s has no step %q", t.st.ID, stepID)
@@ -58,6 +61,9 @@ func (e *Engine) AttemptStarted(ctx context.Context, runID, stepID, token, by st
 func (e *Engine) ReleaseAttempt(ctx context.Context, runID, stepID, token, reason string) error {
 	_, err := e.transition(ctx, runID, func(t *txn) error {
 		if err := t.guardActive(); err != nil {
+			return err
+		}
+		if err := t.guardDriver(); err != nil {
 			return err
 		}
 		loc, ok := t.locate(stepID)

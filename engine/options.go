@@ -55,6 +55,15 @@ type Options struct {
 	// exceeds it fails its attempt with a resource_limit reason. Zero
 	// means expr.DefaultBudget.
 	EnsureBudget int64
+	// LeaseOwner names this process as the holder of the run leases it
+	// takes to drive runs (docs/engine.md, "Leases"): unique per process,
+	// and readable, because refusals name it. Empty means a fresh
+	// "<host>:<pid>:<random>".
+	LeaseOwner string
+	// LeaseTTL is the time to live of those leases, renewed at a third
+	// of it; a dead holder's run is taken over once it runs out. Zero
+	// means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // WorkspacePolicy decides the workspace root of new runs: the jail of file

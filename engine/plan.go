@@ -25,6 +25,11 @@ type PlanRequest struct {
 	// ClientRoots are the roots the MCP client declared for its session
 	// (roots/list), which the policy may accept workspace roots within.
 	ClientRoots []string
+	// Background plans a run that a server drives (stratum_flow_run_bg;
+	// lease.go): a spec with a consumer fanout is refused
+	// (ErrBackgroundUnsupported), the agents of its do steps are asked of
+	// the policy, and only the holder of the run's lease drives it.
+	Background bool
 }
 
 // Plan validates the spec and the entry input, creates and persists the
@@ -36,7 +41,11 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkPolicy(c.plan); err != nil {
+	check := e.checkPolicy
+	if req.Background {
+		check = e.checkBackground // the same, and the agents of its do steps
+	}
+	if err := check(c.plan); err != nil {
 		return nil, err
 	}
 	flow := c.plan.EntryFlow()
@@ -71,6 +80,9 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 		Format: stateFormat, ID: e.newID(), FlowName: flow.Name, RevisionDigest: c.digest, WorkspaceRoot: ws,
 		CreatedAt: now, UpdatedAt: now, Status: StatusRunning, Steps: map[string]*stepState{},
 		Input: Some(input), Spec: c.specJSON, SpecSeq: 1,
+	}
+	if req.Background {
+		st.Background = &backgroundState{Since: now}
 	}
 	if err := store.ValidateRunID(st.ID); err != nil {
 		return nil, fmt.Errorf("engine id source produced an unusable run id: %w", err)

@@ -51,9 +51,32 @@ type Effect struct {
 	// it may change (read-only, or workspace-write in a worktree).
 	Agent   string `json:"agent,omitempty"`
 	Sandbox string `json:"sandbox,omitempty"`
+	// Origin says what starts the agent of an EffectAgent when it is not
+	// a fanout item: a do step of a background run, or an agent run a
+	// client asked for (StepID and Flow are then empty).
+	Origin EffectOrigin `json:"origin,omitempty"`
 }
 
+// EffectOrigin says what starts an agent besides a spec's fanout.
+type EffectOrigin string
+
+// What can start an agent.
+const (
+	// OriginFanout (the zero value): an item of an engine-dispatched
+	// fanout.
+	OriginFanout EffectOrigin = ""
+	// OriginBackground: a do step of a background run (the server does
+	// the step the client would otherwise do).
+	OriginBackground EffectOrigin = "background"
+	// OriginAgentRun: an agent run a client asked for
+	// (stratum_agent_run).
+	OriginAgentRun EffectOrigin = "agent_run"
+)
+
 func (f Effect) String() string {
+	if f.Origin == OriginAgentRun {
+		return fmt.Sprintf("the agent run starts the %s agent (%s)", f.Agent, f.Sandbox)
+	}
 	where := fmt.Sprintf("step %q of flow %q", f.StepID, f.Flow)
 	switch f.Kind {
 	case EffectCommand:

@@ -53,6 +53,9 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Response, error) {
 		if t.st.Status == StatusCancelled || t.st.CancelRequested {
 			return t.refuse(ErrRunCancelled, "", "run %s is cancelled; resume is not permitted", t.st.ID)
 		}
+		if err := t.guardDriver(); err != nil {
+			return err
+		}
 		found, err := t.e.readBlobs(t.ctx, t.st.ID, t.headSeq, map[int64]string{t.st.SpecSeq: ""})
 		if err != nil {
 			return err

@@ -92,6 +92,7 @@ type runState struct {
 	Steps           map[string]*stepState  `json:"steps"`
 	Carry           map[string]*CarryEntry `json:"carry,omitempty"`
 	CancelRequested bool                   `json:"cancelRequested,omitempty"`
+	Background      *backgroundState       `json:"background,omitempty"` // a server drives the run (lease.go)
 
 	// ColdRecent and ColdChunks index the finished root steps, each
 	// written once into an engine.step_state event when it finished: the

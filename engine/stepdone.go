@@ -70,6 +70,9 @@ func (e *Engine) StepDone(ctx context.Context, req StepDoneRequest) (*Response, 
 		if err := t.guardActive(); err != nil {
 			return err
 		}
+		if err := t.guardDriver(); err != nil {
+			return err
+		}
 		if req.OnlyNew {
 			t.known = t.readyTokens()
 		}

@@ -64,6 +64,7 @@ type storedSummary struct {
 	Format int `json:"v"`
 	RunSummary
 	CancelRequested bool          `json:"cancelRequested,omitempty"`
+	Background      bool          `json:"background,omitempty"` // driven by a server (lease.go)
 	Gates           []WaitingGate `json:"gates,omitempty"`
 	// More is set when Waiting or Gates were cut to the bounds.
 	More bool `json:"more,omitempty"`
@@ -74,7 +75,7 @@ func (t *txn) summary() (s *storedSummary, err error) {
 	defer recoverLoad(&err)
 	st := t.st
 	root := t.rootScope()
-	s = &storedSummary{Format: summaryFormat, CancelRequested: st.CancelRequested, RunSummary: RunSummary{
+	s = &storedSummary{Format: summaryFormat, CancelRequested: st.CancelRequested, Background: st.Background != nil, RunSummary: RunSummary{
 		RunID: st.ID, Flow: st.FlowName, Status: st.Status, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt,
 		Rounds: st.Rounds, Steps: len(root.flow.Steps), Done: t.doneSteps(),
 	}}

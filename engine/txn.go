@@ -25,6 +25,8 @@ type txn struct {
 	events []store.NewEvent
 	// headSeq is the event log head the transition started from.
 	headSeq int64
+	// lease is the run's lease when the transition began (lease.go).
+	lease *store.Lease
 	// engineWork: an engine-dispatched fanout needs driving after commit.
 	engineWork bool
 	// root and children cache the scopes of the transition.

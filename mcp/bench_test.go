@@ -236,3 +236,74 @@ func js(v any) json.RawMessage {
 	}
 	return b
 }
+
+// BenchmarkStdioConcurrentRuns: RUNS runs (20 unless STRATUM_BENCH_RUNS
+// says otherwise) driven at once through one `stratum mcp` child, each
+// by its own client goroutine, 20 steps each; steps/s is the server's
+// throughput, to set against BenchmarkStdioStepDone's one run (each run
+// has its own lock and files, so runs do not wait for each other).
+func BenchmarkStdioConcurrentRuns(b *testing.B) {
+	runs := 20
+	if s := os.Getenv("STRATUM_BENCH_RUNS"); s != "" {
+		fmt.Sscan(s, &runs)
+	}
+	home := benchHome(b)
+	bin, _ := buildBinaries(b)
+	cmd := exec.Command(bin, "mcp", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "STRATUM_HOME="+home, "STRATUM_STATE_ROOT=")
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "0"}, nil).
+		Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	ctx := context.Background()
+	spec := linearN(20)
+	call := func(name string, args any) (map[string]any, error) {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			return nil, err
+		}
+		m, _ := res.StructuredContent.(map[string]any)
+		if res.IsError || m == nil {
+			return nil, fmt.Errorf("%s: %v", name, res.Content)
+		}
+		return m, nil
+	}
+	drive := func() (int, error) {
+		m, err := call("stratum_plan", map[string]any{"spec": spec, "input": map[string]any{}})
+		if err != nil {
+			return 0, err
+		}
+		run, steps := m["runId"].(string), 0
+		for m["status"] == "ready" {
+			e := m["ready"].([]any)[0].(map[string]any)
+			if m, err = call("stratum_step_done", map[string]any{"runId": run, "stepId": e["id"], "dispatchToken": e["dispatchToken"],
+				"result": map[string]any{"output": map[string]any{"v": "done"}}}); err != nil {
+				return steps, err
+			}
+			steps++
+		}
+		return steps, nil
+	}
+	b.ResetTimer()
+	total := 0
+	for i := 0; i < b.N; i++ {
+		counts := make(chan int, runs)
+		errs := make(chan error, runs)
+		for r := 0; r < runs; r++ {
+			go func() {
+				n, err := drive()
+				counts <- n
+				errs <- err
+			}()
+		}
+		for r := 0; r < runs; r++ {
+			total += <-counts
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "steps/s")
+}

@@ -23,7 +23,7 @@ type agentFunc func(e map[string]any) (output any, failure string)
 // gateFunc decides a waiting gate (approve, revise or kill).
 type gateFunc func(stepID string) string
 
-type driver struct {
+type clientDriver struct {
 	t      *testing.T
 	call   caller
 	answer agentFunc
@@ -32,13 +32,13 @@ type driver struct {
 	steps int
 }
 
-func newDriver(t *testing.T, call caller) *driver {
-	return &driver{t: t, call: call, answer: contractAgent, decide: func(string) string { return "approve" }}
+func newDriver(t *testing.T, call caller) *clientDriver {
+	return &clientDriver{t: t, call: call, answer: contractAgent, decide: func(string) string { return "approve" }}
 }
 
 // drive continues a run from the answer r until it is terminal and
 // returns the terminal answer.
-func (d *driver) drive(r result) result {
+func (d *clientDriver) drive(r result) result {
 	d.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for i := 0; ; i++ {
@@ -94,7 +94,7 @@ func (d *driver) drive(r result) result {
 // gate reads a waiting gate's view with stratum_gates, as a model does:
 // the token and the digest a decision passes ("<runStep>/<gate>" inside a
 // subflow).
-func (d *driver) gate(run, gate string) (token, digest string) {
+func (d *clientDriver) gate(run, gate string) (token, digest string) {
 	d.t.Helper()
 	return gateView(d.t, d.call, run, gate)
 }

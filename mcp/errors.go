@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/guard"
 	"github.com/stratum-go/stratum/ir"
@@ -24,6 +25,9 @@ const (
 	// CodeInternal: a fault inside Stratum. The message says what; the
 	// server keeps serving.
 	CodeInternal = engine.CodeInternal
+	// CodeBackgroundUnavailable: the server was built without background
+	// work (Deps.Background or Deps.Agents is nil).
+	CodeBackgroundUnavailable = "background_unavailable"
 )
 
 // ErrorBody is the error object of a refused call.
@@ -40,6 +44,7 @@ type ErrorBody struct {
 	State     *currentState `json:"state,omitzero" jsonschema:"the run's current state, shaped like a stratum_resume answer (status, ready with the current dispatch tokens, waiting, ledger, ...); nothing was changed"`
 	Available []string      `json:"available,omitzero" jsonschema:"the checkpoint labels that exist (checkpoint_not_found)"`
 	HolderPID int           `json:"holderPid,omitzero" jsonschema:"the process holding the run's lock (run_locked)"`
+	Holder    string        `json:"holder,omitzero" jsonschema:"the process driving the run, which holds its lease (run_leased)"`
 	// Gate is the gate's current view on a stale gate decision.
 	Gate *engine.GateView `json:"gate,omitzero" jsonschema:"the gate's current round (stale gate decision): gateToken, round, what is under review and its digest; decide again with these"`
 }
@@ -85,10 +90,20 @@ func errorBody(tool string, err error) *ErrorBody {
 }
 
 func wireError(err error) *ErrorBody {
+	// An agent run's refusal comes first: it may wrap the engine's error
+	// of the flow it was tagged with.
+	var are *driver.AgentRunError
+	if errors.As(err, &are) {
+		b := &ErrorBody{Code: are.Code, Message: are.Message}
+		if are.Path != "" {
+			b.Errors = []Problem{{Code: are.Code, Path: are.Path, Message: are.Message}}
+		}
+		return b
+	}
 	var ee *engine.Error
 	if errors.As(err, &ee) {
 		b := &ErrorBody{Code: ee.Code(), Message: ee.Error(), RunID: ee.RunID, StepID: ee.StepID,
-			Available: ee.Available, HolderPID: ee.HolderPID, State: (*currentState)(ee.State), Gate: ee.Gate}
+			Available: ee.Available, HolderPID: ee.HolderPID, Holder: ee.Holder, State: (*currentState)(ee.State), Gate: ee.Gate}
 		switch {
 		case len(ee.Diagnostics) > 0:
 			b.Errors = diagnosticsProblems(ee.Diagnostics)
@@ -160,6 +175,13 @@ var refusalHints = map[string]string{
 	engine.CodeDigestMismatch:             "The stored spec of this run no longer matches its digest: tell the user; the run cannot continue.",
 	engine.CodeCorrupt:                    "The run's stored record is damaged: tell the user (stratum audit --verify RUN shows where); the run cannot continue.",
 	engine.CodeEffectNotAllowed:           "This server does not allow that effect: change the spec (or ask the user to change the server's policy); nothing was created.",
+	engine.CodeRunLeased:                  "Nothing changed: the process in error.holder drives this run; for a background run watch it with stratum_flow_bg_poll (its gates are still yours to resolve with stratum_gate_resolve when the user decides).",
+	engine.CodeNotBackground:              "Use the tool for runs you drive yourself (stratum_flow_poll, stratum_flow_cancel).",
+	engine.CodeBackgroundUnsupported:      "Nothing was created: run this flow with stratum_plan and do its steps yourself, or change the fanout as the message says.",
+	driver.CodeFlowNotRunning:             "Tag the agent run only with a running flow (stratum_flow_poll shows its status), or leave flow out.",
+	driver.CodeFlowAdmissionFailed:        "The flow's record cannot be read now: tell the user; or leave flow out.",
+	driver.CodeAgentRunFailed:             "The agent did not run: the message says why (a missing CLI, a login); tell the user.",
+	CodeBackgroundUnavailable:             "This server does not run work in the background: use stratum_plan and do the steps yourself.",
 	CodeInvalidArguments:                  "Nothing changed: call again with the arguments fixed.",
 	CodeInternal:                          "This is a fault in Stratum, not in your call: tell the user; the server keeps serving.",
 	string(guard.CodeInvalidArgument):     "Nothing changed: call again with the arguments fixed (the tool's input schema lists them).",

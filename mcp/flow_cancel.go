@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 
+	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
 )
 
@@ -23,6 +24,8 @@ Example: stratum_flow_cancel {"runId": "4b1f…", "reason": "user abandoned the 
 		idempotent:  true,
 		destructive: true,
 	}, func(ctx context.Context, c *call, in flowCancelIn) (*engine.CancelResult, error) {
-		return s.eng.Cancel(ctx, in.RunID, in.Reason)
+		// The agents of the run stop too, wherever they run: agent runs
+		// tagged with it and the agents of whatever process drives it.
+		return driver.Cancel(ctx, s.eng, s.agents, s.bg, in.RunID, in.Reason, driver.DefaultCancelWait)
 	})
 }

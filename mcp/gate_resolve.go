@@ -31,6 +31,9 @@ Example: stratum_gate_resolve {"runId": "4b1f…", "stepId": "review", "decision
 		r, err := s.eng.ResolveGate(ctx, engine.GateRequest{RunID: in.RunID, StepID: in.StepID,
 			Decision: engine.Decision(in.Decision), GateToken: in.GateToken, Digest: in.Digest, Rationale: in.Rationale, ResolvedBy: in.ResolvedBy,
 			OnlyNew: true})
+		if err == nil && s.bg != nil {
+			s.bg.Kick() // a paused background run continues at once
+		}
 		return r, err
 	})
 }

@@ -255,3 +255,51 @@ flows:
 	}
 	f.call("stratum_commit", map[string]any{"runId": run, "label": "x"}).mustStatus(t, "committed")
 }
+
+// TestAuditPages: stratum_audit answers the events a page at a time
+// (nextEventsAfter leads on; the pages put together are the whole log),
+// narrows the steps to those named, and refuses an unknown step, a bad
+// limit and a cursor beyond the log.
+func TestAuditPages(t *testing.T) {
+	f := newFixture(t)
+	r := f.plan(linearSpec, map[string]any{"topic": "x"})
+	run := runID(t, r)
+	f.done(r, "outline", outline).mustStatus(t, "ready")
+	all := f.call("stratum_audit", map[string]any{"runId": run}).mustStatus(t, "running")
+	events := all.Body["events"].([]any)
+	if len(events) < 4 || all.Body["nextEventsAfter"] != nil {
+		t.Fatalf("a short run's audit: %d events, nextEventsAfter %v", len(events), all.Body["nextEventsAfter"])
+	}
+	var paged []any
+	for after, pages := 0.0, 0; ; pages++ {
+		p := f.call("stratum_audit", map[string]any{"runId": run, "eventsAfter": after, "eventsLimit": 3, "steps": []string{}}).mustStatus(t, "running")
+		if n := len(p.Body["events"].([]any)); n > 3 || n == 0 || len(p.Body["steps"].(map[string]any)) != 0 {
+			t.Fatalf("page %d: %d events, steps %v", pages, n, p.Body["steps"])
+		}
+		paged = append(paged, p.Body["events"].([]any)...)
+		next, ok := p.Body["nextEventsAfter"].(float64)
+		if !ok {
+			break
+		}
+		after = next
+	}
+	if a, b := mustJSON(t, events), mustJSON(t, paged); a != b {
+		t.Fatalf("pages put together differ from the audit:\n %s\n %s", a, b)
+	}
+	one := f.call("stratum_audit", map[string]any{"runId": run, "steps": []string{"outline"}}).mustStatus(t, "running")
+	if steps := one.Body["steps"].(map[string]any); len(steps) != 1 || steps["outline"] == nil {
+		t.Fatalf("steps narrowed to outline: %v", steps)
+	}
+	f.call("stratum_audit", map[string]any{"runId": run, "steps": []string{"nope"}}).mustError(t, "invalid_step")
+	f.call("stratum_audit", map[string]any{"runId": run, "eventsLimit": 1001}).mustError(t, "invalid_input")
+	f.call("stratum_audit", map[string]any{"runId": run, "eventsAfter": 1 << 20}).mustError(t, "invalid_cursor")
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

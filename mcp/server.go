@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/guard"
 )
@@ -46,6 +48,17 @@ type Deps struct {
 	// PlanRequest.ClientRoots, for the policy to accept workspace roots
 	// inside them.
 	ClientRoots bool
+	// Background drives background runs (stratum_flow_run_bg); nil makes
+	// the server refuse to start one (the other background tools still
+	// read and cancel any background run of the store).
+	Background *driver.Background
+	// Agents runs agents for clients (stratum_agent_run); nil makes the
+	// server refuse to start one.
+	Agents *driver.AgentRuns
+	// ProgressInterval is how often a call whose client asked for
+	// progress (a progress token) is told that it is still running;
+	// zero means 15 seconds.
+	ProgressInterval time.Duration
 }
 
 // Effects are the effects the server's policy allows, as far as the tool
@@ -77,6 +90,10 @@ type server struct {
 	// clientRoots: ask clients for their roots (Deps.ClientRoots).
 	clientRoots bool
 	roots       rootsCache
+	bg          *driver.Background
+	agents      *driver.AgentRuns
+	// progressEvery is Deps.ProgressInterval.
+	progressEvery time.Duration
 }
 
 func newServer(eng *engine.Engine, log *slog.Logger) *server {
@@ -106,6 +123,10 @@ func buildServer(d Deps, useCache bool) (*sdk.Server, error) {
 	s := newServer(d.Engine, log)
 	s.guard = d.Guard
 	s.effects, s.clientRoots = d.Effects, d.ClientRoots
+	s.bg, s.agents, s.progressEvery = d.Background, d.Agents, d.ProgressInterval
+	if s.progressEvery <= 0 {
+		s.progressEvery = DefaultProgressInterval
+	}
 	if !useCache {
 		s.cache = nil
 	}
@@ -168,6 +189,12 @@ func (s *server) tools() []tool {
 		s.commitTool(),
 		s.revertTool(),
 		s.flowCancelTool(),
+		s.flowRunBgTool(),
+		s.flowBgPollTool(),
+		s.flowCancelBgTool(),
+		s.agentRunTool(),
+		s.agentPollTool(),
+		s.cancelAgentRunTool(),
 		s.usageReportTool(),
 		s.compileSpeckitTool(),
 	}, s.guardTools()...)

@@ -40,6 +40,8 @@ type toolMeta struct {
 var advancingTools = map[string]bool{
 	"stratum_plan": true, "stratum_step_done": true, "stratum_gate_resolve": true,
 	"stratum_resume": true, "stratum_revert": true,
+	// They start agents themselves.
+	"stratum_flow_run_bg": true, "stratum_agent_run": true,
 }
 
 // guardEvidenceTools check guard predicates: commands when the guard
@@ -99,6 +101,9 @@ type call struct {
 	// (keyed by the path so far), so several raw reads parse the
 	// arguments once.
 	objects map[string]map[string]json.RawMessage
+	// progress, set when the client asked for progress, sends it one
+	// progress notification with a message (progress.go).
+	progress func(msg string)
 }
 
 // raw returns the raw JSON at a path of object keys, or nil when absent
@@ -185,7 +190,10 @@ func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMes
 		if in, err := decode(args); err != nil {
 			v = envelope(errorBody(m.name, err))
 		} else {
-			v, failed = invoke(ctx, log, m.name, &call{args: args, session: req.Session}, in, h)
+			c := &call{args: args, session: req.Session}
+			stop := s.startProgress(ctx, req, c, m.name)
+			v, failed = invoke(ctx, log, m.name, c, in, h)
+			stop()
 		}
 		b, err := encode(v)
 		if err != nil {

@@ -71,6 +71,12 @@ func (p *Policy) allowAgent(f engine.Effect, refuse func(why, allow, instead str
 	if p.mode == Person {
 		consumer = `or write "dispatch: consumer" on the fanout: its items are then handed out like do steps`
 	}
+	switch f.Origin {
+	case engine.OriginBackground:
+		consumer = `or run the flow with stratum_plan instead and do its steps yourself (with "dispatch: consumer" on a fanout its items come back to you too; no agent is started)`
+	case engine.OriginAgentRun:
+		consumer = ""
+	}
 	name := p.agentName(f.Agent)
 	switch {
 	case p.anyAgent.value:
@@ -81,6 +87,10 @@ func (p *Policy) allowAgent(f engine.Effect, refuse func(why, allow, instead str
 			fmt.Sprintf("add %s to that list, or have the person start %s with --%s", name, p.command, FlagAllowAgents), consumer)
 	default:
 		return refuse(p.off(p.anyAgent, "starts no agents")+p.overrideNote(f.Agent), p.enable(p.anyAgent, "["+name+"]"), consumer)
+	}
+	if f.Sandbox == engine.SandboxWorkspaceWrite && p.sandbox.value == engine.SandboxReadOnly && f.Origin == engine.OriginAgentRun {
+		return refuse(fmt.Sprintf("the policy file %s lets agents only read (agent_sandbox: read-only at line %d)", p.file.Path, p.file.Line(keyAgentSandbox)),
+			"set agent_sandbox: workspace-write there", "or ask for sandboxMode read-only")
 	}
 	if f.Sandbox == engine.SandboxWorkspaceWrite && p.sandbox.value == engine.SandboxReadOnly {
 		return refuse(fmt.Sprintf("the policy file %s lets agents only read (agent_sandbox: read-only at line %d), and a fanout item with isolation: worktree writes its worktree",

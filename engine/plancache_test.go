@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+)
+
+// The plan cache keeps to its byte budget: distinct specs past it evict
+// others, a spec larger than the whole budget is compiled and used but
+// not kept, and the estimate never drifts from the plans it holds.
+func TestPlanCacheBoundedByBytes(t *testing.T) {
+	defer func(n int) { maxPlanBytes = n }(maxPlanBytes)
+	e := New(nil, Options{})
+	one, err := e.compileSource([]byte(linearN(20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := planBytesPerSpecByte * len(one.specJSON)
+	maxPlanBytes = 3*size + size/2
+	for i := 0; i < 8; i++ {
+		spec := linearN(20) + fmt.Sprintf("# spec %d\n", i) // a comment: the same plan, the same digest
+		if _, err := e.compileSource([]byte(spec)); err != nil {
+			t.Fatal(err)
+		}
+		spec = linearN(20 + i) // a distinct plan
+		if _, err := e.compileSource([]byte(spec)); err != nil {
+			t.Fatal(err)
+		}
+		sum := 0
+		for _, c := range e.plans {
+			sum += planBytesPerSpecByte * len(c.specJSON)
+		}
+		if sum != e.planBytes || e.planBytes > maxPlanBytes || len(e.plans) > 3 {
+			t.Fatalf("after %d specs: %d plans, %d bytes estimated, %d counted, budget %d", i+1, len(e.plans), e.planBytes, sum, maxPlanBytes)
+		}
+	}
+	maxPlanBytes = size - 1
+	e2 := New(nil, Options{})
+	if c, err := e2.compileSource([]byte(linearN(20))); err != nil || c == nil || len(e2.plans) != 0 || e2.planBytes != 0 {
+		t.Fatalf("a plan over the budget: %v, %d cached, %d bytes", err, len(e2.plans), e2.planBytes)
+	}
+}
