@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/eventtext"
 	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
 )
@@ -238,7 +239,7 @@ func streamAuditText(ctx context.Context, out io.Writer, e *engine.Engine, runID
 			return nil
 		},
 		Event: func(ev engine.Event) error {
-			desc := describeEvent(ev)
+			desc := eventtext.Describe(ev)
 			if desc == "" {
 				desc = describeDebit(ev)
 			}
@@ -268,7 +269,7 @@ func streamAuditText(ctx context.Context, out io.Writer, e *engine.Engine, runID
 	case rep.Output.Present:
 		fmt.Fprintf(w, "output: %s\n", compactJSON(rep.Output))
 	case rep.Failure != nil:
-		fmt.Fprintf(w, "failure: %s%s\n", printable(rep.Failure.Reason), causeNote(rep.Failure.Cause, rep.Failure.Step))
+		fmt.Fprintf(w, "failure: %s%s\n", printable(rep.Failure.Reason), eventtext.CauseNote(rep.Failure.Cause, rep.Failure.Step))
 	}
 	if l := rep.Ledger.Spent; !l.IsZero() {
 		b, _ := json.Marshal(l)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/internal/eventtext"
 	"github.com/stratum-go/stratum/ir"
 )
 
@@ -53,7 +54,7 @@ func writeStep(w io.Writer, a *engine.AuditReport, plan *ir.Plan, decl *ir.Step,
 	case sv.Decision != "":
 		head += " (" + string(sv.Decision) + ")"
 	case sv.Skip != nil:
-		head += " (" + oneLine(sv.Skip.Reason) + ")"
+		head += " (" + eventtext.OneLine(sv.Skip.Reason) + ")"
 	}
 	if sv.Epoch > 0 {
 		head += fmt.Sprintf(", round %d", sv.Epoch+1)
@@ -63,7 +64,7 @@ func writeStep(w io.Writer, a *engine.AuditReport, plan *ir.Plan, decl *ir.Step,
 	if r := sv.Revision; r != nil {
 		note := ""
 		if r.Note != "" {
-			note = ": " + oneLine(r.Note)
+			note = ": " + eventtext.OneLine(r.Note)
 		}
 		by := ""
 		if r.ResolvedBy != "" {
@@ -72,7 +73,7 @@ func writeStep(w io.Writer, a *engine.AuditReport, plan *ir.Plan, decl *ir.Step,
 		fmt.Fprintf(w, "%ssent back by gate %s%s (revision %d)%s\n", in, r.Gate, by, r.Round, printable(note))
 	}
 	if r := sv.Routed; r != nil {
-		fmt.Fprintf(w, "%srouted here by: %s\n", in, printable(oneLine(r.Reason)))
+		fmt.Fprintf(w, "%srouted here by: %s\n", in, printable(eventtext.OneLine(r.Reason)))
 	}
 	if s := sv.Interrupted; s != nil {
 		fmt.Fprintf(w, "%san earlier attempt was interrupted (started %s%s)\n", in, s.At.UTC().Format("2006-01-02T15:04:05Z"), byText(s.By))
@@ -81,7 +82,7 @@ func writeStep(w io.Writer, a *engine.AuditReport, plan *ir.Plan, decl *ir.Step,
 		writeAttempt(w, a.RunID, id, at, in)
 	}
 	if f := sv.Failure; f != nil && sv.Status == engine.StepFailed && len(sv.Attempts) == 0 {
-		fmt.Fprintf(w, "%sfailure: %s\n", in, printable(oneLine(f.Reason)))
+		fmt.Fprintf(w, "%sfailure: %s\n", in, printable(eventtext.OneLine(f.Reason)))
 	}
 	if sv.Status == engine.StepWaitingGate || sv.Status == engine.StepInterrupted {
 		fmt.Fprintf(w, "%swaiting for a decision: stratum gate show %s %s\n", in, a.RunID, id)
@@ -136,14 +137,14 @@ func writeAttempt(w io.Writer, runID, id string, at engine.Attempt, ind string) 
 		if at.FailureKind != "" {
 			kind = " (" + at.FailureKind + ")"
 		}
-		line += ": rejected" + kind + ": " + oneLine(f.Reason)
+		line += ": rejected" + kind + ": " + eventtext.OneLine(f.Reason)
 	} else {
 		line += ": accepted"
 	}
 	fmt.Fprintln(w, printable(line))
 	in := ind + "  "
 	if at.Task != "" {
-		fmt.Fprintf(w, "%stask: %s\n", in, printable(oneLine(at.Task)))
+		fmt.Fprintf(w, "%stask: %s\n", in, printable(eventtext.OneLine(at.Task)))
 	}
 	if at.Result.Present {
 		fmt.Fprintf(w, "%sresult: %s\n", in, compactJSON(at.Result))
@@ -164,7 +165,7 @@ func writeAttempt(w io.Writer, runID, id string, at engine.Attempt, ind string) 
 		}
 	}
 	if at.Stderr != "" {
-		fmt.Fprintf(w, "%sstderr (end): %s\n", in, printable(oneLine(at.Stderr)))
+		fmt.Fprintf(w, "%sstderr (end): %s\n", in, printable(eventtext.OneLine(at.Stderr)))
 	}
 }
 

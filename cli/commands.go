@@ -19,6 +19,7 @@ func commands() []func() command {
 		func() command { return &migrateCmd{} },
 		func() command { return &queryCmd{} },
 		func() command { return &runCmd{} },
+		func() command { return &serveCmd{} },
 		func() command { return &speckitCmd{} },
 		func() command { return &storeCmd{} },
 		func() command { return &validateCmd{} },

@@ -145,18 +145,8 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return fail(env, "INVALID", err.Error())
 	}
 	defer sys.Close()
-	if plan, err := sys.engine.RunPlan(ctx, runID); err == nil {
-		// A decision continues the run here: a command it reaches that
-		// this process may not run would fail the run, so the decision
-		// is refused before it is made.
-		for _, f := range engine.SpecEffects(plan) {
-			if f.Kind != engine.EffectCommand {
-				continue // agents are dispatched by the run's driver, not here
-			}
-			if err := sys.policy.Allow(f); err != nil {
-				return fail(env, engine.CodeEffectNotAllowed, fmt.Sprintf("the decision was not made: it would continue run %s in this command, and %v", runID, err))
-			}
-		}
+	if err := sys.decisionAllowed(ctx, runID); err != nil {
+		return fail(env, engine.CodeEffectNotAllowed, err.Error())
 	}
 	conflict := func(detail string) error {
 		_ = writeJSON(env.Stdout, conflictDoc{SchemaVersion: schemaVersion, Conflict: true, FlowID: runID, StepID: stepID, Detail: detail})
@@ -231,4 +221,25 @@ func gateOutcome(decision engine.Decision, target string, resp *engine.Response)
 		return "complete"
 	}
 	return "execute_step"
+}
+
+// decisionAllowed refuses a gate decision on runID before it is made when
+// the run's spec runs commands this process may not run: a decision
+// continues the run in the process that makes it, and a command it
+// reached would fail the run. stratum gate and stratum serve ask it
+// before every decision (docs/policy.md).
+func (s *system) decisionAllowed(ctx context.Context, runID string) error {
+	plan, err := s.engine.RunPlan(ctx, runID)
+	if err != nil {
+		return nil // the decision itself reports an unknown or unreadable run
+	}
+	for _, f := range engine.SpecEffects(plan) {
+		if f.Kind != engine.EffectCommand {
+			continue // agents are dispatched by the run's driver, not here
+		}
+		if err := s.policy.Allow(f); err != nil {
+			return fmt.Errorf("the decision was not made: it would continue run %s in this command, and %w", runID, err)
+		}
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/driver"
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/eventtext"
 	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/policy"
 )
@@ -223,7 +224,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 			if ev.Type == engine.EventAttemptStarted {
 				return // this drive started it: "ready" said so
 			}
-			if d := describeEvent(ev); d != "" {
+			if d := eventtext.Describe(ev); d != "" {
 				say("%s", printable(d))
 			}
 		},

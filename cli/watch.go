@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/eventtext"
 )
 
 // watchCmd is "stratum watch RUN": follow a run live from its event log.
@@ -123,7 +124,7 @@ func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 				writeEventJSON(env.Stdout, ev)
 				continue
 			}
-			desc := describeEvent(ev)
+			desc := eventtext.Describe(ev)
 			if desc == "" {
 				continue
 			}
@@ -137,7 +138,7 @@ func (c *watchCmd) Run(ctx context.Context, env *Env, args []string) error {
 				case p.Output.Present:
 					fmt.Fprintf(env.Stdout, "output: %s\n", compactJSON(p.Output))
 				case p.Failure != nil:
-					fmt.Fprintf(env.Stdout, "failure: %s%s\n", printable(p.Failure.Reason), causeNote(p.Failure.Cause, p.Failure.Step))
+					fmt.Fprintf(env.Stdout, "failure: %s%s\n", printable(p.Failure.Reason), eventtext.CauseNote(p.Failure.Cause, p.Failure.Step))
 				}
 			}
 			if p.Status == engine.StatusCompleted {

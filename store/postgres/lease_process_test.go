@@ -30,7 +30,8 @@ const driveTTL = 2 * time.Second
 // EPOCH" when granted, "step ID" after each accepted step_done, and
 // "done" when the run has ended. In MODE stepwise it reads one line from
 // stdin before each step, so a test can kill it between two steps. The
-// owner is the process's own (pid), as two machines' servers would be.
+// owner is the child engine's, one per process, as two machines' servers
+// would have.
 func driveChild(dsn string) error {
 	ctx := context.Background()
 	e, s, err := childEngine(dsn)
@@ -39,7 +40,10 @@ func driveChild(dsn string) error {
 	}
 	defer s.Close()
 	defer e.Close()
-	owner := fmt.Sprintf("server-%d", os.Getpid())
+	// The engine's own owner, and its driver's context: the engine lets
+	// only the holder's driver report a leased run's steps.
+	owner := e.Owner()
+	ctx = engine.AsDriver(ctx)
 	in := bufio.NewScanner(os.Stdin)
 	fmt.Println("ready")
 	for in.Scan() {

@@ -1,4 +1,4 @@
-package cli
+package eventtext
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// describeEvent renders one event as a short line for a person: what
+// Describe renders one event as a short line for a person: what
 // happened, to which step, and why when something failed. It returns ""
 // for bookkeeping events (ledger debits) that a progress view leaves out.
 // Details are read with the engine's own detail types; a detail that does
 // not decode shows less, never fails.
-func describeEvent(ev engine.Event) string {
+func Describe(ev engine.Event) string {
 	step := ev.StepID
 	switch ev.Type {
 	case engine.EventPlanned:
@@ -30,7 +30,7 @@ func describeEvent(ev engine.Event) string {
 		var d engine.ResultDetail
 		_ = ev.DecodeDetail(&d)
 		if d.Failure != nil {
-			return fmt.Sprintf("%s: attempt %d rejected: %s", step, d.Attempt, oneLine(d.Failure.Reason))
+			return fmt.Sprintf("%s: attempt %d rejected: %s", step, d.Attempt, OneLine(d.Failure.Reason))
 		}
 		if d.Iterate != nil {
 			return fmt.Sprintf("%s: attempt %d accepted (iteration %d of at most %d)", step, d.Attempt, d.Iterate.Iteration, d.Iterate.Max)
@@ -43,13 +43,13 @@ func describeEvent(ev engine.Event) string {
 		if d.Holds {
 			verdict = "holds"
 		}
-		return fmt.Sprintf("%s: judged %q %s: %s", step, clip(d.Statement), verdict, oneLine(d.Reason))
+		return fmt.Sprintf("%s: judged %q %s: %s", step, clip(d.Statement), verdict, OneLine(d.Reason))
 	case engine.EventRouted:
 		var d engine.RoutedDetail
 		_ = ev.DecodeDetail(&d)
 		reason := ""
 		if d.Failure != nil {
-			reason = ": " + oneLine(d.Failure.Reason)
+			reason = ": " + OneLine(d.Failure.Reason)
 		}
 		return fmt.Sprintf("%s: failed, routed to %s%s", step, d.Target, reason)
 	case engine.EventSkipped:
@@ -73,11 +73,11 @@ func describeEvent(ev engine.Event) string {
 		// Who decided and why is what an audit reader looks for.
 		switch {
 		case d.ResolvedBy != "" && d.Rationale != "":
-			s += fmt.Sprintf(" (by %s: %s)", oneLine(d.ResolvedBy), oneLine(d.Rationale))
+			s += fmt.Sprintf(" (by %s: %s)", OneLine(d.ResolvedBy), OneLine(d.Rationale))
 		case d.ResolvedBy != "":
-			s += fmt.Sprintf(" (by %s)", oneLine(d.ResolvedBy))
+			s += fmt.Sprintf(" (by %s)", OneLine(d.ResolvedBy))
 		case d.Rationale != "":
-			s += fmt.Sprintf(" (%s)", oneLine(d.Rationale))
+			s += fmt.Sprintf(" (%s)", OneLine(d.Rationale))
 		}
 		if d.Digest != "" {
 			s += digestNote(d.Digest)
@@ -114,7 +114,7 @@ func describeEvent(ev engine.Event) string {
 		if ev.Type == engine.EventBudgetExhausted {
 			what = "budget exhausted"
 		}
-		return what + ": " + oneLine(d.Reason) + causeNote(d.Cause, d.Step)
+		return what + ": " + OneLine(d.Reason) + CauseNote(d.Cause, d.Step)
 	case engine.EventAttemptStarted, engine.EventAttemptReleased, engine.EventAttemptInterrupted:
 		var d engine.AttemptDetail
 		_ = ev.DecodeDetail(&d)
@@ -124,7 +124,7 @@ func describeEvent(ev engine.Event) string {
 		_ = ev.DecodeDetail(&d)
 		s := fmt.Sprintf("%s[%d]: its agent cannot run", step, d.ItemIndex)
 		if d.Reason != "" {
-			s += " (" + oneLine(d.Reason) + ")"
+			s += " (" + OneLine(d.Reason) + ")"
 		}
 		return s + "; the fanout waits: fix that, then resume the run"
 	case engine.EventEvaluateStarted:
@@ -139,7 +139,7 @@ func describeEvent(ev engine.Event) string {
 		var d engine.CancelledDetail
 		_ = ev.DecodeDetail(&d)
 		if d.Reason != "" {
-			return "cancelled: " + oneLine(d.Reason)
+			return "cancelled: " + OneLine(d.Reason)
 		}
 		return "cancelled"
 	}
@@ -154,7 +154,7 @@ func describeEvent(ev engine.Event) string {
 func describeAttemptEvent(typ engine.EventType, step string, d engine.AttemptDetail) string {
 	by := ""
 	if d.By != "" {
-		by = " by " + oneLine(d.By)
+		by = " by " + OneLine(d.By)
 	}
 	switch typ {
 	case engine.EventAttemptStarted:
@@ -173,11 +173,12 @@ func parenthesised(s string) string {
 	if s == "" {
 		return ""
 	}
-	return " (" + oneLine(s) + ")"
+	return " (" + OneLine(s) + ")"
 }
 
-// causeNote says in words what ended a run, and where.
-func causeNote(cause engine.FailureCause, step string) string {
+// CauseNote says in words what ended a run, and where, as a suffix to
+// the failure's reason ("" when the cause and step are unknown).
+func CauseNote(cause engine.FailureCause, step string) string {
 	words := map[engine.FailureCause]string{
 		engine.CauseStepFailed:          "a step failed",
 		engine.CauseGateKilled:          "a gate's kill",
@@ -231,7 +232,7 @@ func describeItemEvent(typ engine.EventType, step string, d engine.FanoutItemDet
 		}
 		reason := ""
 		if d.Failure != nil {
-			reason = oneLine(d.Failure.Reason)
+			reason = OneLine(d.Failure.Reason)
 		}
 		return fmt.Sprintf("%s[%d]: stage %d attempt %d rejected: %s", step, d.ItemIndex, deref(d.Stage)+1, deref(d.Attempt), reason)
 	case engine.EventFanoutItemSkipped:
@@ -240,7 +241,7 @@ func describeItemEvent(typ engine.EventType, step string, d engine.FanoutItemDet
 	if succeeded {
 		return fmt.Sprintf("%s[%d]: merged", step, d.ItemIndex)
 	}
-	return fmt.Sprintf("%s[%d]: merge failed: %s", step, d.ItemIndex, oneLine(d.Reason))
+	return fmt.Sprintf("%s[%d]: merge failed: %s", step, d.ItemIndex, OneLine(d.Reason))
 }
 
 func deref(p *int) int {
@@ -250,7 +251,20 @@ func deref(p *int) int {
 	return *p
 }
 
-// oneLine folds a multi-line reason into one line for a progress view.
-func oneLine(s string) string {
+// OneLine folds a multi-line reason into one line for a progress view
+// (stratum audit's step lines use it too).
+func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// maxClip bounds how much of a judged statement an event line shows.
+const maxClip = 48
+
+// clip is s on one line, cut to maxClip runes.
+func clip(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxClip {
+		return string(r[:maxClip-3]) + "..."
+	}
+	return s
 }
