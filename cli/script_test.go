@@ -3,10 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -41,8 +44,9 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdExitcode,
-			"mcprun":   cmdMCPRun,
+			"exitcode":  cmdExitcode,
+			"mcprun":    cmdMCPRun,
+			"normalize": cmdNormalize,
 		},
 		RequireExplicitExec: true,
 		UpdateScripts:       os.Getenv("UPDATE_SCRIPTS") == "1",
@@ -73,5 +77,56 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
+
+// What varies from one run of a script to the next, and what normalize
+// writes instead, so that scripts can compare whole outputs with cmp.
+var (
+	runIDPattern  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	hashPattern   = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+	digestPattern = regexp.MustCompile(`\b[0-9a-f]{12}\b`)
+	stampPattern  = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
+	clockPattern  = regexp.MustCompile(`\b\d\d:\d\d:\d\d\.\d{3}\b`)
+	msPattern     = regexp.MustCompile(`\b\d+ ms\b|"(durationMs|ms)": ?\d+`)
+	pidPattern    = regexp.MustCompile(`\bpid \d+\b`)
+)
+
+// cmdNormalize implements "normalize FILE...": it rewrites each file with
+// the parts that change from run to run replaced by stable names: run
+// ids by RUN1, RUN2, ... in order of first appearance, hashes by HASH,
+// 12-digit digests by DIGEST, times by TIME and CLOCK, durations by N ms,
+// pids by PID and the script's directory by $WORK. A script then
+// compares the whole output with cmp (UPDATE_SCRIPTS=1 rewrites the
+// expected file in the script).
+func cmdNormalize(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: normalize FILE...")
+	}
+	for _, name := range args {
+		path := ts.MkAbs(name)
+		b, err := os.ReadFile(path)
+		ts.Check(err)
+		s := strings.ReplaceAll(string(b), ts.Getenv("WORK"), "$WORK")
+		ids := map[string]string{}
+		s = runIDPattern.ReplaceAllStringFunc(s, func(id string) string {
+			if _, ok := ids[id]; !ok {
+				ids[id] = fmt.Sprintf("RUN%d", len(ids)+1)
+			}
+			return ids[id]
+		})
+		s = hashPattern.ReplaceAllString(s, "HASH")
+		s = digestPattern.ReplaceAllString(s, "DIGEST")
+		s = stampPattern.ReplaceAllString(s, "TIME")
+		s = clockPattern.ReplaceAllString(s, "CLOCK")
+		s = msPattern.ReplaceAllStringFunc(s, func(m string) string {
+			if strings.HasSuffix(m, " ms") {
+				return "N ms"
+			}
+			k, v, _ := strings.Cut(m, ":")
+			return k + ":" + v[:len(v)-len(strings.TrimLeft(v, " "))] + "N"
+		})
+		s = pidPattern.ReplaceAllString(s, "pid PID")
+		ts.Check(os.WriteFile(path, []byte(s), 0o644))
 	}
 }
