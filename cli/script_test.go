@@ -34,6 +34,9 @@ func TestScripts(t *testing.T) {
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("STRATUM_HOME", filepath.Join(env.WorkDir, ".stratum"))
+			// A drive holds its run's lease; a driver killed by a script
+			// leaves it behind for this long (docs/engine.md, "Leases").
+			env.Setenv("STRATUM_LEASE_TTL", "1s")
 			// The outputs of the real claude and codex CLIs captured in
 			// agent/testdata, for fake CLIs to replay.
 			captures, err := filepath.Abs(filepath.Join("..", "agent", "testdata"))

@@ -410,15 +410,8 @@ func (r *bgRun) wasStopped(b *Background) bool {
 // only for gates, or the drive halts. Losing the lease ends the drive
 // (its agents are stopped).
 func (d *Driver) driveHeld(ctx context.Context, e *engine.Engine, runID string, hold *engine.Hold) (*Outcome, error) {
-	ctx, cancel := context.WithCancelCause(engine.AsDriver(ctx))
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-hold.Lost():
-			cancel(fmt.Errorf("run %s: the lease was lost: another process drives the run", runID))
-		case <-ctx.Done():
-		}
-	}()
+	ctx, stop := heldContext(ctx, runID, hold)
+	defer stop()
 	resp, err := e.TakeOver(ctx, runID)
 	if err != nil {
 		return nil, err

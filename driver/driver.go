@@ -199,11 +199,64 @@ func (d *Driver) Start(ctx context.Context, e *engine.Engine, req engine.PlanReq
 	if err != nil {
 		return nil, err
 	}
+	hold, err := d.holdRun(ctx, e, resp.RunID)
+	if err != nil {
+		return nil, err
+	}
+	defer hold.Release()
+	ctx, stop := heldContext(ctx, resp.RunID, hold)
+	defer stop()
 	if plan != nil {
 		d.track(resp.RunID, plan)
 		defer d.untrack(resp.RunID)
 	}
 	return d.drive(ctx, e, resp, 0)
+}
+
+// holdRun takes the run's lease for one drive, so that two drivers never
+// work on one run at once (docs/engine.md, "Leases"): a second `stratum
+// run --resume` of a run another live process drives is refused, naming
+// it. A lease left by a driver that died runs out within the lease's time
+// to live; holdRun waits that long for it (saying so once through
+// Notice) before it gives up.
+func (d *Driver) holdRun(ctx context.Context, e *engine.Engine, runID string) (*engine.Hold, error) {
+	deadline := time.Now().Add(e.LeaseTTL() + time.Second)
+	told := false
+	for {
+		h, err := e.Hold(ctx, runID)
+		if err == nil {
+			return h, nil
+		}
+		var ee *engine.Error
+		if !errors.As(err, &ee) || !errors.Is(err, engine.ErrRunLeased) || time.Now().After(deadline) {
+			return nil, err
+		}
+		if !told && d.opts.Notice != nil {
+			d.opts.Notice(fmt.Sprintf("run %s is driven by %s: waiting up to %s for its lease to run out (it does if that driver died)",
+				runID, ee.Holder, e.LeaseTTL().Round(time.Millisecond)))
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// heldContext is ctx marked as the holder's driver (engine.AsDriver),
+// cancelled if the lease is lost: another process then drives the run,
+// and this drive's agents must stop.
+func heldContext(ctx context.Context, runID string, hold *engine.Hold) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(engine.AsDriver(ctx))
+	go func() {
+		select {
+		case <-hold.Lost():
+			cancel(fmt.Errorf("run %s: the lease was lost: another process drives the run", runID))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
 }
 
 // track records the compiled spec of a run being driven; untrack forgets it.
@@ -232,6 +285,13 @@ func (d *Driver) Resume(ctx context.Context, e *engine.Engine, runID string) (*O
 	if terminal(st.Status) {
 		return &Outcome{RunID: runID, Response: st}, nil
 	}
+	hold, err := d.holdRun(ctx, e, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer hold.Release()
+	ctx, stop := heldContext(ctx, runID, hold)
+	defer stop()
 	// Events already in the log were shown by the drive that made them;
 	// a resumed drive shows what happens from now on.
 	poll, err := e.Poll(ctx, runID, 0)
