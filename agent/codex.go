@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/internal/proc"
+	"github.com/stratum-go/stratum/internal/scratch"
 )
 
 // Codex runs the Codex CLI non-interactively:
@@ -88,7 +89,7 @@ func (c *Codex) run(ctx context.Context, prompt, workdir string, o Options) (cli
 	if err != nil {
 		return cliRun{}, err
 	}
-	tmp, err := os.MkdirTemp("", "stratum-codex-")
+	tmp, err := scratch.Dir("codex")
 	if err != nil {
 		return cliRun{}, fmt.Errorf("agent codex: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/scratch"
 	"github.com/stratum-go/stratum/ir"
 )
 
@@ -220,6 +221,7 @@ func (d *Driver) Start(ctx context.Context, e *engine.Engine, req engine.PlanReq
 // to live; holdRun waits that long for it (saying so once through
 // Notice) before it gives up.
 func (d *Driver) holdRun(ctx context.Context, e *engine.Engine, runID string) (*engine.Hold, error) {
+	scratch.Tidy() // what a killed driver left in the temporary directory
 	deadline := time.Now().Add(e.LeaseTTL() + time.Second)
 	told := false
 	for {

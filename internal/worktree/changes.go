@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/stratum-go/stratum/internal/proc"
+	"github.com/stratum-go/stratum/internal/scratch"
 )
 
 // What one attempt of a do step changed in a git workspace
@@ -77,7 +78,7 @@ func Snap(ctx context.Context, workspace string) (Snapshot, error) {
 // (so that git reuses what it knows of unchanged files), or an empty one
 // when that copy cannot be used.
 func workingTree(ctx context.Context, top string) (string, error) {
-	dir, err := os.MkdirTemp("", "stratum-snapshot-")
+	dir, err := scratch.Dir("snapshot")
 	if err != nil {
 		return "", fmt.Errorf("snapshot of %s: %w", top, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/internal/proc"
+	"github.com/stratum-go/stratum/internal/scratch"
 )
 
 // Limits.
@@ -347,7 +348,7 @@ func scratchIndex(ctx context.Context, top string) (string, error) {
 	if !filepath.IsAbs(index) {
 		index = filepath.Join(top, index)
 	}
-	f, err := os.CreateTemp("", "stratum-index-")
+	f, err := scratch.File("index")
 	if err != nil {
 		return "", fmt.Errorf("scratch index: %w", err)
 	}
