@@ -27,8 +27,9 @@ $STRATUM_STATE_ROOT) and prints JSON (two-space indented):
                    {_schema_version, flow_id, flow_name, status, current_step_id,
                     step_count, completed_steps, round, terminal_status, synthetic}
   query flow RUN   the summary of RUN plus ordered_steps: [{id, function, mode,
-                   status}] in declaration order (function is a do step's task,
-                   mode is gate or step)
+                   status, task?}] in declaration order (function is a do step's
+                   do template, task what it was given, rendered; mode is gate
+                   or step)
   query gates      every gate awaiting a decision, in every running run:
                    {_schema_version, flow_id, flow_name, step_id, function,
                     on_approve, on_revise, on_kill, timeout, gate_token, round,
@@ -182,6 +183,9 @@ type orderedStep struct {
 	Function string            `json:"function"`
 	Mode     string            `json:"mode"`
 	Status   engine.StepStatus `json:"status"`
+	// Task is the rendered task (function is the spec's template): the
+	// one handed out while the step is ready, else its last attempt's.
+	Task string `json:"task,omitempty"`
 }
 
 type gateSummary struct {
@@ -307,6 +311,10 @@ func summarize(ctx context.Context, e *engine.Engine, st store.Store, runID stri
 		os.Status = engine.StepPending
 		if ss := a.Steps[os.ID]; ss != nil {
 			os.Status = ss.Status
+			os.Task = ss.Task
+			for i := len(ss.Attempts) - 1; os.Task == "" && i >= 0; i-- {
+				os.Task = ss.Attempts[i].Task
+			}
 		}
 		if os.Status == engine.StepSucceeded || os.Status == engine.StepSkipped {
 			d.CompletedSteps++
