@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/ir"
@@ -56,6 +58,11 @@ func (a *agentFlags) set(fs *flag.FlagSet) {
 func (a *agentFlags) options() (agent.Options, error) {
 	if a.attemptTimeout < 0 || a.runTimeout < 0 {
 		return agent.Options{}, usagef("--attempt-timeout and --run-timeout take a duration such as 45m or 2h (0 for no limit)")
+	}
+	if a.resolvedBy != "" {
+		if err := checkDecider(a.resolvedBy); err != nil {
+			return agent.Options{}, err
+		}
 	}
 	o := agent.Options{Sandbox: a.sandbox, PermissionMode: a.permissionMode, Model: a.model, Effort: a.effort,
 		AllowedTools: a.allowedTools, DisallowedTools: a.disallowedTools, Timeout: a.attemptTimeout}
@@ -133,10 +140,16 @@ func planAgents(p *ir.Plan) []string {
 }
 
 // decider is who decides gates at this terminal: --resolved-by, else the
-// user's name (from the environment, then the system), else "human".
-func (a *agentFlags) decider(env *Env) string {
-	if a.resolvedBy != "" {
-		return a.resolvedBy
+// user's name (deciderName).
+func (a *agentFlags) decider(env *Env) string { return deciderName(env, a.resolvedBy) }
+
+// deciderName is the person recorded with a gate decision made at a
+// terminal (stratum run --gate ask, stratum gate): given (--resolved-by),
+// else the user's name from the environment, then the system, else
+// "human" (docs/cli.md, "stratum gate").
+func deciderName(env *Env, given string) string {
+	if given != "" {
+		return given
 	}
 	for _, k := range []string{"USER", "LOGNAME"} {
 		if v := strings.TrimSpace(env.getenv(k)); v != "" {
@@ -181,4 +194,18 @@ func (a *agentFlags) args() string {
 		add("run-timeout", a.runTimeout.String())
 	}
 	return b.String()
+}
+
+// checkDecider refuses a --resolved-by the trace could not show as it
+// is: empty, longer than 128 characters, or holding control characters.
+func checkDecider(who string) error {
+	if strings.TrimSpace(who) != who || who == "" || utf8.RuneCountInString(who) > 128 || !utf8.ValidString(who) {
+		return usagef("--resolved-by %q: want a name of 1 to 128 characters without surrounding spaces", who)
+	}
+	for _, r := range who {
+		if unicode.IsControl(r) {
+			return usagef("--resolved-by %q: a name without control characters", who)
+		}
+	}
+	return nil
 }

@@ -82,7 +82,7 @@ func (c *gateCmd) SetFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.token, "token", "", "apply only to the gate round with this gate `TOKEN`")
 	fs.BoolVar(&c.json, "json", false, "show: print the gate view as JSON")
 	fs.StringVar(&c.note, "note", "", "a note explaining the decision, as `TEXT` (recorded in the run)")
-	fs.StringVar(&c.resolvedBy, "resolved-by", "human", "who decided, `WHO`: human, agent or system (recorded in the run)")
+	fs.StringVar(&c.resolvedBy, "resolved-by", "", "who decided, `WHO` (recorded in the run; default: your user name, as stratum run records)")
 	c.policy.RegisterEffects(fs)
 }
 
@@ -127,11 +127,12 @@ func (c *gateCmd) Run(ctx context.Context, env *Env, args []string) error {
 	default:
 		return usagef("unknown decision %q (want show, approve, reject or revise)", args[0])
 	}
-	switch c.resolvedBy {
-	case "human", "agent", "system":
-	default:
-		return usagef("--resolved-by must be human, agent or system, not %q", c.resolvedBy)
+	if c.resolvedBy != "" {
+		if err := checkDecider(c.resolvedBy); err != nil {
+			return err
+		}
 	}
+	c.resolvedBy = deciderName(env, c.resolvedBy)
 	runID, stepID := args[1], args[2]
 	if err := checkRunID(env, runID); err != nil {
 		return err

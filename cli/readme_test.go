@@ -68,7 +68,8 @@ func install(t *testing.T) *installed {
 	dir := t.TempDir()
 	gopath := filepath.Join(dir, "gopath")
 	env := append(os.Environ(), "GOPATH="+gopath, "GOBIN=", "GOMODCACHE="+strings.TrimSpace(string(modcache)),
-		"STRATUM_HOME="+filepath.Join(dir, "home"), "STRATUM_STATE_ROOT=", "STRATUM_JUDGE_COMMAND=")
+		"STRATUM_HOME="+filepath.Join(dir, "home"), "STRATUM_STATE_ROOT=", "STRATUM_JUDGE_COMMAND=",
+		"USER=alice") // the person a gate decision records by default
 	in := &installed{t: t, env: env}
 	in.sh("go install ./cmd/stratum")
 	bin := strings.TrimSpace(in.sh("echo $(go env GOPATH)/bin"))
@@ -208,7 +209,7 @@ func TestReadmeTour(t *testing.T) {
 		"decide: stratum gate approve|reject|revise ",
 		`"outcome": "approve"`,
 		"stratum diff: work attempt 1 changed nothing in the workspace",
-		"review: gate resolved: approve (by human: looks good) [digest ",
+		"review: gate resolved: approve (by alice: looks good) [digest ",
 		"chain: intact",
 		"flowchart",
 		"__watch 0",

@@ -37,6 +37,9 @@ func TestScripts(t *testing.T) {
 			// A drive holds its run's lease; a driver killed by a script
 			// leaves it behind for this long (docs/engine.md, "Leases").
 			env.Setenv("STRATUM_LEASE_TTL", "1s")
+			// The person a decision made at this terminal records by
+			// default (stratum gate, stratum run --gate ask).
+			env.Setenv("USER", "tester")
 			// The outputs of the real claude and codex CLIs captured in
 			// agent/testdata, for fake CLIs to replay.
 			captures, err := filepath.Abs(filepath.Join("..", "agent", "testdata"))
