@@ -22,10 +22,9 @@ mutations=(
 	'expr-less-reversed|expr/eval.go|s/return c < 0, nil/return c > 0, nil/|./expr/'
 	'expr-and-no-short-circuit|expr/eval.go|s/(n.op == opAnd \&\& !l)/(false \&\& n.op == opAnd \&\& !l)/|./expr/'
 	'expr-missing-member-null|expr/eval.go|s/return nil, typeErrorf(fmt.Sprintf("member %q does not exist", n.name))/return nil, nil/|./expr/'
-	# The engine's result checks: a do step's contract and ensures, a fanout item's contract.
-	'engine-contract-ignored|engine/stepdone.go|s/		if errs := s.OutContract.Validate(output, "result"); len(errs) > 0 {/		if errs := s.OutContract.Validate(output, "result"); false \&\& len(errs) > 0 {/|./engine/'
-	'engine-ensure-ignored|engine/stepdone.go|s/	if er.reason != "" {/	if false \&\& er.reason != "" {/|./engine/'
-	'engine-item-contract-ignored|engine/fanout.go|s/		if errs := stage.OutContract.Validate(output, "result"); len(errs) > 0 {/		if errs := stage.OutContract.Validate(output, "result"); false \&\& len(errs) > 0 {/|./engine/'
+	# The engine's result checks (one sequence for do steps and fanout items): the contract, the ensures.
+	'engine-contract-ignored|engine/ensure.go|s/		if errs := out.Validate(output, "result"); len(errs) > 0 {/		if errs := out.Validate(output, "result"); false \&\& len(errs) > 0 {/|./engine/'
+	'engine-ensure-ignored|engine/ensure.go|s/	if er := t.runEnsures(ec, ensures, b); er.reason != "" {/	if er := t.runEnsures(ec, ensures, b); false \&\& er.reason != "" {/|./engine/'
 	# The store's chain checks: read back from the head, read forwards in pages, the line's own hash.
 	'store-chain-back|store/logfile.go|s/		if ev.Hash != want {/		if false \&\& ev.Hash != want {/|./store/'
 	'store-chain-forward|store/logfile.go|s/		if ev.PrevHash != prev {/		if false \&\& ev.PrevHash != prev {/|./store/'

@@ -42,6 +42,32 @@ type ensureResult struct {
 	breach level
 }
 
+// outputVerdict is the first check a reported output fails: its
+// contract, then its ensures in order. kind is "" when it passed every
+// one.
+type outputVerdict struct {
+	kind   string // kindContract or kindEnsure
+	reason string
+	// breach is the budget level a judge's usage broke while the ensures
+	// ran (flow, subflow, task); the caller applies it.
+	breach level
+}
+
+// checkOutput holds a reported output to a step's (or a fanout stage's)
+// declared contract, then to its ensures, the one sequence of result
+// checks of do steps and fanout items (docs/engine.md, "step_done").
+func (t *txn) checkOutput(outName string, out *ir.Contract, output any, ensures []ir.Ensure, ec ensureCtx, b expr.Bindings) outputVerdict {
+	if out != nil {
+		if errs := out.Validate(output, "result"); len(errs) > 0 {
+			return outputVerdict{kind: kindContract, reason: contractMessage(outName, errs)}
+		}
+	}
+	if er := t.runEnsures(ec, ensures, b); er.reason != "" {
+		return outputVerdict{kind: kindEnsure, reason: er.reason, breach: er.breach}
+	}
+	return outputVerdict{}
+}
+
 // ensureCtx locates the ensures being checked, for judge events and
 // ledgers.
 type ensureCtx struct {

@@ -303,24 +303,18 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *stepState, it *itemState, r 
 		t.itemAttemptFailed(sc, s, st, it, attempt, kindContract, "output is not a JSON value: "+oerr.Error(), ev, usageRec, tele)
 		return
 	}
-	if stage.OutContract != nil {
-		if errs := stage.OutContract.Validate(output, "result"); len(errs) > 0 {
-			t.itemAttemptFailed(sc, s, st, it, attempt, kindContract, contractMessage(stage.Out, errs), ev, usageRec, tele)
-			return
-		}
-	}
 	sx := itemCtx(st, it)
 	idx, stg := it.Index, it.Stage
-	er := t.runEnsures(ensureCtx{sc: sc, step: s, st: st, stepID: id, task: true, itemIndex: &idx, stage: &stg, root: r.root},
-		stage.Ensure, sx.bindings(output, sc.input))
-	if er.reason != "" {
-		kind := kindEnsure
-		if er.breach != levelNone {
+	v := t.checkOutput(stage.Out, stage.OutContract, output, stage.Ensure,
+		ensureCtx{sc: sc, step: s, st: st, stepID: id, task: true, itemIndex: &idx, stage: &stg, root: r.root}, sx.bindings(output, sc.input))
+	if v.kind != "" {
+		kind := v.kind
+		if v.breach != levelNone {
 			kind = kindBudget
 		}
-		t.itemAttemptFailed(sc, s, st, it, attempt, kind, er.reason, ev, usageRec, tele)
-		if er.breach == levelFlow {
-			t.exhaustRun(&Failure{Attempt: attempt, Reason: er.reason})
+		t.itemAttemptFailed(sc, s, st, it, attempt, kind, v.reason, ev, usageRec, tele)
+		if v.breach == levelFlow {
+			t.exhaustRun(&Failure{Attempt: attempt, Reason: v.reason})
 		}
 		return
 	}

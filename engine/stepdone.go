@@ -255,23 +255,18 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 		return
 	}
 	ev := Some(output)
-	if s.OutContract != nil {
-		if errs := s.OutContract.Validate(output, "result"); len(errs) > 0 {
-			fail(attemptFailure{reason: contractMessage(s.Out, errs), evidence: ev, usage: usageRec, tele: tele, kind: "contract"})
-			return
-		}
-	}
 	b := expr.Bindings{Result: expr.Bind(output), Input: expr.Bind(sc.input)}
 	budget := expr.NewBudget(t.e.opts.EnsureBudget) // the ensures and the iterate condition of this report
-	er := t.runEnsures(ensureCtx{sc: sc, step: s, st: st, stepID: sc.scoped(s.ID), task: true, budget: budget}, s.Ensure, b)
-	if er.reason != "" {
-		switch er.breach {
+	v := t.checkOutput(s.Out, s.OutContract, output, s.Ensure,
+		ensureCtx{sc: sc, step: s, st: st, stepID: sc.scoped(s.ID), task: true, budget: budget}, b)
+	if v.kind != "" {
+		switch v.breach {
 		case levelFlow:
-			fail(attemptFailure{reason: er.reason, evidence: ev, usage: usageRec, tele: tele, exhaust: true})
+			fail(attemptFailure{reason: v.reason, evidence: ev, usage: usageRec, tele: tele, exhaust: true})
 		case levelSubflow:
-			fail(attemptFailure{reason: er.reason, evidence: ev, usage: usageRec, tele: tele, forced: true, noRoute: true})
+			fail(attemptFailure{reason: v.reason, evidence: ev, usage: usageRec, tele: tele, forced: true, noRoute: true})
 		default:
-			fail(attemptFailure{reason: er.reason, evidence: ev, usage: usageRec, tele: tele, kind: "ensure"})
+			fail(attemptFailure{reason: v.reason, evidence: ev, usage: usageRec, tele: tele, kind: v.kind})
 		}
 		return
 	}
