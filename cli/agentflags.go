@@ -13,6 +13,7 @@ import (
 
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/policy"
 )
 
 // The time limits of `stratum run` when the person sets none
@@ -208,4 +209,94 @@ func checkDecider(who string) error {
 		}
 	}
 	return nil
+}
+
+// stepAgentOptions is the per-step place of the policy for agent options
+// (docs/policy.md, "Per-step agent options"): the options of one step's
+// attempts are the run's, with what the policy file sets for that step
+// put in their place.
+func stepAgentOptions(pol func() *policy.Policy) func(stepID string, base agent.Options) agent.Options {
+	return func(stepID string, base agent.Options) agent.Options {
+		sa, ok := pol().StepAgent(stepID)
+		if !ok {
+			return base
+		}
+		return withStepAgent(base, sa)
+	}
+}
+
+// withStepAgent puts the fields a policy sets for a step over base.
+func withStepAgent(base agent.Options, sa policy.StepAgent) agent.Options {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&base.Model, sa.Model)
+	set(&base.Effort, sa.Effort)
+	set(&base.Sandbox, sa.Sandbox)
+	set(&base.PermissionMode, sa.PermissionMode)
+	if sa.AllowedTools != nil {
+		base.AllowedTools = sa.AllowedTools
+	}
+	if sa.DisallowedTools != nil {
+		base.DisallowedTools = sa.DisallowedTools
+	}
+	return base
+}
+
+// checkStepOptions refuses, before anything runs, per-step options of the
+// policy file that the agent of their step cannot honour, naming the
+// file's line; a step the spec does not have is said once on stderr (a
+// policy may serve several specs).
+func checkStepOptions(env *Env, pol *policy.Policy, base agent.Options, agentValue string, plan *ir.Plan) error {
+	for _, id := range pol.StepAgentIDs() {
+		sa, _ := pol.StepAgent(id)
+		name, found := stepAgentName(plan, id)
+		if !found {
+			fmt.Fprintf(env.Stderr, "note: policy file %s:%d: steps: %s names no step of this spec\n", pol.PolicyFile(), sa.Line, id)
+			continue
+		}
+		switch agentValue {
+		case "claude", "codex", "human":
+			name = agentValue
+		case "":
+		default:
+			name = "command"
+		}
+		if err := withStepAgent(base, sa).Validate(name); err != nil {
+			return usagef("policy file %s:%d: steps: %s: %v (see docs/policy.md, \"Per-step agent options\")", pol.PolicyFile(), sa.Line, id, err)
+		}
+	}
+	return nil
+}
+
+// stepAgentName finds step id (a scoped id: its last part) among the
+// plan's do steps and fanouts and returns the agent it names.
+func stepAgentName(plan *ir.Plan, id string) (string, bool) {
+	if plan == nil {
+		return "", false
+	}
+	last := id[strings.LastIndexByte(id, '/')+1:]
+	for _, f := range plan.Flows {
+		for _, s := range f.Steps {
+			if s.ID != last {
+				continue
+			}
+			switch {
+			case s.Kind == ir.KindDo:
+				return agentOrDefault(s.Agent), true
+			case s.Fanout != nil && len(s.Fanout.Stages) > 0:
+				return agentOrDefault(s.Fanout.Stages[0].Agent), true
+			}
+		}
+	}
+	return "", false
+}
+
+func agentOrDefault(a ir.Agent) string {
+	if a == "" {
+		return ir.DefaultAgent
+	}
+	return string(a)
 }

@@ -122,14 +122,17 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	// One driver: its dispatcher runs engine fanout items, and its loop
 	// drives background runs (do steps read-only, stopping at gates).
+	var sysPolicy *policy.Policy // set once the composition root is open, before any agent starts
 	d := driver.New(driver.Options{Agent: c.agent, Resolver: &agent.Resolver{}, Gates: driver.GateStop, By: "stratum mcp",
-		Agents: driver.AgentSetup{Options: agent.Options{Timeout: DefaultAttemptTimeout}}})
+		Agents: driver.AgentSetup{Options: agent.Options{Timeout: DefaultAttemptTimeout},
+			ForStep: stepAgentOptions(func() *policy.Policy { return sysPolicy })}})
 	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher(), log: log,
 		command: "stratum mcp", mode: policy.Server, flags: c.policy, agent: c.agent})
 	if err != nil {
 		return err
 	}
 	defer sys.Close()
+	sysPolicy = sys.policy
 	agents, err := sys.openAgentRuns(env, driver.AgentRunOptions{Timeout: DefaultAttemptTimeout, Log: log})
 	if err != nil {
 		return err

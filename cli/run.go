@@ -218,6 +218,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		defer mu.Unlock()
 		fmt.Fprintf(env.Stderr, format+"\n", a...)
 	}
+	var runPolicy *policy.Policy // set once the composition root is open, before any agent starts
 	opts := driver.Options{
 		Agent: c.agent, Resolver: resolver, Gates: mode, Concurrency: c.concurrency,
 		Event: func(ev engine.Event) {
@@ -229,7 +230,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 			}
 		},
 		Notice:     func(msg string) { say("note: %s", msg) },
-		Agents:     driver.AgentSetup{Options: agentOpts},
+		Agents:     driver.AgentSetup{Options: agentOpts, ForStep: stepAgentOptions(func() *policy.Policy { return runPolicy })},
 		RunTimeout: c.agents.runTimeout,
 	}
 	if c.agents.verbose {
@@ -252,6 +253,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer sys.Close()
+	runPolicy = sys.policy
 	e := sys.engine
 	if c.resume != "" {
 		p, err := e.RunPlan(ctx, c.resume)
@@ -264,6 +266,11 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 			if err := checkOptions(agentOpts, c.agent, plan); err != nil {
 				return err
 			}
+		}
+	}
+	if plan != nil {
+		if err := checkStepOptions(env, sys.policy, agentOpts, c.agent, plan); err != nil {
+			return err
 		}
 	}
 	if plan != nil && !listEffects(say, sys.policy, plan) {

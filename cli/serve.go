@@ -125,14 +125,17 @@ func (c *serveCmd) Run(ctx context.Context, env *Env, args []string) error {
 	// Composed as stratum mcp composes its server, so that /mcp has the
 	// same tools: one driver, whose dispatcher runs engine fanout items and
 	// whose loop drives background runs, and the store of agent runs.
+	var sysPolicy *policy.Policy // set once the composition root is open, before any agent starts
 	d := driver.New(driver.Options{Agent: c.agent, Resolver: &agent.Resolver{}, Gates: driver.GateStop, By: "stratum serve",
-		Agents: driver.AgentSetup{Options: agent.Options{Timeout: DefaultAttemptTimeout}}})
+		Agents: driver.AgentSetup{Options: agent.Options{Timeout: DefaultAttemptTimeout},
+			ForStep: stepAgentOptions(func() *policy.Policy { return sysPolicy })}})
 	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher(), log: log,
 		command: "stratum serve", mode: policy.Server, flags: c.policy, agent: c.agent})
 	if err != nil {
 		return err
 	}
 	defer sys.Close()
+	sysPolicy = sys.policy
 	agents, err := sys.openAgentRuns(env, driver.AgentRunOptions{Timeout: DefaultAttemptTimeout, Log: log})
 	if err != nil {
 		return err

@@ -47,6 +47,9 @@ type File struct {
 	// Roots are the roots: entries made absolute (relative to the file's
 	// directory, ~/ to the home directory); nil when absent.
 	Roots []string
+	// Steps are the agent options set for single steps (steps:), by
+	// step id; nil when absent.
+	Steps map[string]StepAgent
 
 	// lines are the line numbers of the keys, for refusals that name the
 	// line to change.
@@ -72,10 +75,29 @@ const (
 	keyJudges            = "judges"
 	keyRoots             = "roots"
 	keyClientRoots       = "client_roots"
+	keySteps             = "steps"
 )
 
 var fileKeys = []string{keyVersion, keyCommands, keyAgents, keyAgentSandbox, keyMaxCommandTimeout,
-	keyFileReads, keyJudges, keyRoots, keyClientRoots}
+	keyFileReads, keyJudges, keyRoots, keyClientRoots, keySteps}
+
+// StepAgent is what a policy file sets for the agent of one step (its
+// attempts, or its fanout's items): each field set replaces the run's
+// own option (a flag) for that step only (docs/policy.md, "Per-step agent
+// options"). The agent connector checks the values when a run starts.
+type StepAgent struct {
+	Model           string
+	Effort          string
+	Sandbox         string
+	PermissionMode  string
+	AllowedTools    []string
+	DisallowedTools []string
+	// Line is where the step's entry is in the file.
+	Line int
+}
+
+// stepAgentKeys are the settings of a steps: entry.
+var stepAgentKeys = []string{"model", "effort", "sandbox", "permission_mode", "allowed_tools", "disallowed_tools"}
 
 // ErrFile is wrapped by every error about a policy file that cannot be
 // used (unreadable, not YAML, an unknown key, a wrong value).
@@ -171,7 +193,91 @@ func ParseFile(path, dir string, src []byte) (*File, error) {
 	if _, ok := f.lines[keyVersion]; !ok {
 		return nil, bad(root, "lacks version: 1 (the first line of a policy file)")
 	}
+	if f.Sandbox == engine.SandboxReadOnly {
+		for id, sa := range f.Steps {
+			if sa.Sandbox != "" && sa.Sandbox != engine.SandboxReadOnly {
+				return nil, &fileError{path: path, line: sa.Line, msg: fmt.Sprintf(
+					"steps: %s: sandbox %s is more than agent_sandbox: %s (line %d) allows", id, sa.Sandbox, f.Sandbox, f.lines[keyAgentSandbox])}
+			}
+		}
+	}
 	return f, nil
+}
+
+// setSteps decodes steps: a mapping of step ids to agent options.
+func (f *File) setSteps(v *yaml.Node, bad func(*yaml.Node, string, ...any) error) error {
+	if v.Kind != yaml.MappingNode {
+		return bad(v, "steps: want a mapping of step ids to agent options, such as draft: {model: ..., effort: high}")
+	}
+	f.Steps = map[string]StepAgent{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, m := v.Content[i], v.Content[i+1]
+		id := k.Value
+		if k.Kind != yaml.ScalarNode || id == "" || strings.ContainsAny(id, " \t\n") {
+			return bad(k, "steps: %q is not a step id", id)
+		}
+		if _, dup := f.Steps[id]; dup {
+			return bad(k, "steps: %s is set twice", id)
+		}
+		if m.Kind != yaml.MappingNode || len(m.Content) == 0 {
+			return bad(m, "steps: %s: want agent options (%s)", id, strings.Join(stepAgentKeys, ", "))
+		}
+		sa := StepAgent{Line: k.Line}
+		seen := map[string]bool{}
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			ok, ov := m.Content[j], m.Content[j+1]
+			name := ok.Value
+			if ok.Kind != yaml.ScalarNode || !slices.Contains(stepAgentKeys, name) {
+				return bad(ok, "steps: %s: unknown agent option %q (known: %s)", id, name, strings.Join(stepAgentKeys, ", "))
+			}
+			if seen[name] {
+				return bad(ok, "steps: %s: %s is set twice", id, name)
+			}
+			seen[name] = true
+			text := func() (string, error) {
+				if ov.Kind != yaml.ScalarNode || ov.Tag != "!!str" || ov.Value == "" {
+					return "", bad(ov, "steps: %s: %s: want a word such as %q", id, name, map[string]string{
+						"model": "claude-sonnet-4-5", "effort": "high", "sandbox": "read-only", "permission_mode": "plan"}[name])
+				}
+				return ov.Value, nil
+			}
+			list := func() ([]string, error) {
+				if ov.Kind != yaml.SequenceNode {
+					return nil, bad(ov, "steps: %s: %s: want a list of tool rules such as [Read, \"Bash(git diff:*)\"]", id, name)
+				}
+				out := []string{}
+				for _, n := range ov.Content {
+					if n.Kind != yaml.ScalarNode || n.Value == "" {
+						return nil, bad(n, "steps: %s: %s: want a tool rule", id, name)
+					}
+					out = append(out, n.Value)
+				}
+				return out, nil
+			}
+			var err error
+			switch name {
+			case "model":
+				sa.Model, err = text()
+			case "effort":
+				sa.Effort, err = text()
+			case "sandbox":
+				if sa.Sandbox, err = text(); err == nil && sa.Sandbox != engine.SandboxReadOnly && sa.Sandbox != engine.SandboxWorkspaceWrite {
+					err = bad(ov, "steps: %s: sandbox: want %s or %s, not %q", id, engine.SandboxReadOnly, engine.SandboxWorkspaceWrite, sa.Sandbox)
+				}
+			case "permission_mode":
+				sa.PermissionMode, err = text()
+			case "allowed_tools":
+				sa.AllowedTools, err = list()
+			case "disallowed_tools":
+				sa.DisallowedTools, err = list()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		f.Steps[id] = sa
+	}
+	return nil
 }
 
 // set decodes one setting.
@@ -232,6 +338,8 @@ func (f *File) set(key string, v *yaml.Node, dir string, bad func(*yaml.Node, st
 			return bad(v, "max_command_timeout: want a positive duration such as 90s, 10m or 1h, not %q", v.Value)
 		}
 		f.MaxCommandTimeout = d
+	case keySteps:
+		return f.setSteps(v, bad)
 	case keyRoots:
 		if v.Kind != yaml.SequenceNode {
 			return bad(v, "roots: want a list of directories")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,16 @@ func TestParseFileErrors(t *testing.T) {
 		{"roots scalar", "version: 1\nroots: /src\n", `roots: want a list of directories`},
 		{"syntax", "version: 1\ncommands: [true\n", `is not valid YAML`},
 		{"two documents", "version: 1\n---\nversion: 1\n", `more than one YAML document`},
+		{"steps list", "version: 1\nsteps: [draft]\n", `p.yaml:2:8: steps: want a mapping of step ids`},
+		{"steps empty entry", "version: 1\nsteps:\n  draft: {}\n", `steps: draft: want agent options (model, effort,`},
+		{"steps unknown option", "version: 1\nsteps:\n  draft: {modle: x}\n", `p.yaml:3:11: steps: draft: unknown agent option "modle"`},
+		{"steps twice", "version: 1\nsteps:\n  draft: {model: x}\n  draft: {model: y}\n", `steps: draft is set twice`},
+		{"steps option twice", "version: 1\nsteps:\n  draft: {model: x, model: y}\n", `steps: draft: model is set twice`},
+		{"steps model number", "version: 1\nsteps:\n  draft: {model: 5}\n", `steps: draft: model: want a word`},
+		{"steps tools scalar", "version: 1\nsteps:\n  draft: {allowed_tools: Read}\n", `steps: draft: allowed_tools: want a list of tool rules`},
+		{"steps sandbox", "version: 1\nsteps:\n  draft: {sandbox: full}\n", `steps: draft: sandbox: want read-only or workspace-write, not "full"`},
+		{"steps over agent_sandbox", "version: 1\nagent_sandbox: read-only\nsteps:\n  draft: {sandbox: workspace-write}\n",
+			`p.yaml:4: steps: draft: sandbox workspace-write is more than agent_sandbox: read-only (line 2) allows`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,5 +105,21 @@ func TestLoadFileErrors(t *testing.T) {
 	}
 	if _, err := New(Options{Flags: Flags{File: bad}, WorkDir: dir}); !errors.Is(err, ErrFile) || !strings.Contains(err.Error(), "bad.yaml:2: roots: "+filepath.Join(dir, "nowhere")) {
 		t.Errorf("missing root in the file: %v", err)
+	}
+}
+
+// Per-step agent options are read as written and given back by step id.
+func TestParseFileSteps(t *testing.T) {
+	src := "version: 1\nsteps:\n  draft:\n    model: claude-opus-4-1\n    effort: high\n    allowed_tools: [Read, \"Bash(git diff:*)\"]\n  sub/fix: {sandbox: read-only, permission_mode: plan, disallowed_tools: []}\n"
+	f, err := ParseFile("p.yaml", "/", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]StepAgent{
+		"draft":   {Model: "claude-opus-4-1", Effort: "high", AllowedTools: []string{"Read", "Bash(git diff:*)"}, Line: 3},
+		"sub/fix": {Sandbox: "read-only", PermissionMode: "plan", DisallowedTools: []string{}, Line: 7},
+	}
+	if !reflect.DeepEqual(f.Steps, want) {
+		t.Fatalf("steps %+v, want %+v", f.Steps, want)
 	}
 }

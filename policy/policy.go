@@ -301,3 +301,36 @@ type originer interface {
 }
 
 func (s setting[T]) origin() (origin, string, string) { return s.from, s.key, s.flag }
+
+// StepAgent returns the agent options the policy file sets for a step
+// (steps:), if it sets any; stepID is the step's scoped id.
+func (p *Policy) StepAgent(stepID string) (StepAgent, bool) {
+	if p == nil || p.file == nil {
+		return StepAgent{}, false
+	}
+	sa, ok := p.file.Steps[stepID]
+	return sa, ok
+}
+
+// StepAgentIDs lists the steps the policy file sets agent options for,
+// sorted.
+func (p *Policy) StepAgentIDs() []string {
+	if p == nil || p.file == nil {
+		return nil
+	}
+	ids := make([]string, 0, len(p.file.Steps))
+	for id := range p.file.Steps {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// PolicyFile is the policy file's path as the person named it ("" when
+// none was given).
+func (p *Policy) PolicyFile() string {
+	if p == nil || p.file == nil {
+		return ""
+	}
+	return p.file.Path
+}
