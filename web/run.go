@@ -25,8 +25,9 @@ import (
 const defaultEvents = 200
 
 // openSteps is the most steps a run may have for all of them to be shown
-// open; beyond it only the steps that need attention are (the others open
-// with a click, or from the graph).
+// open; beyond it only the steps that need attention are, and the others
+// carry only their summary: their details are the step's page, fetched
+// when the step is opened (with a click, or from the graph).
 const openSteps = 30
 
 type chainView struct {
@@ -89,6 +90,9 @@ type stepCard struct {
 	Sub         []stepCard
 	// Open shows the step's details at first.
 	Open bool
+	// Src, on a closed step of a long run's page, is the address of the
+	// step's page: the card holds only its summary and a link there.
+	Src string
 	// Verdicts are the judge's verdicts on the step's judged ensures.
 	Verdicts []verdict
 }
@@ -201,6 +205,9 @@ func (s *Server) runView(ctx context.Context, runID string) (*runView, int64, er
 		if vs := rd.verdicts[st.ID]; len(vs) > 0 {
 			c.Verdicts = vs
 			c.V = version(c)
+		}
+		if !c.Open {
+			c.Src = stepURL(runID, st.ID)
 		}
 		v.Steps = append(v.Steps, c)
 	}
