@@ -85,9 +85,12 @@ type stepCard struct {
 	Iterations  int
 	Epoch       int
 	Spent       string
-	Attempts    []attemptView
-	Items       []itemRow
-	Sub         []stepCard
+	// Meta is the summary's line: attempts, spend, resets, iterations
+	// (made here, not by the template: a long run's page has a thousand).
+	Meta     string
+	Attempts []attemptView
+	Items    []itemRow
+	Sub      []stepCard
 	// Open shows the step's details at first.
 	Open bool
 	// Src, on a closed step of a long run's page, is the address of the
@@ -295,6 +298,7 @@ func eventRows(evs []engine.Event) []eventRow {
 func (s *Server) stepCard(plan *ir.Plan, st *ir.Step, sv *engine.StepView, runID, scoped string, open bool) stepCard {
 	c := stepCard{Key: scoped, ID: st.ID, Kind: st.Kind.String(), Status: "pending", Open: open}
 	if sv == nil {
+		c.Meta = summaryMeta(&c)
 		c.V = version(c)
 		return c
 	}
@@ -360,8 +364,30 @@ func (s *Server) stepCard(plan *ir.Plan, st *ir.Step, sv *engine.StepView, runID
 			}
 		}
 	}
+	c.Meta = summaryMeta(&c)
 	c.V = version(c)
 	return c
+}
+
+// summaryMeta is a step card's summary line.
+func summaryMeta(c *stepCard) string {
+	plural := func(n int, one string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return strconv.Itoa(n) + " " + one + "s"
+	}
+	m := plural(len(c.Attempts), "attempt")
+	if c.Spent != "" {
+		m += " · spent " + c.Spent
+	}
+	if c.Epoch > 0 {
+		m += " · reset " + plural(c.Epoch, "time") + " by revise"
+	}
+	if c.Iterations > 0 {
+		m += " · " + plural(c.Iterations, "iteration")
+	}
+	return m
 }
 
 func attempt(at engine.Attempt, runID, stepID string) attemptView {

@@ -180,13 +180,13 @@
   }
 
   // A closed step of a long run's page holds only its summary and a link
-  // to the step's page (data-src): when it is opened, that page is
-  // fetched and its details of the step are put in place of the link.
+  // to the step's page (a.more): when it is opened, that page is fetched
+  // and its details of the step are put in place of the link.
   async function loadStep(el) {
-    const src = el.dataset.src;
-    if (!src || el.dataset.loading) return;
+    const more = el.querySelector(':scope > a.more');
+    if (!more || el.dataset.loading) return;
+    const src = more.getAttribute('href');
     el.dataset.loading = '1';
-    const more = el.querySelector(':scope > .more');
     try {
       const res = await fetch(src, { credentials: 'same-origin', cache: 'no-store' });
       if (!res.ok) throw new Error('status ' + res.status);
@@ -194,21 +194,18 @@
       const fresh = doc.getElementById(el.id);
       if (!fresh) throw new Error('the step is not on its page');
       // Replaced by a live update meanwhile: the new card loads itself.
-      if (!el.isConnected || el.dataset.src !== src) return;
+      if (!el.isConnected || !more.isConnected) return;
       const parts = Array.from(fresh.children).filter(function (c) { return c.tagName !== 'SUMMARY'; });
-      if (more) more.remove();
+      more.remove();
       parts.forEach(function (c) { el.appendChild(document.adoptNode(c)); });
-      el.removeAttribute('data-src');
       el.dispatchEvent(new CustomEvent('stratum:step-loaded', { bubbles: true }));
     } catch (err) {
-      if (more) {
-        const old = more.querySelector('.hint');
-        if (old) old.remove();
-        const note = document.createElement('span');
-        note.className = 'hint';
-        note.textContent = ' (could not be loaded here: ' + err.message + ')';
-        more.appendChild(note);
-      }
+      const old = el.querySelector(':scope > .load-failed');
+      if (old) old.remove();
+      const note = document.createElement('span');
+      note.className = 'hint load-failed';
+      note.textContent = ' (could not be loaded here: ' + err.message + ')';
+      more.after(note);
     } finally {
       delete el.dataset.loading;
     }
@@ -216,7 +213,7 @@
 
   document.addEventListener('toggle', function (e) {
     const el = e.target;
-    if (el.open && el.matches && el.matches('details.step[data-src]')) loadStep(el);
+    if (el.open && el.matches && el.matches('details.step')) loadStep(el);
   }, true);
 
   // A step reached from the graph (#step-ID) opens.
