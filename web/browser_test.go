@@ -192,6 +192,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("GateRoundTrip", testGateRoundTrip)
 	t.Run("StalePage", testStalePage)
 	t.Run("Hostile", testHostile)
+	t.Run("ClosedStep", testClosedStep)
 	t.Run("LiveLatency", testLiveLatency)
 }
 

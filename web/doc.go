@@ -6,7 +6,9 @@
 // html/template (every recorded string is untrusted and escaped where it
 // lands, the SVG graph included) and kept live by a server-sent event
 // stream that polls the engine; the script and style are embedded static
-// files, so nothing is fetched from anywhere else. Every request needs the
+// files, so nothing is fetched from anywhere else. A long run's page holds
+// its closed steps' summaries only: a step's details are its own page,
+// fetched when it is opened. Every request needs the
 // server's token (a bearer token, or the cookie the printed address sets),
 // names an allowed host, and, for a mutation, comes from the server's own
 // pages. The MCP endpoint the command mounts at /mcp is served behind the

@@ -24,8 +24,10 @@ type svgNode struct {
 	Href   string
 	Shape  string
 	Status string
-	X, Y   int
-	W, H   int
+	// Class is the node's classes: "node", its shape, its status.
+	Class string
+	X, Y  int
+	W, H  int
 	// Points is the outline of a polygon shape ("" for a rectangle).
 	Points string
 	// Inner is a second outline (a run step's double border).
@@ -144,6 +146,7 @@ func drawGraph(plan *ir.Plan, entry *ir.Flow, steps map[string]*engine.StepView,
 		if p.RouteOnly {
 			n.Shape += " routeonly"
 		}
+		n.Class = "node " + n.Shape + " " + statusClass(n.Status)
 		n.Points, n.Inner = outline(p)
 		top := p.Y + (p.H-len(p.Shown)*graph.LineHeight)/2 + graph.LineHeight - 3
 		for i, l := range p.Shown {
@@ -153,13 +156,30 @@ func drawGraph(plan *ir.Plan, entry *ir.Flow, steps map[string]*engine.StepView,
 		g.Status = append(g.Status, n.Status)
 	}
 	for _, e := range d.Edges {
-		se := svgEdge{Path: e.Path(), Kind: edgeNames[e.Kind], LX: e.Label.X, LY: e.Label.Y}
+		se := svgEdge{Path: edgePath(&e), Kind: edgeNames[e.Kind], LX: e.Label.X, LY: e.Label.Y}
 		if !compact {
 			se.Label = e.Kind.Label()
 		}
 		g.Edges = append(g.Edges, se)
 	}
 	return g
+}
+
+// edgePath is an edge's curve as short SVG path data: a straight line
+// when the curve is one (an edge between two nodes one above the other),
+// else the cubic Bézier curve. (One path per edge: a browser culls the
+// paths out of view, while one path holding many edges, shorter to
+// write, is drawn whole for every tile of the picture, which costs a
+// large graph seconds.)
+func edgePath(e *graph.Routed) string {
+	f, c1, c2, t := e.From, e.C1, e.C2, e.To
+	if f.X == c1.X && c1.X == c2.X && c2.X == t.X {
+		return fmt.Sprintf("M%d %dV%d", f.X, f.Y, t.Y)
+	}
+	if f.Y == c1.Y && c1.Y == c2.Y && c2.Y == t.Y {
+		return fmt.Sprintf("M%d %dH%d", f.X, f.Y, t.X)
+	}
+	return fmt.Sprintf("M%d %dC%d %d %d %d %d %d", f.X, f.Y, c1.X, c1.Y, c2.X, c2.Y, t.X, t.Y)
 }
 
 // outline is a node's polygon, for the shapes that are not rectangles.

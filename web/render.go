@@ -21,7 +21,7 @@ var templateFiles embed.FS
 var assets embed.FS
 
 // pageNames are the pages; each is parsed with the layout and partials.
-var pageNames = []string{"runs", "run", "events", "gates", "error"}
+var pageNames = []string{"runs", "run", "step", "events", "gates", "error"}
 
 type pages struct {
 	t map[string]*template.Template

@@ -25,8 +25,9 @@ import (
 const defaultEvents = 200
 
 // openSteps is the most steps a run may have for all of them to be shown
-// open; beyond it only the steps that need attention are (the others open
-// with a click, or from the graph).
+// open; beyond it only the steps that need attention are, and the others
+// carry only their summary: their details are the step's page, fetched
+// when the step is opened (with a click, or from the graph).
 const openSteps = 30
 
 type chainView struct {
@@ -84,11 +85,17 @@ type stepCard struct {
 	Iterations  int
 	Epoch       int
 	Spent       string
-	Attempts    []attemptView
-	Items       []itemRow
-	Sub         []stepCard
+	// Meta is the summary's line: attempts, spend, resets, iterations
+	// (made here, not by the template: a long run's page has a thousand).
+	Meta     string
+	Attempts []attemptView
+	Items    []itemRow
+	Sub      []stepCard
 	// Open shows the step's details at first.
 	Open bool
+	// Src, on a closed step of a long run's page, is the address of the
+	// step's page: the card holds only its summary and a link there.
+	Src string
 	// Verdicts are the judge's verdicts on the step's judged ensures.
 	Verdicts []verdict
 }
@@ -202,6 +209,9 @@ func (s *Server) runView(ctx context.Context, runID string) (*runView, int64, er
 			c.Verdicts = vs
 			c.V = version(c)
 		}
+		if !c.Open {
+			c.Src = stepURL(runID, st.ID)
+		}
 		v.Steps = append(v.Steps, c)
 	}
 	v.StepsV = version(v.Steps)
@@ -288,6 +298,7 @@ func eventRows(evs []engine.Event) []eventRow {
 func (s *Server) stepCard(plan *ir.Plan, st *ir.Step, sv *engine.StepView, runID, scoped string, open bool) stepCard {
 	c := stepCard{Key: scoped, ID: st.ID, Kind: st.Kind.String(), Status: "pending", Open: open}
 	if sv == nil {
+		c.Meta = summaryMeta(&c)
 		c.V = version(c)
 		return c
 	}
@@ -353,8 +364,30 @@ func (s *Server) stepCard(plan *ir.Plan, st *ir.Step, sv *engine.StepView, runID
 			}
 		}
 	}
+	c.Meta = summaryMeta(&c)
 	c.V = version(c)
 	return c
+}
+
+// summaryMeta is a step card's summary line.
+func summaryMeta(c *stepCard) string {
+	plural := func(n int, one string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return strconv.Itoa(n) + " " + one + "s"
+	}
+	m := plural(len(c.Attempts), "attempt")
+	if c.Spent != "" {
+		m += " · spent " + c.Spent
+	}
+	if c.Epoch > 0 {
+		m += " · reset " + plural(c.Epoch, "time") + " by revise"
+	}
+	if c.Iterations > 0 {
+		m += " · " + plural(c.Iterations, "iteration")
+	}
+	return m
 }
 
 func attempt(at engine.Attempt, runID, stepID string) attemptView {

@@ -91,6 +91,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /runs/{run}", s.runPage)
 	s.mux.HandleFunc("GET /runs/{run}/patch", s.patch)
 	s.mux.HandleFunc("GET /runs/{run}/events", s.eventsPage)
+	s.mux.HandleFunc("GET /runs/{run}/steps/{step...}", s.stepPage)
 	s.mux.HandleFunc("GET /gates", s.gatesPage)
 	s.mux.HandleFunc("POST /decide", s.decide)
 	s.mux.HandleFunc("GET /live", s.live)

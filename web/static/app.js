@@ -8,6 +8,8 @@
 // replaced, so an open <details> or a note being typed stays. A part the
 // person has begun to decide on is never replaced under them: it is marked
 // stale instead, and a decision sent from it is refused by the server.
+// A closed step of a long run's page gets its details from the step's
+// page, rendered by the server too, when it is opened.
 'use strict';
 (function () {
   const body = document.body;
@@ -177,17 +179,41 @@
     });
   }
 
-  // A closed step's details arrive inert (in a <template>, which the
-  // browser parses but neither styles nor lays out): they are put in
-  // place when it is opened.
+  // A closed step of a long run's page holds only its summary and a link
+  // to the step's page (a.more): when it is opened, that page is fetched
+  // and its details of the step are put in place of the link.
+  async function loadStep(el) {
+    const more = el.querySelector(':scope > a.more');
+    if (!more || el.dataset.loading) return;
+    const src = more.getAttribute('href');
+    el.dataset.loading = '1';
+    try {
+      const res = await fetch(src, { credentials: 'same-origin', cache: 'no-store' });
+      if (!res.ok) throw new Error('status ' + res.status);
+      const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
+      const fresh = doc.getElementById(el.id);
+      if (!fresh) throw new Error('the step is not on its page');
+      // Replaced by a live update meanwhile: the new card loads itself.
+      if (!el.isConnected || !more.isConnected) return;
+      const parts = Array.from(fresh.children).filter(function (c) { return c.tagName !== 'SUMMARY'; });
+      more.remove();
+      parts.forEach(function (c) { el.appendChild(document.adoptNode(c)); });
+      el.dispatchEvent(new CustomEvent('stratum:step-loaded', { bubbles: true }));
+    } catch (err) {
+      const old = el.querySelector(':scope > .load-failed');
+      if (old) old.remove();
+      const note = document.createElement('span');
+      note.className = 'hint load-failed';
+      note.textContent = ' (could not be loaded here: ' + err.message + ')';
+      more.after(note);
+    } finally {
+      delete el.dataset.loading;
+    }
+  }
+
   document.addEventListener('toggle', function (e) {
     const el = e.target;
-    if (!el.open || !el.matches || !el.matches('details.step')) return;
-    const tpl = el.querySelector(':scope > template');
-    if (tpl) {
-      el.appendChild(tpl.content);
-      tpl.remove();
-    }
+    if (el.open && el.matches && el.matches('details.step')) loadStep(el);
   }, true);
 
   // A step reached from the graph (#step-ID) opens.
