@@ -95,6 +95,13 @@ func openSystem(env *Env, cfg systemConfig) (*system, error) {
 	if !pol.Judges() {
 		j = nil // judged ensures and predicates fail closed, as without a judge
 	}
+	if cj, ok := j.(*judge.CommandJudge); ok {
+		// The judge is a command too: its time limit is bounded by the
+		// policy's (docs/policy.md, "The effects").
+		if limit := pol.MaxCommandTimeout(); limit > 0 && (cj.Timeout == 0 && judge.DefaultTimeout > limit || cj.Timeout > limit) {
+			cj.Timeout = limit
+		}
+	}
 	st, err := openStore(env, log)
 	if err != nil {
 		return nil, err

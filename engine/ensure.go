@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/expr"
@@ -234,7 +235,11 @@ func (t *txn) predicate(src string, b expr.Bindings, budget *expr.Budget) (bool,
 // of the work budget says so plainly (code resource_limit).
 func evalError(err error) string {
 	if errors.Is(err, expr.ErrBudgetExhausted) {
-		return "resource_limit: " + err.Error() + "; the ensures of one step share one budget: use fewer or cheaper expressions"
+		msg := err.Error() // expr's errors start with their code
+		if !strings.HasPrefix(msg, "resource_limit: ") {
+			msg = "resource_limit: " + msg
+		}
+		return msg + "; the ensures of one step share one budget: use fewer or cheaper expressions"
 	}
 	return err.Error()
 }

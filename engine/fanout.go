@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/stratum-go/stratum/expr"
 	"github.com/stratum-go/stratum/ir"
@@ -437,7 +438,7 @@ func (t *txn) settleFanout(sc *scope, s *ir.Step, st *stepState) {
 	attempt := len(st.Attempts) + 1
 	if succeeded < required {
 		t.failAttempt(sc, s, st, attemptFailure{attempt: attempt, forced: true,
-			reason: fmt.Sprintf("fanout require %s not met (%d/%d succeeded)", requireText(s.Fanout.Require), succeeded, len(items))})
+			reason: fmt.Sprintf("fanout require %s not met (%d/%d succeeded)%s", requireText(s.Fanout.Require), succeeded, len(items), itemFailures(items))})
 		return
 	}
 	if err := t.outputCheck(sc, s, out); err != nil {
@@ -472,4 +473,37 @@ func (t *txn) itemEntry(s *ir.Step, st *stepState, it *itemState) ReadyEntry {
 			Policy:         ItemPolicy{Isolation: string(s.Fanout.Isolation), Merge: string(s.Fanout.Merge), PreMerge: pre},
 			RevisionDigest: t.st.RevisionDigest},
 	}
+}
+
+// maxItemFailures is how many failed items a fanout's failure names.
+const maxItemFailures = 3
+
+// itemFailures names why the first failed items failed, so that the
+// fanout's failure says what went wrong without reading the events:
+// "; item 0: <reason>; item 2: <reason>; and 4 more failed".
+func itemFailures(items []*itemState) string {
+	var b strings.Builder
+	named, failed := 0, 0
+	for _, it := range items {
+		if it.Status != StepFailed {
+			continue
+		}
+		failed++
+		if named == maxItemFailures {
+			continue
+		}
+		reason := "failed"
+		if it.Failure != nil && it.Failure.Reason != "" {
+			reason = it.Failure.Reason
+		}
+		if len(reason) > 300 {
+			reason = evidenceCut(reason, 300)
+		}
+		fmt.Fprintf(&b, "; item %d: %s", it.Index, reason)
+		named++
+	}
+	if failed > named {
+		fmt.Fprintf(&b, "; and %d more failed", failed-named)
+	}
+	return b.String()
 }

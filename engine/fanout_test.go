@@ -90,7 +90,7 @@ func TestConsumerFanoutRequire(t *testing.T) {
 		reason   string
 	}{
 		{"any", []string{`{"value":"bad"}`, `{"value":"ok"}`, `{"value":"bad"}`}, true, ""},
-		{"any", []string{`{"value":"bad"}`, `{"value":"bad"}`, `{"value":"bad"}`}, false, "fanout require any not met (0/3 succeeded)"},
+		{"any", []string{`{"value":"bad"}`, `{"value":"bad"}`, `{"value":"bad"}`}, false, "fanout require any not met (0/3 succeeded); item 0: ensure \"result.value != 'bad'\" failed"},
 		{"2", []string{`{"value":"ok"}`, `{"value":"bad"}`, `{"value":"ok"}`}, true, ""},
 		{"2", []string{`{"value":"ok"}`, `{"value":"bad"}`, `{"value":"bad"}`}, false, "fanout require 2 not met (1/3 succeeded)"},
 		{"all", []string{`{"value":"ok"}`, `{"value":"ok"}`, `{"value":"bad"}`}, false, "fanout require all not met (2/3 succeeded)"},
@@ -177,5 +177,33 @@ func TestConsumerFanoutItemContract(t *testing.T) {
 	if item.Status != StepFailed || len(item.Attempts) != 1 || item.Attempts[0].FailureKind != "contract" ||
 		item.Failure == nil || !strings.Contains(item.Failure.Reason, "value") {
 		t.Fatalf("item 0 with a number for a string: %s", dump(item))
+	}
+}
+
+// A fanout's failure names why its first failed items failed, and how
+// many more did.
+func TestItemFailures(t *testing.T) {
+	item := func(i int, status StepStatus, reason string) *itemState {
+		it := &itemState{Index: i, Status: status}
+		if reason != "" {
+			it.Failure = &Failure{Reason: reason}
+		}
+		return it
+	}
+	long := strings.Repeat("é", 200)
+	for _, tc := range []struct {
+		items []*itemState
+		want  string
+	}{
+		{nil, ""},
+		{[]*itemState{item(0, StepSucceeded, "")}, ""},
+		{[]*itemState{item(0, StepFailed, "boom"), item(1, StepSucceeded, ""), item(2, StepFailed, "")}, "; item 0: boom; item 2: failed"},
+		{[]*itemState{item(0, StepFailed, "a"), item(1, StepFailed, "b"), item(2, StepFailed, "c"), item(3, StepFailed, "d"), item(4, StepFailed, "e")},
+			"; item 0: a; item 1: b; item 2: c; and 2 more failed"},
+		{[]*itemState{item(7, StepFailed, long)}, "; item 7: " + strings.Repeat("é", 150) + "…"},
+	} {
+		if got := itemFailures(tc.items); got != tc.want {
+			t.Errorf("itemFailures = %q, want %q", got, tc.want)
+		}
 	}
 }

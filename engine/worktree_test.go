@@ -284,7 +284,7 @@ func TestWorktreeRequireUnmetMergesNothing(t *testing.T) {
 	_ = h.e.Wait(h.ctx)
 	entry(t, r, "rescue")
 	fan := h.stepState(r.RunID, "fan")
-	if fan.Status != StepFailed || fan.Failure.Reason != "fanout require all not met (1/2 succeeded)" {
+	if fan.Status != StepFailed || fan.Failure.Reason != "fanout require all not met (1/2 succeeded); item 1: refused" {
 		t.Fatalf("fan %s", dump(fan))
 	}
 	if st := gitRun(t, h.ws, "status", "--porcelain"); st != "" {
