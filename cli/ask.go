@@ -38,7 +38,7 @@ func askGate(ctx context.Context, env *Env, term *terminal, gv engine.GateView, 
 	writeUnderReview(&b, gv, askLimits)
 	writeRoutes(&b, g)
 	canRevise := g.OnRevise != "" && g.RevisesLeft > 0
-	fmt.Fprintf(&b, "  (or decide from another terminal: stratum gate approve|reject|revise %s %s --digest %s)\n", g.RunID, g.StepID, gv.Digest)
+	fmt.Fprintf(&b, "  (or decide from another terminal: stratum gate %s %s %s --digest %s)\n", gateChoices(g), g.RunID, g.StepID, gv.Digest)
 	choices := "approve/kill"
 	if canRevise {
 		choices = "approve/revise/kill"

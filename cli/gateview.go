@@ -185,12 +185,8 @@ func writeGateView(w io.Writer, g engine.GateView) {
 	}
 	fmt.Fprintf(w, "\ndecisions:\n")
 	writeRoutes(w, g.WaitingGate)
-	choices := "approve|reject"
-	if g.Kind != engine.WaitInterrupted && g.OnRevise != "" && g.RevisesLeft > 0 {
-		choices = "approve|reject|revise"
-	}
 	fmt.Fprintf(w, "\ndigest: %s\ntoken:  %s\n", g.Digest, g.GateToken)
-	fmt.Fprintf(w, "decide: stratum gate %s %s %s --digest %s [--note TEXT]\n", choices, g.RunID, g.StepID, g.Digest)
+	fmt.Fprintf(w, "decide: stratum gate %s %s %s --digest %s [--note TEXT]\n", gateChoices(g.WaitingGate), g.RunID, g.StepID, g.Digest)
 	fmt.Fprintf(w, "        (refused if what is under review is no longer what this shows)\n")
 }
 
@@ -223,4 +219,14 @@ func sizeText(n int) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return plural(n, "byte")
+}
+
+// gateChoices are the decisions stratum gate can make on a waiting gate:
+// revise only while the gate can take one more (a revise past the limit
+// would fail the run) and never on an interrupted attempt.
+func gateChoices(g engine.WaitingGate) string {
+	if g.Kind != engine.WaitInterrupted && g.OnRevise != "" && g.RevisesLeft > 0 {
+		return "approve|reject|revise"
+	}
+	return "approve|reject"
 }

@@ -244,7 +244,7 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 	case driver.GateWait:
 		opts.GateWaiting = func(g engine.WaitingGate) {
-			say("%s: waiting for a decision made elsewhere: stratum gate approve|reject|revise %s %s [--note TEXT]", g.StepID, g.RunID, g.StepID)
+			say("%s: waiting for a decision made elsewhere: stratum gate %s %s %s [--note TEXT]", g.StepID, gateChoices(g), g.RunID, g.StepID)
 		}
 	}
 	d := driver.New(opts)
@@ -354,9 +354,11 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 	case engine.StatusRunning:
 		var ids []string
 		interrupted := map[string]bool{}
+		gates := map[string]engine.WaitingGate{}
 		for _, g := range out.Gates {
 			ids = append(ids, g.StepID)
 			interrupted[g.StepID] = g.Kind == engine.WaitInterrupted
+			gates[g.StepID] = g
 		}
 		sort.Strings(ids)
 		what := plural(len(ids), "gate")[2:]
@@ -373,7 +375,7 @@ func (c *runCmd) finish(env *Env, out *driver.Outcome, err error, say func(strin
 				say("  decide:   stratum gate approve|reject %s %s   (approve runs it again, reject fails it)", out.RunID, id)
 				continue
 			}
-			say("  decide:   stratum gate approve|reject|revise %s %s", out.RunID, id)
+			say("  decide:   stratum gate %s %s %s", gateChoices(gates[id]), out.RunID, id)
 		}
 		say("  continue: stratum run --resume %s%s", out.RunID, c.agentArg())
 		return exitCode(ExitGate)

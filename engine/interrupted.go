@@ -70,16 +70,16 @@ func (e *Engine) ReleaseAttempt(ctx context.Context, runID, stepID, token, reaso
 		if !ok {
 			return t.refuse(ErrNotAwaiting, stepID, "step is not awaiting a client result: run %s has no step %q", t.st.ID, stepID)
 		}
-		start := &loc.sc.state(loc.step).Started
-		current := loc.sc.state(loc.step).DispatchToken
+		ss := loc.sc.state(loc.step)
+		start, current, attempt := &ss.Started, ss.DispatchToken, len(ss.Attempts)+1
 		if loc.item != nil {
-			start, current = &loc.item.Started, loc.item.DispatchToken
+			start, current, attempt = &loc.item.Started, loc.item.DispatchToken, len(loc.item.Attempts)+1
 		}
 		if current != token || *start == nil {
 			return nil // nothing started with this token: nothing to release
 		}
 		*start = nil
-		t.emit(EventAttemptReleased, loc.sc.scoped(loc.step.ID), AttemptDetail{By: cleanText(reason)})
+		t.emit(EventAttemptReleased, loc.sc.scoped(loc.step.ID), AttemptDetail{Attempt: attempt, By: cleanText(reason)})
 		return nil
 	})
 	return err
