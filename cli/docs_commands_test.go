@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"bufio"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestDocsCommandsParse reads every stratum command line in the shell
+// blocks of README.md and docs/*.md and parses it as stratum would: the
+// command exists and every flag it gives is one of its flags, with a
+// value where the flag needs one. README's own commands are also run end
+// to end (TestReadmeCommands, TestReadmeTour); this keeps the rest of the
+// documentation from naming commands or flags that are gone.
+func TestDocsCommandsParse(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	files = append(files, filepath.Join("..", "README.md"))
+	seen := 0
+	for _, path := range files {
+		for _, c := range docCommands(t, path) {
+			seen++
+			args := shellWords(c.text)
+			if len(args) < 2 {
+				continue // "stratum" alone
+			}
+			cmd := lookup(args[1])
+			if cmd == nil {
+				if args[1] == "help" || args[1] == "version" || strings.HasPrefix(args[1], "-") {
+					continue
+				}
+				t.Errorf("%s:%d: %q: no command %q", path, c.line, c.text, args[1])
+				continue
+			}
+			fs := flag.NewFlagSet(args[1], flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			cmd.SetFlags(fs)
+			if _, err := parseInterspersed(fs, args[2:]); err != nil {
+				t.Errorf("%s:%d: %q: %v", path, c.line, c.text, err)
+			}
+		}
+	}
+	t.Logf("%d stratum commands of the docs parsed", seen)
+	if seen < 20 {
+		t.Fatalf("only %d stratum commands found in the docs: is the reader broken?", seen)
+	}
+}
+
+type docCommand struct {
+	text string
+	line int
+}
+
+// docCommands are the stratum command lines of the shell blocks (sh,
+// bash, shell, console) of a Markdown file, and of its plain blocks where
+// a line is a command rather than a synopsis ("[--flag]"), an output line
+// ("stratum serve: ...", "(v0.2)") or text: continuation lines joined, a
+// prompt "$ " and "go run ./cmd/stratum" read as stratum, and what
+// follows a comment, pipe, redirection or list operator (outside quotes)
+// cut off.
+func docCommands(t *testing.T, path string) []docCommand {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []docCommand
+	lang, inBlock, n, start := "", false, 0, 0
+	var pending strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		n++
+		trimmed := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(trimmed, "```") {
+			inBlock = !inBlock
+			lang = strings.TrimPrefix(trimmed, "```")
+			continue
+		}
+		shell := lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
+		if !inBlock {
+			// Commands quoted in the text: `stratum gate show RUN STEP`
+			// (synopses with [optional] parts, alternatives a|b and
+			// elisions are not commands, nor a mention of a flag,
+			// `stratum run --sandbox`, or of a message, `stratum gate: ...`).
+			for _, m := range inlineCommand.FindAllStringSubmatch(trimmed, -1) {
+				words := strings.Fields(m[1])
+				mention := strings.HasPrefix(words[len(words)-1], "-") || len(words) > 1 && strings.HasSuffix(words[1], ":")
+				if !mention && !strings.ContainsAny(m[1], "[(|…") && !strings.Contains(m[1], "...") {
+					out = append(out, docCommand{text: cutUnquoted(m[1]), line: n})
+				}
+			}
+			continue
+		}
+		if !shell && lang != "" {
+			continue
+		}
+		if pending.Len() == 0 {
+			prompt := strings.HasPrefix(trimmed, "$ ")
+			trimmed = strings.TrimPrefix(trimmed, "$ ")
+			trimmed = strings.Replace(trimmed, "go run ./cmd/stratum ", "stratum ", 1)
+			if !strings.HasPrefix(trimmed, "stratum ") {
+				continue
+			}
+			if !shell && !prompt {
+				head := cutUnquoted(trimmed)
+				if strings.ContainsAny(head, "[(") || strings.HasSuffix(strings.Fields(head)[1], ":") {
+					continue
+				}
+			}
+			start = n
+		}
+		if strings.HasSuffix(trimmed, "\\") {
+			pending.WriteString(strings.TrimSuffix(trimmed, "\\") + " ")
+			continue
+		}
+		pending.WriteString(trimmed)
+		text := cutUnquoted(pending.String())
+		pending.Reset()
+		out = append(out, docCommand{text: strings.TrimSpace(text), line: start})
+	}
+	return out
+}
+
+// cutUnquoted is s up to its first comment, pipe, redirection or list
+// operator outside quotes.
+func cutUnquoted(s string) string {
+	quote := byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '$' && i+1 < len(s) && s[i+1] == '(':
+			if j := strings.IndexByte(s[i:], ')'); j > 0 {
+				i += j
+			}
+		case c == '|' || c == ';' || c == '<' || c == '>' || c == '&' || c == '#' && i > 0 && s[i-1] == ' ':
+			return s[:i]
+		}
+	}
+	return s
+}
+
+var inlineCommand = regexp.MustCompile("`(stratum [^`]+)`")
+
+var substitution = regexp.MustCompile(`\$\([^)]*\)|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z_0-9]*`)
+
+// shellWords splits a command line the way sh would for these simple
+// lines: quotes group, substitutions become one placeholder word.
+func shellWords(s string) []string {
+	s = substitution.ReplaceAllString(s, "X")
+	var words []string
+	var cur strings.Builder
+	quote := byte(0)
+	has := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteByte(c)
+		case c == '\'' || c == '"':
+			quote, has = c, true
+		case c == ' ' || c == '\t':
+			if has || cur.Len() > 0 {
+				words = append(words, cur.String())
+				cur.Reset()
+				has = false
+			}
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	if has || cur.Len() > 0 {
+		words = append(words, cur.String())
+	}
+	return words
+}
