@@ -13,7 +13,7 @@ func TestWriteFlowsMatchesWriteJSON(t *testing.T) {
 		"\u2028\u2029", "bad \xff utf-8", "\x80"}
 	cases := map[string][]flowSummary{
 		"none": {},
-		"one": {{SchemaVersion: schemaVersion, FlowID: "r1", FlowName: "main", Status: "running", CurrentStepID: str("first"), StepCount: 4}},
+		"one":  {{SchemaVersion: schemaVersion, FlowID: "r1", FlowName: "main", Status: "running", CurrentStepID: str("first"), StepCount: 4}},
 		"nulls and terminal": {
 			{SchemaVersion: schemaVersion, FlowID: "r1", FlowName: "r1", Status: "complete", TerminalStatus: str("completed"), StepCount: 4, CompletedSteps: 4, Round: 3, Synthetic: true},
 			{SchemaVersion: schemaVersion, FlowID: "r2", FlowName: "x", Status: "awaiting_gate", CurrentStepID: str("review"), StepCount: -1, CompletedSteps: 1 << 40},
