@@ -10,9 +10,8 @@ import (
 
 // writeFlows prints a query flows listing exactly as writeJSON prints it
 // (two-space indented, HTML characters literal), but appended by hand
-// into a buffered writer: encoding/json's reflection and re-indenting cost
-// about a third of a 10,000-run listing's CPU (docs/engine.md,
-// "Listings"). TestWriteFlowsMatchesWriteJSON holds the two to the same
+// into a buffered writer: encoding/json's reflection and re-indenting were
+// an eighth of a 10,000-run listing's CPU (docs/engine.md, "Listings"). TestWriteFlowsMatchesWriteJSON holds the two to the same
 // bytes.
 func writeFlows(w io.Writer, flows []flowSummary) error {
 	if len(flows) == 0 {
