@@ -22,13 +22,21 @@ import (
 // (QUERY_RUNS changes the count), a third each at the first step, at a
 // gate and cancelled. Creating the runs takes a while on a real disk; TMPDIR=/dev/shm
 // makes the set-up quick (the listing reads the same files either way).
+// QUERY_HOME=DIR keeps the runs in DIR and reuses them when DIR/flows
+// exists, for profiling the listing alone.
 func BenchmarkQueryFlows(b *testing.B) {
-	home := b.TempDir()
+	home := os.Getenv("QUERY_HOME")
+	reuse := false
+	if home == "" {
+		home = b.TempDir()
+	} else if _, err := os.Stat(filepath.Join(home, "flows")); err == nil {
+		reuse = true
+	}
 	fs, err := store.NewFileStore(filepath.Join(home, "flows"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchQueryFlows(b, fs, func(k string) string {
+	benchQueryFlows(b, fs, reuse, func(k string) string {
 		if k == "STRATUM_HOME" {
 			return home
 		}
@@ -49,7 +57,7 @@ func BenchmarkQueryFlowsPostgres(b *testing.B) {
 	}
 	defer fill.Close()
 	home := b.TempDir()
-	benchQueryFlows(b, fill, func(k string) string {
+	benchQueryFlows(b, fill, false, func(k string) string {
 		switch k {
 		case "STRATUM_HOME":
 			return home
@@ -60,12 +68,15 @@ func BenchmarkQueryFlowsPostgres(b *testing.B) {
 	})
 }
 
-// benchQueryFlows fills st with the runs and times `stratum query flows`
-// with getenv.
-func benchQueryFlows(b *testing.B, st store.Store, getenv func(string) string) {
+// benchQueryFlows fills st with the runs (unless reuse) and times
+// `stratum query flows` with getenv.
+func benchQueryFlows(b *testing.B, st store.Store, reuse bool, getenv func(string) string) {
 	n := 10000
 	if s := os.Getenv("QUERY_RUNS"); s != "" {
 		fmt.Sscan(s, &n)
+	}
+	if reuse {
+		n = 0
 	}
 	ctx := context.Background()
 	e := engine.New(st, engine.Options{Workspace: engine.WorkspacePolicy{Default: b.TempDir()}})

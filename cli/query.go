@@ -85,7 +85,7 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 			return fail(env, "INVALID", err.Error())
 		}
 		// From the runs' summaries: a listing never reads a run's log.
-		out := []flowSummary{}
+		out := make([]flowSummary, 0, len(runs))
 		for _, r := range runs {
 			if r.Error != "" {
 				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %s\n", r.RunID, r.Error)
@@ -93,7 +93,7 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 			}
 			out = append(out, listedFlow(r))
 		}
-		return writeJSON(env.Stdout, out)
+		return writeFlows(env.Stdout, out)
 	case "flow":
 		id := args[1]
 		if err := checkRunID(env, id); err != nil {

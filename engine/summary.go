@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -170,14 +170,21 @@ func gateWaiting(steps map[string]*stepState) bool {
 	return false
 }
 
-// decodeSummary reads a stored summary; ok is false when there is none of
-// this format.
+// decodeSummary reads a stored summary (by hand in the shape the engine
+// writes, see fastSummary, else with encoding/json); ok is false when
+// there is none of this format.
 func decodeSummary(raw json.RawMessage) (*storedSummary, bool) {
 	if len(raw) == 0 {
 		return nil, false
 	}
-	var s storedSummary
-	if err := json.Unmarshal(raw, &s); err != nil || s.Format != summaryFormat {
+	s, ok := fastSummary(raw)
+	if !ok {
+		s = storedSummary{}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, false
+		}
+	}
+	if s.Format != summaryFormat {
 		return nil, false
 	}
 	return &s, true
@@ -230,13 +237,20 @@ func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
 		})
 	}
 	wg.Wait()
-	out := make([]RunSummary, 0, len(infos))
-	for i, rs := range all {
+	// Newest first, ties in the store's order: the order is sorted as
+	// indices, since moving a RunSummary (about 200 bytes) costs more than
+	// comparing two.
+	order := make([]int, 0, len(infos))
+	for i := range all {
 		if !gone[i] {
-			out = append(out, rs)
+			order = append(order, i)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	slices.SortStableFunc(order, func(a, b int) int { return all[b].CreatedAt.Compare(all[a].CreatedAt) })
+	out := make([]RunSummary, len(order))
+	for k, i := range order {
+		out[k] = all[i]
+	}
 	return out, nil
 }
 

@@ -279,7 +279,7 @@ func listRecord(dir *smallFile, id string, scratch []byte) (headRecord, bool) {
 		return headRecord{}, false
 	}
 	defer f.Close()
-	slots, err := readSlots(f, scratch)
+	slots, err := readSlots(onceReader{f}, scratch)
 	if err != nil {
 		return headRecord{}, false
 	}
@@ -288,6 +288,20 @@ func listRecord(dir *smallFile, id string, scratch []byte) (headRecord, bool) {
 		rec.Summary = slices.Clone(rec.Summary) // it aliases scratch
 	}
 	return rec, ok && err == nil
+}
+
+// onceReader reads a file with one pread per ReadAt, taking a short read
+// for the end of the file: List's reads of head records, where a record
+// seen short is taken for torn and the other slot listed, as Load would
+// not: Load and Update read with ReadAt, which reads on to the end.
+type onceReader struct{ f *smallFile }
+
+func (r onceReader) ReadAt(b []byte, off int64) (int, error) {
+	n, err := r.f.readAtOnce(b, off)
+	if err == nil && n < len(b) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // eventsWindow reads the limit events after afterSeq (which end before

@@ -42,3 +42,6 @@ func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 func openSmallAt(dir *smallFile, name string, flag int, perm fs.FileMode) (*smallFile, error) {
 	return openSmall(filepath.Join(dir.Name(), name), flag, perm)
 }
+
+// readAtOnce is ReadAt here.
+func (f *smallFile) readAtOnce(b []byte, off int64) (int, error) { return f.ReadAt(b, off) }

@@ -56,6 +56,23 @@ func (f *smallFile) ReadAt(b []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// readAtOnce is one pread at off: a regular file returns fewer than
+// len(b) bytes only where it ends, so a reader that takes the end of the
+// file there saves the second pread that ReadAt makes to see 0 (List: a
+// head record file is usually shorter than the 8 KiB it reads).
+func (f *smallFile) readAtOnce(b []byte, off int64) (int, error) {
+	for {
+		n, err := syscall.Pread(f.fd, b, off)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, f.fail("read", err)
+		}
+		return n, nil
+	}
+}
+
 // WriteAt writes all of b at off.
 func (f *smallFile) WriteAt(b []byte, off int64) (int, error) {
 	n := 0

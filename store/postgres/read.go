@@ -193,12 +193,14 @@ WHERE NOT EXISTS (SELECT 1 FROM stratum_heads h WHERE h.run_id = r.run_id)`)
 	var out []store.RunInfo
 	for rows.Next() {
 		var ri store.RunInfo
-		var summary *string
+		// Into []byte directly (nil for NULL), not a string and then
+		// its copy: List scans thousands of summaries.
+		var summary []byte
 		if err := rows.Scan(&ri.ID, &ri.UpdatedAt, &ri.Head.Seq, &ri.Head.Hash, &summary); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
 		ri.UpdatedAt = ri.UpdatedAt.UTC()
-		ri.Summary = textBytes(summary)
+		ri.Summary = summary
 		out = append(out, ri)
 	}
 	if err := rows.Err(); err != nil {
