@@ -372,7 +372,13 @@ func TestDriveGateModes(t *testing.T) {
 		d, e := f.driver(Options{Agent: okAgent(t), Gates: GateWait})
 		other := engine.New(f.store, engine.Options{})
 		defer other.Close()
+		decided := make(chan struct{})
+		// The other process's write may still be finishing (its index)
+		// when the drive sees the decision: wait for it before the
+		// directory is removed.
+		defer func() { <-decided }()
 		go func() {
+			defer close(decided)
 			// Decide as soon as the gate is listed.
 			for i := 0; i < 500; i++ {
 				gates, _ := other.ListGates(ctx, "")
@@ -423,7 +429,10 @@ func TestDriveObservesCancel(t *testing.T) {
 	d, e := f.driver(Options{Agent: slow})
 	other := engine.New(f.store, engine.Options{})
 	defer other.Close()
+	cancelled := make(chan struct{})
+	defer func() { <-cancelled }() // its write may finish after the drive saw it
 	go func() {
+		defer close(cancelled)
 		for i := 0; i < 1000; i++ {
 			if _, err := os.Stat(started); err == nil {
 				runs, _ := other.ListRuns(ctx)
