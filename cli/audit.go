@@ -83,8 +83,8 @@ content and its predecessor's hash, from the first event to the head the
 run's state records. An intact log ends the trace with "chain: intact";
 any break (an edited, removed or reordered event, a state that does not
 match its log) prints where it is and exits 1 without printing the trace.
-With --json, --verify prints {runId, intact, events, head, anchor?, tail?,
-problem?}.
+With --json, --verify prints {runId, intact, events, head, anchor?,
+headRecord?, tail?, problem?}; a removed head record is said either way.
 
 --head prints the run's current head (its last event's seq and hash) and
 nothing else: keep it somewhere the state root's writers cannot reach.
@@ -110,6 +110,9 @@ type verifyDoc struct {
 	Events  int64       `json:"events"`
 	Head    *store.Head `json:"head,omitempty"`
 	Anchor  *store.Head `json:"anchor,omitempty"`
+	// HeadRecord is the independent head record's state when it is not
+	// the run's head: missing or behind (docs/storage.md, "The head record").
+	HeadRecord string `json:"headRecord,omitempty"`
 	Tail    *store.Tail `json:"tail,omitempty"`
 	Problem *problem    `json:"problem,omitempty"`
 }
@@ -167,6 +170,9 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 		if c.json {
 			doc := verifyDoc{RunID: runID, Intact: true, Events: rep.Events, Head: &rep.Head, Anchor: rep.Anchor}
+			if rep.HeadRecord != store.HeadRecordMatch {
+				doc.HeadRecord = rep.HeadRecord
+			}
 			if rep.Tail.Bytes > 0 {
 				doc.Tail = &rep.Tail
 			}
@@ -175,6 +181,12 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 		chain = fmt.Sprintf("chain: intact (%s, head seq %d, hash %s)", plural(int(rep.Events), "event"), rep.Head.Seq, rep.Head.Hash)
 		if a := rep.Anchor; a != nil {
 			chain += fmt.Sprintf("\nanchor: seq %d, hash %s is on the chain", a.Seq, a.Hash)
+		}
+		switch rep.HeadRecord {
+		case store.HeadRecordMissing:
+			chain += "\nhead record: missing: the run's independent head record was removed (or the run predates them); the next write makes a new one, but until then a rollback of the run's files is caught only against an anchor you kept (stratum audit RUN --head)"
+		case store.HeadRecordBehind:
+			chain += "\nhead record: one write behind the state (an interrupted write); the next read or write completes it"
 		}
 		if rep.Tail.Bytes > 0 {
 			chain += fmt.Sprintf("\nunacknowledged tail: %d bytes (%d events) after the head, written by an interrupted update; the next update keeps it aside and records a store.repair event", rep.Tail.Bytes, rep.Tail.Events)

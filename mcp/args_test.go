@@ -99,7 +99,7 @@ func TestRefusalsSayWhatToDo(t *testing.T) {
 	g := f.plan(gateSpec, nil)
 	grun := runID(t, f.done(g, "work", map[string]any{"result": "x"}))
 	res := f.call("stratum_gate_resolve", map[string]any{"runId": grun, "stepId": "review", "gateToken": "old", "decision": "approve"}).mustError(t, "stale_token")
-	if e := res.Body["error"].(map[string]any); !strings.Contains(e["message"].(string), "gateToken from stratum_audit") {
+	if e := res.Body["error"].(map[string]any); !strings.Contains(e["message"].(string), "call again with its gateToken") {
 		t.Errorf("gate stale token: %s", res.Text)
 	}
 }

@@ -200,7 +200,7 @@ var refusalHints = map[string]string{
 
 // toolHints override refusalHints for one tool.
 var toolHints = map[[2]string]string{
-	{"stratum_gate_resolve", engine.CodeStaleToken}:  "Nothing changed: read the gate's current gateToken from stratum_audit (steps.<gateId>.gateToken) and check that the person decided on what the gate reviews now.",
+	{"stratum_gate_resolve", engine.CodeStaleToken}:  "Nothing changed: check that the person decided on what error.gate reviews now (its underReview and digest), then call again with its gateToken.",
 	{"stratum_gate_resolve", engine.CodeNotAwaiting}: "Nothing changed: decide only a gate listed in waiting with kind gate (stratum_resume lists them).",
 }
 
