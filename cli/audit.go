@@ -105,16 +105,16 @@ func (c *auditCmd) SetFlags(fs *flag.FlagSet) {
 }
 
 type verifyDoc struct {
-	RunID   string      `json:"runId"`
-	Intact  bool        `json:"intact"`
-	Events  int64       `json:"events"`
-	Head    *store.Head `json:"head,omitempty"`
-	Anchor  *store.Head `json:"anchor,omitempty"`
+	RunID  string      `json:"runId"`
+	Intact bool        `json:"intact"`
+	Events int64       `json:"events"`
+	Head   *store.Head `json:"head,omitempty"`
+	Anchor *store.Head `json:"anchor,omitempty"`
 	// HeadRecord is the independent head record's state when it is not
 	// the run's head: missing or behind (docs/storage.md, "The head record").
-	HeadRecord string `json:"headRecord,omitempty"`
-	Tail    *store.Tail `json:"tail,omitempty"`
-	Problem *problem    `json:"problem,omitempty"`
+	HeadRecord string      `json:"headRecord,omitempty"`
+	Tail       *store.Tail `json:"tail,omitempty"`
+	Problem    *problem    `json:"problem,omitempty"`
 }
 
 type problem struct {
