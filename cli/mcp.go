@@ -10,10 +10,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/stratum-go/stratum/agent"
-	"github.com/stratum-go/stratum/driver"
-	"github.com/stratum-go/stratum/guard"
-	"github.com/stratum-go/stratum/judge"
 	"github.com/stratum-go/stratum/mcp"
 	"github.com/stratum-go/stratum/policy"
 )
@@ -120,45 +116,12 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	// One driver: its dispatcher runs engine fanout items, and its loop
-	// drives background runs (do steps read-only, stopping at gates).
-	var sysPolicy *policy.Policy // set once the composition root is open, before any agent starts
-	d := driver.New(driver.Options{Agent: c.agent, Resolver: &agent.Resolver{}, Gates: driver.GateStop, By: "stratum mcp",
-		Agents: driver.AgentSetup{Options: agent.Options{Timeout: DefaultAttemptTimeout},
-			ForStep: stepAgentOptions(func() *policy.Policy { return sysPolicy })}})
-	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher(), log: log,
-		command: "stratum mcp", mode: policy.Server, flags: c.policy, agent: c.agent})
+	m, err := openMCPServer(env, mcpServerConfig{command: "stratum mcp", agent: c.agent, flags: c.policy, log: log})
 	if err != nil {
 		return err
 	}
-	defer sys.Close()
-	sysPolicy = sys.policy
-	agents, err := sys.openAgentRuns(env, driver.AgentRunOptions{Timeout: DefaultAttemptTimeout, Log: log})
-	if err != nil {
-		return err
-	}
-	defer agents.Close()
-	bg := driver.NewBackground(d, sys.engine, driver.BackgroundOptions{Log: log})
-	defer bg.Close()
-	for _, line := range sys.policy.Describe() {
-		log.Info("policy: " + line)
-	}
-	if sys.judge == nil {
-		log.Info("no judge configured: judged ensures and verified/judged guard predicates fail closed", "set", judge.EnvCommand)
-	}
-	g, err := sys.openGuard(env)
-	if err != nil {
-		return err
-	}
-	eng := sys.engine
-	root := sys.root
-	effects := mcp.Effects{Commands: sys.policy.Commands(), Agents: sys.policy.Agents(), Judge: sys.judge != nil,
-		GuardCommands: env.getenv(guard.EnvAllowCommands) == "1"}
-	srv, err := mcp.NewServer(mcp.Deps{Engine: eng, Guard: g, Version: Version, Logger: log,
-		Effects: effects, ClientRoots: sys.policy.UsesClientRoots(), Background: bg, Agents: agents})
-	if err != nil {
-		return err
-	}
+	defer m.Close()
+	eng, root, srv, bg := m.sys.engine, m.sys.root, m.srv, m.bg
 	// Background runs of the state root that no live server drives are
 	// taken over from now on (a restart continues them).
 	bg.Supervise()

@@ -13,11 +13,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/stratum-go/stratum/agent"
-	"github.com/stratum-go/stratum/driver"
-	"github.com/stratum-go/stratum/guard"
-	"github.com/stratum-go/stratum/judge"
-	"github.com/stratum-go/stratum/mcp"
 	"github.com/stratum-go/stratum/policy"
 	"github.com/stratum-go/stratum/web"
 )
@@ -122,46 +117,16 @@ func (c *serveCmd) Run(ctx context.Context, env *Env, args []string) error {
 		token = t
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	// Composed as stratum mcp composes its server, so that /mcp has the
-	// same tools: one driver, whose dispatcher runs engine fanout items and
-	// whose loop drives background runs, and the store of agent runs.
-	var sysPolicy *policy.Policy // set once the composition root is open, before any agent starts
-	d := driver.New(driver.Options{Agent: c.agent, Resolver: &agent.Resolver{}, Gates: driver.GateStop, By: "stratum serve",
-		Agents: driver.AgentSetup{Options: agent.Options{Timeout: DefaultAttemptTimeout},
-			ForStep: stepAgentOptions(func() *policy.Policy { return sysPolicy })}})
-	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher(), log: log,
-		command: "stratum serve", mode: policy.Server, flags: c.policy, agent: c.agent})
+	// Composed as stratum mcp composes its server (openMCPServer), so that
+	// /mcp has the same tools.
+	m, err := openMCPServer(env, mcpServerConfig{command: "stratum serve", agent: c.agent, flags: c.policy, log: log, noClientRoots: c.public})
 	if err != nil {
 		return err
 	}
-	defer sys.Close()
-	sysPolicy = sys.policy
-	agents, err := sys.openAgentRuns(env, driver.AgentRunOptions{Timeout: DefaultAttemptTimeout, Log: log})
-	if err != nil {
-		return err
-	}
-	defer agents.Close()
-	bg := driver.NewBackground(d, sys.engine, driver.BackgroundOptions{Log: log})
-	defer bg.Close()
-	for _, line := range sys.policy.Describe() {
-		log.Info("policy: " + line)
-	}
+	defer m.Close()
+	sys, srv, bg := m.sys, m.srv, m.bg
 	if c.public && sys.policy.UsesClientRoots() {
 		log.Info("policy: the roots MCP clients declare are not accepted as workspace roots under --public (they name directories of the clients' machines)")
-	}
-	if sys.judge == nil {
-		log.Info("no judge configured: judged ensures and verified/judged guard predicates fail closed", "set", judge.EnvCommand)
-	}
-	g, err := sys.openGuard(env)
-	if err != nil {
-		return err
-	}
-	effects := mcp.Effects{Commands: sys.policy.Commands(), Agents: sys.policy.Agents(), Judge: sys.judge != nil,
-		GuardCommands: env.getenv(guard.EnvAllowCommands) == "1"}
-	srv, err := mcp.NewServer(mcp.Deps{Engine: sys.engine, Guard: g, Version: Version, Logger: log,
-		Effects: effects, ClientRoots: sys.policy.UsesClientRoots() && !c.public, Background: bg, Agents: agents})
-	if err != nil {
-		return err
 	}
 	// Background runs of the state root that no live server drives are
 	// taken over from now on, as by stratum mcp.
