@@ -98,7 +98,11 @@ func openSystem(env *Env, cfg systemConfig) (*system, error) {
 	if cj, ok := j.(*judge.CommandJudge); ok {
 		// The judge is a command too: its time limit is bounded by the
 		// policy's (docs/policy.md, "The effects").
-		if limit := pol.MaxCommandTimeout(); limit > 0 && (cj.Timeout == 0 && judge.DefaultTimeout > limit || cj.Timeout > limit) {
+		effective := cj.Timeout
+		if effective == 0 {
+			effective = judge.DefaultTimeout
+		}
+		if limit := pol.MaxCommandTimeout(); limit > 0 && effective > limit {
 			cj.Timeout = limit
 		}
 	}
