@@ -21,18 +21,15 @@ const indexEntrySize = 8
 // maxEventLine bounds a line found through the index before it is read.
 const maxEventLine = 256 << 20
 
-// eventAt returns event seq (1..env.Seq) of the log f, checked alone.
+// eventAt returns event seq (1..env.Seq) of the log f, checked alone: its
+// line is found through the index or by bisection ([FileStore.lineOf]).
 func (s *FileStore) eventAt(id string, env envelope, f io.ReaderAt, seq int64) (Event, error) {
-	if off, end, ok := s.indexLookup(id, env, seq); ok {
-		if ev, err := readEventLine(f, off, end); err == nil && ev.Seq == seq {
-			return ev, nil
-		}
-	}
-	off, end, err := bisectLog(f, env.LogSize, seq)
+	line, end, err := s.lineOf(id, env, f, seq)
 	if err != nil {
-		return Event{}, s.corrupt(id, eventsFile, seq, -1, err.Error())
+		return Event{}, err
 	}
-	ev, err := readEventLine(f, off, end)
+	off := end - int64(len(line)) - 1
+	ev, err := decodeEvent(line)
 	if err != nil {
 		return Event{}, s.corrupt(id, eventsFile, seq, off, err.Error())
 	}
@@ -66,18 +63,6 @@ func (s *FileStore) indexLookup(id string, env envelope, seq int64) (off, end in
 		return 0, 0, false
 	}
 	return off, end, true
-}
-
-// readEventLine reads and decodes the line occupying [off, end).
-func readEventLine(f io.ReaderAt, off, end int64) (Event, error) {
-	buf := make([]byte, end-off)
-	if _, err := f.ReadAt(buf, off); err != nil {
-		return Event{}, fmt.Errorf("read event log: %w", err)
-	}
-	if buf[len(buf)-1] != '\n' {
-		return Event{}, errors.New("the line does not end where the next begins")
-	}
-	return decodeEvent(buf[:len(buf)-1])
 }
 
 // bisectWindow is the span below which bisectLog reads lines in order.
