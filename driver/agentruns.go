@@ -394,7 +394,7 @@ func (a *AgentRuns) check(ctx context.Context, req *AgentRunRequest) (agent.Task
 		if err := a.policy.Allow(engine.Effect{Kind: engine.EffectAgent, Agent: req.Agent, Sandbox: o.Sandbox, Origin: engine.OriginAgentRun}); err != nil {
 			return nil, &AgentRunError{Code: engine.CodeEffectNotAllowed, Message: err.Error(), Err: err}
 		}
-		if err := a.policy.Workspace(req.Cwd, req.ClientRoots); err != nil {
+		if _, err := a.policy.Workspace(req.Cwd, req.ClientRoots); err != nil {
 			return nil, &AgentRunError{Code: CodeInvalidArguments, Path: "cwd", Message: "cwd refused: " + err.Error(), Err: err}
 		}
 	}

@@ -568,31 +568,32 @@ func (e *Engine) checkPersisted(ctx context.Context, runID string, head store.He
 }
 
 // workspaceRoot resolves a plan's workspace root and checks it against
-// the workspace policy and the effects policy.
-func (e *Engine) workspaceRoot(root string, clientRoots []string) (string, error) {
+// the workspace policy and the effects policy, which gives the root's
+// anchor ("" without a policy).
+func (e *Engine) workspaceRoot(root string, clientRoots []string) (abs, anchor string, err error) {
 	if root == "" {
 		root = e.opts.Workspace.Default
 	}
 	if root == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return "", fmt.Errorf("workspace root: %w", err)
+			return "", "", fmt.Errorf("workspace root: %w", err)
 		}
 		root = wd
 	}
-	abs, err := absClean(root)
+	abs, err = absClean(root)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if e.opts.Workspace.Check != nil {
 		if err := e.opts.Workspace.Check(abs); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
 	if e.opts.Policy != nil {
-		if err := e.opts.Policy.Workspace(abs, clientRoots); err != nil {
-			return "", err
+		if anchor, err = e.opts.Policy.Workspace(abs, clientRoots); err != nil {
+			return "", "", err
 		}
 	}
-	return abs, nil
+	return abs, anchor, nil
 }

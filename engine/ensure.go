@@ -110,7 +110,7 @@ func (t *txn) runEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings) ens
 	if ec.budget == nil {
 		ec.budget = expr.NewBudget(t.e.opts.EnsureBudget)
 	}
-	opts := &expr.EvalOptions{WorkspaceRoot: t.fileRoot(ec.root), Budget: ec.budget}
+	opts := t.fileOptions(ec.root, ec.budget)
 	for i, en := range ensures {
 		if en.Kind == ir.EnsureJudged {
 			if r := t.judge(ec, i, en, b); r.reason != "" || r.breach != levelNone {
@@ -220,7 +220,7 @@ func (t *txn) predicate(src string, b expr.Bindings, budget *expr.Budget) (bool,
 	if err != nil {
 		return false, err.Error()
 	}
-	tr, err := p.EvalPredicateTrace(t.ctx, b, &expr.EvalOptions{WorkspaceRoot: t.st.WorkspaceRoot, Budget: budget})
+	tr, err := p.EvalPredicateTrace(t.ctx, b, t.fileOptions("", budget))
 	if err != nil {
 		return false, evalError(err) + explained(tr)
 	}

@@ -148,7 +148,7 @@ func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx, root string) (
 	if err != nil {
 		return false, fmt.Sprintf("when %s failed: %v", quote(stage.When), err)
 	}
-	v, err := p.EvalContext(t.ctx, sx.bindings(sc.outputs(), sc.input), &expr.EvalOptions{WorkspaceRoot: t.fileRoot(root)})
+	v, err := p.EvalContext(t.ctx, sx.bindings(sc.outputs(), sc.input), t.fileOptions(root, nil))
 	if err != nil {
 		return false, fmt.Sprintf("when %s failed: %v", quote(stage.When), err)
 	}

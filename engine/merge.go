@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/stratum-go/stratum/expr"
 	"github.com/stratum-go/stratum/ir"
 )
 
@@ -63,13 +64,14 @@ func (e *Engine) readPatch(ctx context.Context, runID string, seq int64) ([]byte
 	return b.Patch, nil
 }
 
-// fileRoot is the jail of file helpers: root when set (an item's
-// worktree), else the run's workspace root.
-func (t *txn) fileRoot(root string) string {
+// fileOptions are the evaluation options of file functions over root: a
+// fanout item's worktree (made by Stratum), or, when root is "", the run's
+// workspace root, opened through its anchor (see [expr.EvalOptions]).
+func (t *txn) fileOptions(root string, budget *expr.Budget) *expr.EvalOptions {
 	if root != "" {
-		return root
+		return &expr.EvalOptions{WorkspaceRoot: root, Budget: budget}
 	}
-	return t.st.WorkspaceRoot
+	return &expr.EvalOptions{WorkspaceRoot: t.st.WorkspaceRoot, WorkspaceAnchor: t.st.WorkspaceAnchor, Budget: budget}
 }
 
 func worktreeFanout(s *ir.Step) bool {

@@ -67,8 +67,8 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 		}
 		return nil, &Error{Kind: ErrInvalidInput, Message: "entry input validation failed: " + strings.Join(msgs, "; "), Details: ds}
 	}
-	ws, err := e.workspaceRoot(req.WorkspaceRoot, req.ClientRoots)
-	if err == nil && !utf8.ValidString(ws) {
+	ws, anchor, err := e.workspaceRoot(req.WorkspaceRoot, req.ClientRoots)
+	if err == nil && !(utf8.ValidString(ws) && utf8.ValidString(anchor)) {
 		err = errors.New("the path is not valid UTF-8, which the run record cannot store")
 	}
 	if err != nil {
@@ -77,7 +77,7 @@ func (e *Engine) Plan(ctx context.Context, req PlanRequest) (*Response, error) {
 	}
 	now := e.now().UTC()
 	st := &runState{
-		Format: stateFormat, ID: e.newID(), FlowName: flow.Name, RevisionDigest: c.digest, WorkspaceRoot: ws,
+		Format: stateFormat, ID: e.newID(), FlowName: flow.Name, RevisionDigest: c.digest, WorkspaceRoot: ws, WorkspaceAnchor: anchor,
 		CreatedAt: now, UpdatedAt: now, Status: StatusRunning, Steps: map[string]*stepState{},
 		Input: Some(input), Spec: c.specJSON, SpecSeq: 1,
 	}

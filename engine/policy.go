@@ -100,8 +100,12 @@ type Policy interface {
 	Allow(Effect) error
 	// Workspace refuses a workspace root (absolute and clean) that is
 	// not inside the roots the person allowed; clientRoots are the roots
-	// the MCP client declared for its session, if any.
-	Workspace(root string, clientRoots []string) error
+	// the MCP client declared for its session, if any. An admitted root
+	// comes with its anchor: the allowed directory it lies inside, with no
+	// symbolic link between them, through which file functions open it
+	// later (so a root replaced after plan cannot lead out; docs/policy.md,
+	// "The workspace jail"). The anchor may be "" (no jail beyond the root).
+	Workspace(root string, clientRoots []string) (anchor string, err error)
 }
 
 // ErrEffectNotAllowed: the spec needs an effect the policy forbids.

@@ -22,11 +22,11 @@ func (p denyKinds) Allow(f Effect) error {
 	return nil
 }
 
-func (p denyKinds) Workspace(root string, _ []string) error {
+func (p denyKinds) Workspace(root string, _ []string) (string, error) {
 	if p.root != "" && root != p.root {
-		return fmt.Errorf("%s is outside the allowed root %s", root, p.root)
+		return "", fmt.Errorf("%s is outside the allowed root %s", root, p.root)
 	}
-	return nil
+	return p.root, nil
 }
 
 func TestSpecEffects(t *testing.T) {

@@ -73,13 +73,18 @@ const stateFormat = "stratum.engine.run.v1"
 // event log), so its size depends on the spec and the run's steps, not on
 // how long the run has been going.
 type runState struct {
-	Format         string    `json:"format"`
-	ID             string    `json:"id"`
-	FlowName       string    `json:"flowName"`
-	RevisionDigest string    `json:"revisionDigest"`
-	WorkspaceRoot  string    `json:"workspaceRoot,omitempty"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
+	Format         string `json:"format"`
+	ID             string `json:"id"`
+	FlowName       string `json:"flowName"`
+	RevisionDigest string `json:"revisionDigest"`
+	WorkspaceRoot  string `json:"workspaceRoot,omitempty"`
+	// WorkspaceAnchor is the allowed directory the policy admitted the
+	// root under, through which file functions open it (see
+	// [Policy.Workspace]); "" for a run planned without a policy or
+	// before anchors were recorded.
+	WorkspaceAnchor string    `json:"workspaceAnchor,omitempty"`
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
 
 	Status    RunStatus `json:"status"`
 	Output    Value     `json:"output,omitzero"`

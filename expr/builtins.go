@@ -173,9 +173,9 @@ func (ev *evaluator) call(n *node) (any, *Error) {
 		}
 		var fc FileCheck
 		if f.id == fnFileExists {
-			fc = checkFileExists(ev.root, path)
+			fc = checkFileExists(jail{ev.root, ev.anchor}, path)
 		} else {
-			fc = checkFileContains(ev.root, path, text, ev.charge)
+			fc = checkFileContains(jail{ev.root, ev.anchor}, path, text, ev.charge)
 		}
 		if ev.trace != nil {
 			ev.trace.record(fc)

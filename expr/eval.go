@@ -23,6 +23,7 @@ type evaluator struct {
 	done    <-chan struct{}
 	b       Bindings
 	root    string  // workspace root, "" for none
+	anchor  string  // allowed directory the root was admitted under, "" for none
 	trace   *Trace  // receives the file checks, when not nil
 	checked [4]bool // bindings already found to be JSON within limits
 	nodes   int     // syntax nodes evaluated

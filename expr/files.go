@@ -132,16 +132,56 @@ func resolveIn(root, rel string) (resolution, *Error) {
 	return res, nil
 }
 
+// jail is where file functions may read: the workspace root and, when
+// known, the allowed directory it was admitted under (see
+// [EvalOptions.WorkspaceAnchor]).
+type jail struct {
+	root   string
+	anchor string
+}
+
 // openJail opens the real workspace root as an [os.Root]: every open
 // through it resolves each component at open time and refuses ".." or a
 // symlink that leads out of the root, so a directory swapped after
-// resolveIn cannot redirect the read.
-func openJail(res resolution) (*os.Root, *Error) {
-	r, err := os.OpenRoot(res.realRoot)
-	if err != nil {
-		return nil, &Error{Code: CodeValidation, Message: fmt.Sprintf("workspace root %s could not be opened: %v", res.absRoot, err), Offset: -1, Err: err}
+// resolveIn cannot redirect the read. With an anchor, the root itself is
+// opened through an [os.Root] of the anchor, so a root replaced since it
+// was admitted (a symlink out in its place) cannot redirect it either; the
+// anchor must still be the real path it was (a narrow window remains
+// between that check and the open of the anchor itself).
+func openJail(res resolution, anchor string) (*os.Root, *Error) {
+	if anchor == "" {
+		r, err := os.OpenRoot(res.realRoot)
+		if err != nil {
+			return nil, &Error{Code: CodeValidation, Message: fmt.Sprintf("workspace root %s could not be opened: %v", res.absRoot, err), Offset: -1, Err: err}
+		}
+		return r, nil
 	}
-	return r, nil
+	replaced := func(err error) *Error {
+		return &Error{Code: CodeValidation, Message: fmt.Sprintf("workspace root %s is no longer inside %s, the allowed directory it was admitted under (was it replaced after the run was planned?)", res.absRoot, anchor), Offset: -1, Err: err}
+	}
+	// The anchor is a real path (no symbolic link in it) when admitted: a
+	// link in it now means a part of it was replaced. Below it, the open
+	// through its os.Root refuses a link that leads out.
+	if real, err := filepath.EvalSymlinks(anchor); err != nil || real != anchor {
+		return nil, replaced(err)
+	}
+	rel, err := filepath.Rel(anchor, res.realRoot)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return nil, replaced(err)
+	}
+	a, err := os.OpenRoot(anchor)
+	if err != nil {
+		return nil, &Error{Code: CodeValidation, Message: fmt.Sprintf("allowed directory %s of workspace root %s could not be opened: %v", anchor, res.absRoot, err), Offset: -1, Err: err}
+	}
+	defer a.Close()
+	r, err := a.OpenRoot(rel)
+	switch {
+	case err == nil:
+		return r, nil
+	case refusedByRoot(err):
+		return nil, replaced(err)
+	}
+	return nil, &Error{Code: CodeValidation, Message: fmt.Sprintf("workspace root %s could not be opened: %v", res.absRoot, err), Offset: -1, Err: err}
 }
 
 // refusedByRoot reports whether an error of an [os.Root] operation is the
@@ -160,7 +200,7 @@ func escapeError(rel string, err error) *Error {
 // the path, symlinks followed inside the jail, is a regular file.
 // Directories, missing paths and dangling symlinks are false.
 func FileExists(root, rel string) (bool, error) {
-	fc := checkFileExists(root, rel)
+	fc := checkFileExists(jail{root: root}, rel)
 	if fc.Err != nil {
 		return false, fc.Err
 	}
@@ -173,21 +213,21 @@ func FileExists(root, rel string) (bool, error) {
 // (a FIFO is opened without blocking) is false. A dangling symlink, a
 // symlink loop and a file over MaxFileBytes are a validation_error.
 func FileContains(root, rel, text string) (bool, error) {
-	fc := checkFileContains(root, rel, text, nil)
+	fc := checkFileContains(jail{root: root}, rel, text, nil)
 	if fc.Err != nil {
 		return false, fc.Err
 	}
 	return fc.Result, nil
 }
 
-func checkFileExists(root, rel string) FileCheck {
+func checkFileExists(j jail, rel string) FileCheck {
 	fc := FileCheck{Func: "file_exists", Path: rel}
-	res, err := resolveIn(root, rel)
+	res, err := resolveIn(j.root, rel)
 	fc.Root, fc.Resolved = res.absRoot, res.display
 	if err != nil {
 		return fc.refused(err)
 	}
-	r, err := openJail(res)
+	r, err := openJail(res, j.anchor)
 	if err != nil {
 		return fc.refused(err)
 	}
@@ -207,14 +247,14 @@ func checkFileExists(root, rel string) FileCheck {
 
 // checkFileContains is file_contains; charge, when not nil, is charged for
 // the bytes about to be read and can refuse them.
-func checkFileContains(root, rel, text string, charge func(int) *Error) FileCheck {
+func checkFileContains(j jail, rel, text string, charge func(int) *Error) FileCheck {
 	fc := FileCheck{Func: "file_contains", Path: rel, Text: text}
-	res, err := resolveIn(root, rel)
+	res, err := resolveIn(j.root, rel)
 	fc.Root, fc.Resolved = res.absRoot, res.display
 	if err != nil {
 		return fc.refused(err)
 	}
-	r, err := openJail(res)
+	r, err := openJail(res, j.anchor)
 	if err != nil {
 		return fc.refused(err)
 	}

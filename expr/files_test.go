@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -266,5 +267,80 @@ func TestDecodeUTF8Lossy(t *testing.T) {
 		if got := decodeUTF8Lossy([]byte(tt.in)); got != tt.want {
 			t.Errorf("decodeUTF8Lossy(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// A workspace root renamed and replaced by a symbolic link out after it
+// was admitted: with its anchor (the allowed directory it was admitted
+// under), the file functions refuse it instead of reading through the
+// link; a root replaced by another directory inside the anchor is still
+// inside what the person allowed, and is read (through a relative link:
+// an absolute link target counts as leaving an [os.Root], so it is refused).
+func TestFileJailAnchoredRoot(t *testing.T) {
+	anchor := t.TempDir()
+	outside := t.TempDir()
+	ws := filepath.Join(anchor, "ws")
+	for dir, text := range map[string]string{ws: "inside", outside: "secret", filepath.Join(anchor, "other"): "other"} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eval := func(src string, opts *EvalOptions) (bool, error) {
+		p, err := Compile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.EvalPredicate(context.Background(), Bindings{}, opts)
+	}
+	anchored := &EvalOptions{WorkspaceRoot: ws, WorkspaceAnchor: anchor}
+	if ok, err := eval("file_contains('f.txt', 'inside')", anchored); !ok || err != nil {
+		t.Fatalf("before the swap: %v, %v", ok, err)
+	}
+	if ok, err := eval("file_exists('ws/f.txt')", &EvalOptions{WorkspaceRoot: anchor, WorkspaceAnchor: anchor}); !ok || err != nil {
+		t.Fatalf("the anchor itself as the root: %v, %v", ok, err)
+	}
+	if err := os.Rename(ws, ws+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, ws); err != nil {
+		t.Fatal(err)
+	}
+	// Without an anchor the swapped root is followed: the gap this closes.
+	if ok, err := eval("file_contains('f.txt', 'secret')", &EvalOptions{WorkspaceRoot: ws}); !ok || err != nil {
+		t.Fatalf("unanchored read through the swapped root: %v, %v (want it to read: the test's premise)", ok, err)
+	}
+	for _, src := range []string{"file_contains('f.txt', 'secret')", "file_exists('f.txt')"} {
+		ok, err := eval(src, anchored)
+		var e *Error
+		if ok || !errors.As(err, &e) || e.Code != CodeValidation || !strings.Contains(e.Message, "no longer inside") {
+			t.Errorf("%s through a root swapped for a link out = %v, %v; want a validation_error saying it is no longer inside", src, ok, err)
+		}
+	}
+	if err := os.Remove(ws); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("other", ws); err != nil { // relative: os.Root refuses an absolute link target
+		t.Fatal(err)
+	}
+	if ok, err := eval("file_contains('f.txt', 'other')", anchored); !ok || err != nil {
+		t.Errorf("root replaced by a link to a directory inside the anchor: %v, %v; want it read", ok, err)
+	}
+	if ok, err := eval("file_exists('f.txt')", &EvalOptions{WorkspaceRoot: outside, WorkspaceAnchor: anchor}); ok || err == nil {
+		t.Errorf("a root outside its anchor = %v, %v; want refused", ok, err)
+	}
+	// The root is the allowed directory itself, and that is replaced.
+	if err := os.Rename(anchor, anchor+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, anchor); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := eval("file_contains('f.txt', 'secret')", &EvalOptions{WorkspaceRoot: anchor, WorkspaceAnchor: anchor})
+	var e *Error
+	if ok || !errors.As(err, &e) || !strings.Contains(e.Message, "no longer inside") {
+		t.Errorf("the allowed directory itself replaced by a link out = %v, %v; want refused", ok, err)
 	}
 }

@@ -99,6 +99,13 @@ type EvalOptions struct {
 	// jailed to. Empty means none: every file function call fails with a
 	// validation_error, as in step `when` and `set` contexts.
 	WorkspaceRoot string
+	// WorkspaceAnchor, when not empty, is the real path (no symbolic link
+	// in it) of the allowed directory the workspace root was admitted
+	// under; the root's real path lay inside it when it was admitted. The root is then opened through an [os.Root] of the
+	// anchor, so a root renamed and replaced after it was admitted — by a
+	// symbolic link out, say — is refused instead of read (docs/policy.md,
+	// "The workspace jail").
+	WorkspaceAnchor string
 	// Budget, when not nil, is the work budget this evaluation shares with
 	// others (the ensures of one step, say); nil gives the evaluation a
 	// budget of DefaultBudget of its own. See [Budget].
@@ -168,7 +175,7 @@ func (p *Program) runStats(ctx context.Context, b Bindings, opts *EvalOptions, t
 	ev := evaluator{ctx: ctx, done: ctx.Done(), b: b, trace: trace}
 	var budget *Budget
 	if opts != nil {
-		ev.root = opts.WorkspaceRoot
+		ev.root, ev.anchor = opts.WorkspaceRoot, opts.WorkspaceAnchor
 		budget = opts.Budget
 	}
 	var v any

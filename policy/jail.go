@@ -42,7 +42,7 @@ func (e *RootError) Unwrap() error { return ErrOutsideRoots }
 // A link below the allowed root could be pointed elsewhere after the
 // check, so it is refused; the person's own roots may be reached through
 // links (docs/policy.md, "The workspace jail").
-func (p *Policy) Workspace(root string, clientRoots []string) error {
+func (p *Policy) Workspace(root string, clientRoots []string) (anchor string, err error) {
 	allowed := p.roots
 	note := p.rootsNote
 	if p.clientRoots.value {
@@ -62,8 +62,8 @@ func (p *Policy) Workspace(root string, clientRoots []string) error {
 			note += " and the MCP client's roots"
 		}
 	}
-	refuse := func(problem string) error {
-		return &RootError{Root: root, Problem: problem, Allowed: allowed, Note: note,
+	refuse := func(problem string) (string, error) {
+		return "", &RootError{Root: root, Problem: problem, Allowed: allowed, Note: note,
 			Fix: fmt.Sprintf("the person starts %s with --%s DIR (or lists it under roots: in a policy file given with --%s)", p.command, FlagAllowRoot, FlagPolicy)}
 	}
 	if !filepath.IsAbs(root) {
@@ -88,9 +88,9 @@ func (p *Policy) Workspace(root string, clientRoots []string) error {
 	}
 	var linkProblem string
 	for _, a := range allowed {
-		ok, problem := within(a, root, real)
-		if ok {
-			return nil
+		base, problem := within(a, root, real)
+		if base != "" {
+			return base, nil
 		}
 		if problem != "" {
 			linkProblem = problem
@@ -105,27 +105,28 @@ func (p *Policy) Workspace(root string, clientRoots []string) error {
 	return refuse("is outside the allowed roots")
 }
 
-// within reports whether root (resolving to real) lies inside the allowed
-// root a, written below a (or below a's real path) with no symbolic link
-// after it. problem says why a root that resolves inside a is refused.
-func within(a, root, real string) (ok bool, problem string) {
+// within returns the real path of the allowed root a when root (resolving
+// to real) lies inside it, written below a or below a's real path with no
+// symbolic link after it, and "" otherwise. problem says why a root that
+// resolves inside a is refused.
+func within(a, root, real string) (base, problem string) {
 	aReal, err := filepath.EvalSymlinks(a)
 	if err != nil {
-		return false, "" // a root that vanished allows nothing
+		return "", "" // a root that vanished allows nothing
 	}
 	if !inside(aReal, real) {
-		return false, ""
+		return "", ""
 	}
 	for _, base := range []string{a, aReal} {
 		if !inside(base, root) {
 			continue
 		}
 		if link := firstLink(base, root); link != "" {
-			return false, fmt.Sprintf("goes through the symbolic link %s below the allowed root %s (a link can be pointed elsewhere later); give the directory's real path", link, a)
+			return "", fmt.Sprintf("goes through the symbolic link %s below the allowed root %s (a link can be pointed elsewhere later); give the directory's real path", link, a)
 		}
-		return true, ""
+		return aReal, ""
 	}
-	return false, fmt.Sprintf("reaches the allowed root %s only through a symbolic link; give the directory's path inside it", a)
+	return "", fmt.Sprintf("reaches the allowed root %s only through a symbolic link; give the directory's path inside it", a)
 }
 
 // firstLink returns the first path from base down to p (p inside base)

@@ -70,12 +70,16 @@ func TestWorkspaceJail(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.p.Workspace(c.root, c.client)
+			anchor, err := c.p.Workspace(c.root, c.client)
 			switch {
 			case c.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
+			case c.want == "" && !anchorHolds(anchor, c.root):
+				t.Fatalf("anchor %q: it must be a real path, with the root's real path below it", anchor)
 			case c.want == "":
 				return
+			case anchor != "":
+				t.Fatalf("refused with an anchor %q", anchor)
 			case err == nil:
 				t.Fatalf("accepted, want %q", c.want)
 			case !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrOutsideRoots):
@@ -87,7 +91,7 @@ func TestWorkspaceJail(t *testing.T) {
 	}
 	noClient := newPolicy(t, Options{Command: "stratum mcp", Mode: Server, WorkDir: allowed,
 		Flags: Flags{File: writeFile(t, "version: 1\nclient_roots: false\n")}})
-	if err := noClient.Workspace(filepath.Join(base, "outside"), []string{filepath.Join(base, "outside")}); err == nil {
+	if _, err := noClient.Workspace(filepath.Join(base, "outside"), []string{filepath.Join(base, "outside")}); err == nil {
 		t.Error("client_roots: false, yet a client root was accepted")
 	}
 }
@@ -104,7 +108,7 @@ func TestRoots(t *testing.T) {
 	if len(none.Roots()) != 0 {
 		t.Errorf("roots of a server started in /: %v", none.Roots())
 	}
-	if err := none.Workspace(allowed, nil); err == nil || !strings.Contains(err.Error(), "stratum mcp was started in /") {
+	if _, err := none.Workspace(allowed, nil); err == nil || !strings.Contains(err.Error(), "stratum mcp was started in /") {
 		t.Errorf("workspace under a server started in /: %v", err)
 	}
 	for _, bad := range []string{"/", "allowed/file.txt", "nowhere"} {
@@ -112,4 +116,15 @@ func TestRoots(t *testing.T) {
 			t.Errorf("--allow-root %s: %v", bad, err)
 		}
 	}
+}
+
+// anchorHolds reports whether anchor is a real path (no symbolic link in
+// it) with root's real path inside it.
+func anchorHolds(anchor, root string) bool {
+	realAnchor, err := filepath.EvalSymlinks(anchor)
+	if err != nil || realAnchor != anchor {
+		return false
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	return err == nil && inside(anchor, realRoot)
 }
