@@ -51,15 +51,26 @@ func TestDocsCommandsParse(t *testing.T) {
 }
 
 type docCommand struct {
-	text string
+	text string // the stratum command, cut at its comment, pipe or redirection
 	line int
+	// inline is set for a command quoted in the prose (`stratum ...`),
+	// not shown in a code block.
+	inline bool
+	// script is the shell text that runs the command as the doc shows it:
+	// in a shell block, the block's lines since its previous command (a
+	// heredoc, a cd, the head of a pipe) and the command's own lines as
+	// written (its pipe, redirection and comment included); elsewhere the
+	// command line alone.
+	script string
 }
 
 // docCommands are the stratum command lines of the shell blocks (sh,
 // bash, shell, console) of a Markdown file, and of its plain blocks where
 // a line is a command rather than a synopsis ("[--flag]"), an output line
 // ("stratum serve: ...", "(v0.2)") or text: continuation lines joined, a
-// prompt "$ " and "go run ./cmd/stratum" read as stratum, and what
+// prompt "$ " and "go run ./cmd/stratum" read as stratum, a stratum at
+// the end of a shell block's pipe ("echo '{...}' | stratum eval ...")
+// read as a command, and what
 // follows a comment, pipe, redirection or list operator (outside quotes)
 // cut off.
 func docCommands(t *testing.T, path string) []docCommand {
@@ -71,6 +82,7 @@ func docCommands(t *testing.T, path string) []docCommand {
 	var out []docCommand
 	lang, inBlock, n, start := "", false, 0, 0
 	var pending strings.Builder
+	var lines []string // of the shell block since its previous command
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		n++
@@ -78,6 +90,7 @@ func docCommands(t *testing.T, path string) []docCommand {
 		if strings.HasPrefix(trimmed, "```") {
 			inBlock = !inBlock
 			lang = strings.TrimPrefix(trimmed, "```")
+			lines = nil
 			continue
 		}
 		shell := lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
@@ -90,7 +103,8 @@ func docCommands(t *testing.T, path string) []docCommand {
 				words := strings.Fields(m[1])
 				mention := strings.HasPrefix(words[len(words)-1], "-") || len(words) > 1 && strings.HasSuffix(words[1], ":")
 				if !mention && !strings.ContainsAny(m[1], "[(|…") && !strings.Contains(m[1], "...") {
-					out = append(out, docCommand{text: cutUnquoted(m[1]), line: n})
+					text := cutUnquoted(m[1])
+					out = append(out, docCommand{text: text, line: n, inline: true, script: text})
 				}
 			}
 			continue
@@ -101,7 +115,14 @@ func docCommands(t *testing.T, path string) []docCommand {
 		if pending.Len() == 0 {
 			prompt := strings.HasPrefix(trimmed, "$ ")
 			trimmed = strings.TrimPrefix(trimmed, "$ ")
+			if shell {
+				lines = append(lines, trimmed)
+			}
 			trimmed = strings.Replace(trimmed, "go run ./cmd/stratum ", "stratum ", 1)
+			// The tail of a pipe in a shell block: echo '{...}' | stratum eval -
+			if i := strings.Index(trimmed, "| stratum "); shell && i > 0 && len(cutUnquoted(trimmed)) == i {
+				trimmed = trimmed[i+2:]
+			}
 			if !strings.HasPrefix(trimmed, "stratum ") {
 				continue
 			}
@@ -113,14 +134,22 @@ func docCommands(t *testing.T, path string) []docCommand {
 			}
 			start = n
 		}
+		if shell && pending.Len() > 0 {
+			lines = append(lines, trimmed)
+		}
 		if strings.HasSuffix(trimmed, "\\") {
 			pending.WriteString(strings.TrimSuffix(trimmed, "\\") + " ")
 			continue
 		}
 		pending.WriteString(trimmed)
-		text := cutUnquoted(pending.String())
+		text := strings.TrimSpace(cutUnquoted(pending.String()))
+		script := pending.String()
+		if shell {
+			script = strings.Join(lines, "\n")
+		}
 		pending.Reset()
-		out = append(out, docCommand{text: strings.TrimSpace(text), line: start})
+		lines = nil
+		out = append(out, docCommand{text: text, line: start, script: script})
 	}
 	return out
 }

@@ -1,0 +1,476 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/internal/pgtest"
+)
+
+// TestDocsCommandsRun runs every stratum command of docs/*.md (the
+// commands [docCommands] reads, which TestDocsCommandsParse parses) as
+// the doc shows it. Each doc is one tour: its commands run in order, each
+// with sh, in one directory that holds the repository's files (examples/,
+// README.md, go.mod, ...) as links, the doc's fixtures from
+// testdata/docs/<doc>/ and a fresh HOME with nothing in ~/.stratum. A
+// command of a shell block runs with the block's lines since its previous
+// command (a heredoc, a cd, the head of a pipe); a cd carries over to the
+// doc's next command.
+//
+// The placeholders of [docPlaceholders] become real values; every other
+// word runs as written, except the few rewrites of [docRewrites]. A command
+// must then exit 0, or as [docExpectations] says (with the doc's own
+// words for why); a command the prose only names (`stratum gate show`)
+// exits 0 or asks for its arguments with its usage line. stratum mcp
+// answers initialize and tools/list on its stdin, stratum serve answers
+// its first page; a command on PostgreSQL runs on [pgtest.DSN] or is
+// skipped with its line. An expectation or rewrite that matches no docs
+// command fails the test.
+func TestDocsCommandsRun(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	goEnv := goEnvFor(t)
+	used := map[string]bool{}
+	ran := 0
+	for _, path := range files {
+		name := filepath.Base(path)
+		cmds := docCommands(t, path)
+		t.Run(name, func(t *testing.T) {
+			tour := newDocTour(t, name, goEnv)
+			for _, c := range cmds {
+				tour.exec(c, used)
+				ran++
+			}
+		})
+	}
+	for _, e := range docExpectations {
+		if !used["expect "+e.file+": "+e.command] {
+			t.Errorf("docExpectations: %s: no command %q (any more): drop or update the entry", e.file, e.command)
+		}
+	}
+	for _, r := range docRewrites {
+		if !used["rewrite "+r.file+": "+r.from] {
+			t.Errorf("docRewrites: %s: no command contains %q (any more): drop or update the entry", r.file, r.from)
+		}
+	}
+	t.Logf("%d stratum commands of docs/*.md run", ran)
+	if ran < 100 {
+		t.Fatalf("only %d commands run: is the reader broken?", ran)
+	}
+}
+
+// docPlaceholders are the words of docs commands that stand for a value
+// the reader has: the tour puts in its own, made by the command named.
+var docPlaceholders = map[string]string{
+	"RUN":   "the id of a run the tour made (stratum run of testdata/docs/run.yaml --gate stop), stopped at its gate",
+	"STEP":  "that run's step under review, work, which changed a file of its git workspace",
+	"HASH":  "that run's head hash (stratum audit RUN --head)",
+	"DIR":   "that run's workspace, a git repository",
+	"ID":    "the guard resource docs/guard.md registers (compose:FEAT-1)",
+	"HEAD":  "that resource's head (stratum guard verify ID)",
+	"3f1c…": "that head, as docs/guard.md elides it",
+}
+
+// placeholderWord finds the placeholders of a command line.
+var placeholderWord = regexp.MustCompile(`\b(RUN|STEP|HASH|DIR|ID|HEAD)\b|3f1c…`)
+
+// docRewrite changes a command before it runs; each has a reason.
+type docRewrite struct {
+	file, from, to, why string
+}
+
+var docRewrites = []docRewrite{
+	{"agents.md", "/tmp/quickstart-agent", "$DOCS_TMP/quickstart-agent", "the test writes only in its own temporary directory"},
+	{"storage.md", "postgres://stratum:PASSWORD@db.example:5432/stratum?sslmode=verify-full", "$DOCS_DSN",
+		"the doc's server is an example: the command runs on a schema of internal/pgtest"},
+}
+
+// docExpectation is what a docs command does when that is not exit 0.
+type docExpectation struct {
+	file, command string // the doc and the command as docCommands reads it
+	exit          int
+	want          string // in its output (stdout and stderr), when set
+	why           string // what the doc says
+}
+
+var docExpectations = []docExpectation{
+	{file: "expressions.md", command: `stratum eval --bindings out.json 'result.confidence > 0.7 && len(result.label) > 0'`,
+		want: `{"value":true}`, why: "the output the doc shows"},
+	{file: "expressions.md", command: `stratum eval --bindings - 'len(result.files) >= 2'`,
+		want: `{"value":false}`, why: "the output the doc shows"},
+	{file: "expressions.md", command: `stratum eval --workspace . 'file_contains("README.md", "# Stratum")'`,
+		want: `{"value":true}`, why: "the output the doc shows"},
+	{file: "guard.md", command: "stratum guard ACTION", exit: 1, want: "Unknown guard action: ACTION",
+		why: "an unknown action: `Unknown guard action: X. ...` on stderr, exit 1"},
+}
+
+// docTour is one doc's commands running in order.
+type docTour struct {
+	t    *testing.T
+	file string
+	dir  string // where the tour starts
+	cwd  string // where its next command runs (a cd carries over)
+	env  []string
+	vals map[string]string // placeholder values made so far
+}
+
+// goEnvFor is the Go environment the real one uses (build and module
+// caches), for a doc that builds a program with go build under a fresh
+// HOME.
+func goEnvFor(t *testing.T) []string {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(v) != 3 {
+		t.Fatalf("go env: %q", out)
+	}
+	return []string{"GOCACHE=" + v[0], "GOMODCACHE=" + v[1], "GOPATH=" + v[2], "GOFLAGS=-mod=mod"}
+}
+
+func newDocTour(t *testing.T, file string, goEnv []string) *docTour {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "work")
+	home := filepath.Join(tmp, "home")
+	bin := filepath.Join(tmp, "bin")
+	for _, d := range []string{dir, home, bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch {
+		case e.Name() == ".git":
+		case e.Type().IsRegular():
+			// A copy, not a link: a workspace jail refuses a link that
+			// leads out of it (`file_contains("README.md", ...)`).
+			copyTree(t, filepath.Join(root, e.Name()), filepath.Join(dir, e.Name()))
+		default:
+			if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	copyTree(t, filepath.Join("testdata", "docs", "bin"), bin)
+	copyTree(t, filepath.Join("testdata", "docs", strings.TrimSuffix(file, ".md")), dir)
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return strings.HasPrefix(k, "STRATUM_") || strings.HasPrefix(k, "GO") || k == "HOME" || k == "PATH" || k == "USER"
+	})
+	env = append(env, goEnv...)
+	env = append(env, "HOME="+home, "USER=alice", "DOCS_TMP="+tmp,
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return &docTour{t: t, file: file, dir: dir, cwd: dir, env: env, vals: map[string]string{}}
+}
+
+// copyTree copies the file from, or the files of the directory from, to
+// to, keeping their modes; a from that does not exist copies nothing.
+func copyTree(t *testing.T, from, to string) {
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && path == from {
+			return fs.SkipAll
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, info.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exec runs one docs command and checks what it did.
+func (tr *docTour) exec(c docCommand, used map[string]bool) {
+	t := tr.t
+	t.Helper()
+	where := fmt.Sprintf("%s:%d: %s", tr.file, c.line, c.text)
+	script := c.script
+	for _, r := range docRewrites {
+		if r.file == tr.file && strings.Contains(script, r.from) {
+			script = strings.ReplaceAll(script, r.from, r.to)
+			used["rewrite "+r.file+": "+r.from] = true
+		}
+	}
+	script = placeholderWord.ReplaceAllStringFunc(script, tr.value)
+	var want *docExpectation
+	for i, e := range docExpectations {
+		if e.file == tr.file && e.command == c.text {
+			want = &docExpectations[i]
+			used["expect "+e.file+": "+e.command] = true
+		}
+	}
+	args := shellWords(c.text)
+	switch {
+	case len(args) > 1 && args[1] == "serve":
+		tr.serve(where, script)
+		return
+	case strings.Contains(script, "$DOCS_DSN"):
+		t.Run(fmt.Sprintf("line%d", c.line), func(t *testing.T) {
+			dsn := pgtest.DSN(t)
+			out, code := tr.sh(script, nil, "DOCS_DSN="+dsn)
+			tr.check(t, where, c, want, out, code)
+		})
+		return
+	}
+	var stdin io.Reader
+	if len(args) > 1 && args[1] == "mcp" {
+		stdin = strings.NewReader(mcpRequests)
+	}
+	out, code := tr.sh(script, stdin)
+	tr.check(t, where, c, want, out, code)
+	if len(args) > 1 && args[1] == "mcp" && code == 0 && !strings.Contains(out, `"name":"stratum_plan"`) {
+		t.Errorf("%s: stratum mcp did not list its tools on stdio:\n%s", where, out)
+	}
+}
+
+// mcpRequests is what an MCP client says first: initialize, then
+// tools/list; the end of stdin then ends the server.
+const mcpRequests = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"docs","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`
+
+// check holds a command's exit status and output to what is expected of
+// it.
+func (tr *docTour) check(t *testing.T, where string, c docCommand, want *docExpectation, out string, code int) {
+	t.Helper()
+	switch {
+	case want != nil:
+		if code != want.exit || !strings.Contains(out, want.want) {
+			t.Errorf("%s: exit status %d, want %d with %q (%s):\n%s", where, code, want.exit, want.want, want.why, out)
+		}
+	case code == 0:
+	case c.inline && code == ExitUsage && tr.asksForArguments(c, out):
+	case c.inline && code == ExitFailure && guardAsksForArguments(c, out):
+	default:
+		t.Errorf("%s: exit status %d:\n%s", where, code, out)
+	}
+}
+
+// asksForArguments tells whether out is what a command named in the prose
+// without its arguments prints: its usage line, starting with the words
+// the doc quotes (`stratum gate show`: "usage: stratum gate show|..."), and
+// with any flags the doc quotes (`stratum run --gate ask`) the same
+// complaint as without them, so that the flags were all accepted.
+func (tr *docTour) asksForArguments(c docCommand, out string) bool {
+	args := shellWords(c.text)
+	if placeholderWord.MatchString(c.text) || len(args) < 2 {
+		return false
+	}
+	cmd := lookup(args[1])
+	if cmd == nil {
+		return false
+	}
+	fs := flag.NewFlagSet(args[1], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cmd.SetFlags(fs)
+	positional, err := parseInterspersed(fs, args[2:])
+	if err != nil {
+		return false
+	}
+	words := strings.Join(append([]string{"stratum", args[1]}, positional...), " ")
+	if !strings.Contains(out, "\nusage: "+words) {
+		return false
+	}
+	if len(positional) == len(args)-2 {
+		return true // no flags
+	}
+	bare, code := tr.sh(words, nil)
+	return code == ExitUsage && bare == out
+}
+
+// guardAsksForArguments tells whether out is what stratum guard, named in
+// the prose without its JSON on stdin, prints: a missing action, or the
+// action's first missing argument (docs/guard.md: exit 1 for an error).
+func guardAsksForArguments(c docCommand, out string) bool {
+	args := shellWords(c.text)
+	if len(args) < 2 || args[1] != "guard" || placeholderWord.MatchString(c.text) {
+		return false
+	}
+	if len(args) == 2 {
+		return strings.HasPrefix(out, "Missing guard action.")
+	}
+	return len(args) == 3 && strings.Contains(out, `"status":"error","error_type":"invalid_argument","message":"missing required guard argument`)
+}
+
+// sh runs script with sh in the tour's current directory, with stdin (or
+// none) and the tour's environment plus env, and returns its output and
+// exit status; the directory it ends in is where the next command runs.
+func (tr *docTour) sh(script string, stdin io.Reader, env ...string) (string, int) {
+	t := tr.t
+	t.Helper()
+	cwdFile := filepath.Join(t.TempDir(), "cwd")
+	cmd := exec.Command("sh", "-c", script+"\n__status=$?; pwd > \"$DOCS_CWD\"; exit $__status")
+	cmd.Dir, cmd.Stdin = tr.cwd, stdin
+	cmd.Env = append(append(slices.Clip(tr.env), "DOCS_CWD="+cwdFile), env...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("%s: %v", script, err)
+	}
+	if b, err := os.ReadFile(cwdFile); err == nil {
+		tr.cwd = strings.TrimSpace(string(b))
+	}
+	return string(out), code
+}
+
+// value is the value of a placeholder, made the first time it is needed.
+func (tr *docTour) value(word string) string {
+	t := tr.t
+	t.Helper()
+	if word == "3f1c…" {
+		word = "HEAD"
+	}
+	if v, ok := tr.vals[word]; ok {
+		return v
+	}
+	switch word {
+	case "RUN", "STEP", "HASH", "DIR":
+		tr.makeRun()
+	case "ID":
+		tr.vals["ID"] = "compose:FEAT-1"
+	case "HEAD":
+		out, code := tr.sh("stratum guard verify "+tr.value("ID"), nil)
+		var v struct{ Head string }
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Head == "" {
+			t.Fatalf("stratum guard verify %s (for HEAD): exit status %d:\n%s", tr.value("ID"), code, out)
+		}
+		tr.vals["HEAD"] = v.Head
+	}
+	v, ok := tr.vals[word]
+	if !ok {
+		t.Fatalf("no value for the placeholder %s", word)
+	}
+	return v
+}
+
+// makeRun makes the run RUN, STEP, HASH and DIR stand for: a flow whose
+// step work writes a file in a git workspace, stopped at its gate.
+func (tr *docTour) makeRun() {
+	t := tr.t
+	t.Helper()
+	fix, err := filepath.Abs(filepath.Join("testdata", "docs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(filepath.Dir(tr.dir), "workspace")
+	script := fmt.Sprintf(`mkdir %[1]s && cd %[1]s && git init -q && git -c user.name=t -c user.email=t@t commit -q --allow-empty -m init &&
+stratum run %[2]s/run.yaml --workspace %[1]s --agent 'sh %[2]s/run-agent.sh' --gate stop`, ws, fix)
+	out, code := tr.sh("("+script+")", nil)
+	if code != 3 {
+		t.Fatalf("the run for RUN: exit status %d, want 3 (stopped at its gate):\n%s", code, out)
+	}
+	gates, code := tr.sh("stratum query gates", nil)
+	var g []struct {
+		FlowID string `json:"flow_id"`
+	}
+	if code != 0 || json.Unmarshal([]byte(gates), &g) != nil || len(g) != 1 {
+		t.Fatalf("stratum query gates (for RUN): exit status %d:\n%s", code, gates)
+	}
+	head, code := tr.sh("stratum audit --head --json "+g[0].FlowID, nil)
+	var h struct {
+		Head struct{ Hash string }
+	}
+	if code != 0 || json.Unmarshal([]byte(head), &h) != nil || h.Head.Hash == "" {
+		t.Fatalf("stratum audit --head (for HASH): exit status %d:\n%s", code, head)
+	}
+	tr.vals["RUN"], tr.vals["STEP"], tr.vals["HASH"], tr.vals["DIR"] = g[0].FlowID, "work", h.Head.Hash, ws
+}
+
+// serve starts stratum serve as the doc shows it, on a free port rather
+// than its default (a fixed port would collide with other tests), reads
+// the address it prints, fetches the page it says to open and stops it.
+func (tr *docTour) serve(where, script string) {
+	t := tr.t
+	t.Helper()
+	if strings.ContainsAny(script, "\n|;&<>") {
+		t.Fatalf("%s: serve runs as a command alone, not in a script:\n%s", where, script)
+	}
+	cmd := exec.Command("sh", "-c", "exec "+script+" --addr 127.0.0.1:0")
+	cmd.Dir, cmd.Env = tr.cwd, tr.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	sc := bufio.NewScanner(stdout)
+	open := ""
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "open: "); ok {
+			open = u
+			break
+		}
+	}
+	if open == "" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Errorf("%s: stratum serve printed no address to open:\n%s", where, stderr.String())
+		return
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The token in the address becomes a cookie for the page it leads to.
+	client := &http.Client{Jar: jar, Timeout: time.Minute}
+	resp, err := client.Get(open)
+	if err != nil {
+		t.Errorf("%s: GET %s: %v", where, open, err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("<html")) {
+		t.Errorf("%s: GET %s: %s:\n%.500s", where, open, resp.Status, body)
+	}
+}
