@@ -44,15 +44,27 @@ import (
 // command fails the test.
 func TestDocsCommandsRun(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	files = append(files, filepath.Join("..", "README.md"))
+	readme := readRepoFile(t, "README.md")
 	goEnv := goEnvFor(t)
 	used := map[string]bool{}
-	ran := 0
+	ran, readmeRan := 0, 0
 	for _, path := range files {
 		name := filepath.Base(path)
 		cmds := docCommands(t, path)
 		t.Run(name, func(t *testing.T) {
 			tour := newDocTour(t, name, goEnv)
 			for _, c := range cmds {
+				if name == "README.md" && !c.inline {
+					// README's blocks are TestReadmeTour's and
+					// TestReadmeCommands': they run them as one
+					// shell session (its $run) after go install.
+					if !ranByReadmeTests(t, readme, c) {
+						t.Errorf("README.md:%d: %s: neither TestReadmeTour nor TestReadmeCommands runs it", c.line, c.text)
+					}
+					readmeRan++
+					continue
+				}
 				tour.exec(c, used)
 				ran++
 			}
@@ -68,10 +80,32 @@ func TestDocsCommandsRun(t *testing.T) {
 			t.Errorf("docRewrites: %s: no command contains %q (any more): drop or update the entry", r.file, r.from)
 		}
 	}
-	t.Logf("%d stratum commands of docs/*.md run", ran)
+	t.Logf("%d stratum commands of docs/*.md and README.md run here, %d of README.md's blocks by TestReadmeTour and TestReadmeCommands", ran, readmeRan)
 	if ran < 100 {
 		t.Fatalf("only %d commands run: is the reader broken?", ran)
 	}
+}
+
+// ranByReadmeTests tells whether c, a command of a block of README.md, is
+// one that TestReadmeTour or TestReadmeCommands runs.
+func ranByReadmeTests(t *testing.T, readme string, c docCommand) bool {
+	tour := map[string]bool{}
+	for line := range strings.Lines(readmeTour(t, readme)) {
+		tour[strings.TrimSpace(line)] = true
+	}
+	inTour := true
+	for line := range strings.Lines(c.script) {
+		inTour = inTour && tour[strings.TrimSpace(line)]
+	}
+	if inTour {
+		return true
+	}
+	for _, r := range readmeRuns {
+		if i := strings.Index(readme, r.prefix); r.file == "README.md" && i >= 0 && strings.Count(readme[:i], "\n")+1 == c.line {
+			return true
+		}
+	}
+	return false
 }
 
 // docPlaceholders are the words of docs commands that stand for a value
@@ -117,7 +151,21 @@ var docExpectations = []docExpectation{
 		want: `{"value":true}`, why: "the output the doc shows"},
 	{file: "guard.md", command: "stratum guard ACTION", exit: 1, want: "Unknown guard action: ACTION",
 		why: "an unknown action: `Unknown guard action: X. ...` on stderr, exit 1"},
+	{file: "policy.md", command: "stratum validate --for run spec.yaml", exit: 1, want: `refused: step "check" of flow "main" runs the command`,
+		why: "lists the effects, exit 1 if refused (the command the next line allows)"},
+	resumeAtGate("agents.md"), resumeAtGate("cli.md"), resumeAtGate("policy.md"), resumeAtGate("README.md"),
+	{file: "README.md", command: "stratum guard ACTION", exit: 1, want: "Unknown guard action: ACTION",
+		why: "docs/guard.md: an unknown action: `Unknown guard action: X. ...` on stderr, exit 1"},
 }
+
+// resumeAtGate is what stratum run --resume RUN does with the tour's RUN,
+// which waits at its gate: cli.md, "stop (default otherwise): once nothing
+// but gates is left, exits 3".
+func resumeAtGate(file string) docExpectation {
+	return docExpectation{file: file, command: "stratum run --resume RUN", exit: 3, want: "is waiting at gate review",
+		why: "RUN waits at its gate, where a resumed run without a terminal stops again (cli.md: 3 stopped at a gate)"}
+}
+
 
 // docTour is one doc's commands running in order.
 type docTour struct {
@@ -254,7 +302,10 @@ func (tr *docTour) exec(c docCommand, used map[string]bool) {
 	if len(args) > 1 && args[1] == "mcp" {
 		stdin = strings.NewReader(mcpRequests)
 	}
+	start := time.Now()
 	out, code := tr.sh(script, stdin)
+	first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	t.Logf("%s: exit %d in %v: %.100s", where, code, time.Since(start).Round(time.Millisecond), first)
 	tr.check(t, where, c, want, out, code)
 	if len(args) > 1 && args[1] == "mcp" && code == 0 && !strings.Contains(out, `"name":"stratum_plan"`) {
 		t.Errorf("%s: stratum mcp did not list its tools on stdio:\n%s", where, out)
@@ -292,7 +343,7 @@ func (tr *docTour) check(t *testing.T, where string, c docCommand, want *docExpe
 // complaint as without them, so that the flags were all accepted.
 func (tr *docTour) asksForArguments(c docCommand, out string) bool {
 	args := shellWords(c.text)
-	if placeholderWord.MatchString(c.text) || len(args) < 2 {
+	if len(args) < 2 {
 		return false
 	}
 	cmd := lookup(args[1])
@@ -303,8 +354,8 @@ func (tr *docTour) asksForArguments(c docCommand, out string) bool {
 	fs.SetOutput(io.Discard)
 	cmd.SetFlags(fs)
 	positional, err := parseInterspersed(fs, args[2:])
-	if err != nil {
-		return false
+	if err != nil || placeholderWord.MatchString(strings.Join(positional, " ")) {
+		return false // a placeholder argument is a value to run with, not a mention
 	}
 	words := strings.Join(append([]string{"stratum", args[1]}, positional...), " ")
 	if !strings.Contains(out, "\nusage: "+words) {
