@@ -166,7 +166,6 @@ func resumeAtGate(file string) docExpectation {
 		why: "RUN waits at its gate, where a resumed run without a terminal stops again (cli.md: 3 stopped at a gate)"}
 }
 
-
 // docTour is one doc's commands running in order.
 type docTour struct {
 	t    *testing.T
@@ -382,14 +381,18 @@ func guardAsksForArguments(c docCommand, out string) bool {
 	return len(args) == 3 && strings.Contains(out, `"status":"error","error_type":"invalid_argument","message":"missing required guard argument`)
 }
 
-// sh runs script with sh in the tour's current directory, with stdin (or
-// none) and the tour's environment plus env, and returns its output and
-// exit status; the directory it ends in is where the next command runs.
+// sh runs script with sh -e in the tour's current directory, with stdin
+// (or none) and the tour's environment plus env, and returns its output
+// and exit status; the directory it ends in is where the next command
+// runs.
 func (tr *docTour) sh(script string, stdin io.Reader, env ...string) (string, int) {
 	t := tr.t
 	t.Helper()
 	cwdFile := filepath.Join(t.TempDir(), "cwd")
-	cmd := exec.Command("sh", "-c", script+"\n__status=$?; pwd > \"$DOCS_CWD\"; exit $__status")
+	// set -e: a line before the command that fails (a command the doc
+	// shows that does not exist, its output shown as if it were one)
+	// fails the command, as it would stop a reader pasting the block.
+	cmd := exec.Command("sh", "-c", "set -e\ntrap 'pwd > \"$DOCS_CWD\"' EXIT\n"+script)
 	cmd.Dir, cmd.Stdin = tr.cwd, stdin
 	cmd.Env = append(append(slices.Clip(tr.env), "DOCS_CWD="+cwdFile), env...)
 	out, err := cmd.CombinedOutput()
