@@ -56,6 +56,9 @@ type docCommand struct {
 	// inline is set for a command quoted in the prose (`stratum ...`),
 	// not shown in a code block.
 	inline bool
+	// launched is set for a command another program's command line
+	// starts: claude mcp add stratum -- stratum mcp.
+	launched bool
 	// script is the shell text that runs the command as the doc shows it:
 	// in a shell block, the block's lines since its previous command (a
 	// heredoc, a cd, the head of a pipe) and the command's own lines as
@@ -69,8 +72,9 @@ type docCommand struct {
 // a line is a command rather than a synopsis ("[--flag]"), an output line
 // ("stratum serve: ...", "(v0.2)") or text: continuation lines joined, a
 // prompt "$ " and "go run ./cmd/stratum" read as stratum, a stratum at
-// the end of a shell block's pipe ("echo '{...}' | stratum eval ...")
-// read as a command, and what
+// the end of a shell block's pipe ("echo '{...}' | stratum eval ...") or
+// of another program's command line ("claude mcp add stratum -- stratum
+// mcp", inline too) read as a command, and what
 // follows a comment, pipe, redirection or list operator (outside quotes)
 // cut off.
 func docCommands(t *testing.T, path string) []docCommand {
@@ -83,6 +87,7 @@ func docCommands(t *testing.T, path string) []docCommand {
 	lang, inBlock, n, start := "", false, 0, 0
 	var pending strings.Builder
 	var lines []string // of the shell block since its previous command
+	launched := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		n++
@@ -100,11 +105,11 @@ func docCommands(t *testing.T, path string) []docCommand {
 			// elisions are not commands, nor a mention of a flag,
 			// `stratum run --sandbox`, or of a message, `stratum gate: ...`).
 			for _, m := range inlineCommand.FindAllStringSubmatch(trimmed, -1) {
-				words := strings.Fields(m[1])
+				words := strings.Fields(m[2])
 				mention := strings.HasPrefix(words[len(words)-1], "-") || len(words) > 1 && strings.HasSuffix(words[1], ":")
-				if !mention && !strings.ContainsAny(m[1], "[(|…") && !strings.Contains(m[1], "...") {
-					text := cutUnquoted(m[1])
-					out = append(out, docCommand{text: text, line: n, inline: true, script: text})
+				if (!mention || m[1] != "") && !strings.ContainsAny(m[2], "[(|…") && !strings.Contains(m[2], "...") {
+					text := cutUnquoted(m[2])
+					out = append(out, docCommand{text: text, line: n, inline: true, launched: m[1] != "", script: text})
 				}
 			}
 			continue
@@ -122,6 +127,11 @@ func docCommands(t *testing.T, path string) []docCommand {
 			// The tail of a pipe in a shell block: echo '{...}' | stratum eval -
 			if i := strings.Index(trimmed, "| stratum "); shell && i > 0 && len(cutUnquoted(trimmed)) == i {
 				trimmed = trimmed[i+2:]
+			}
+			// What another program starts: claude mcp add stratum -- stratum mcp
+			launched = false
+			if m := launchedCommand.FindStringSubmatchIndex(cutUnquoted(trimmed)); shell && m != nil {
+				trimmed, launched = trimmed[m[2]:], true
 			}
 			if !strings.HasPrefix(trimmed, "stratum ") {
 				continue
@@ -144,12 +154,12 @@ func docCommands(t *testing.T, path string) []docCommand {
 		pending.WriteString(trimmed)
 		text := strings.TrimSpace(cutUnquoted(pending.String()))
 		script := pending.String()
-		if shell {
+		if shell && !launched {
 			script = strings.Join(lines, "\n")
 		}
 		pending.Reset()
 		lines = nil
-		out = append(out, docCommand{text: text, line: start, script: script})
+		out = append(out, docCommand{text: text, line: start, launched: launched, script: script})
 	}
 	return out
 }
@@ -178,7 +188,11 @@ func cutUnquoted(s string) string {
 	return s
 }
 
-var inlineCommand = regexp.MustCompile("`(stratum [^`]+)`")
+var inlineCommand = regexp.MustCompile("`([a-z]+ [^`]*?-- )?(stratum [^`]+)`")
+
+// launchedCommand is a stratum command at the end of another program's
+// command line, after its "--".
+var launchedCommand = regexp.MustCompile(`^[a-z][^|;&<>]* -- (stratum .*)$`)
 
 var substitution = regexp.MustCompile(`\$\([^)]*\)|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z_0-9]*`)
 

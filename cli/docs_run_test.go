@@ -55,7 +55,7 @@ func TestDocsCommandsRun(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tour := newDocTour(t, name, goEnv)
 			for _, c := range cmds {
-				if name == "README.md" && !c.inline {
+				if name == "README.md" && !c.inline && !c.launched {
 					// README's blocks are TestReadmeTour's and
 					// TestReadmeCommands': they run them as one
 					// shell session (its $run) after go install.
@@ -223,6 +223,8 @@ func newDocTour(t *testing.T, file string, goEnv []string) *docTour {
 		}
 	}
 	copyTree(t, filepath.Join("testdata", "docs", "bin"), bin)
+	copyTree(t, filepath.Join("testdata", "docs", "home"), home)
+	writeDocFiles(t, filepath.Join(root, docPath(file)), home)
 	copyTree(t, filepath.Join("testdata", "docs", strings.TrimSuffix(file, ".md")), dir)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
@@ -232,6 +234,39 @@ func newDocTour(t *testing.T, file string, goEnv []string) *docTour {
 	env = append(env, "HOME="+home, "USER=alice", "DOCS_TMP="+tmp,
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return &docTour{t: t, file: file, dir: dir, cwd: dir, env: env, vals: map[string]string{}}
+}
+
+// docPath is the path of a docs file from the repository root.
+func docPath(file string) string {
+	if file == "README.md" {
+		return file
+	}
+	return filepath.Join("docs", file)
+}
+
+// writeDocFiles writes the files a doc shows in its YAML blocks under the
+// name their first line gives, in the reader's home ("# ~/.config/
+// stratum/policy.yaml"), so that its commands read what it shows.
+func writeDocFiles(t *testing.T, path, home string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range strings.Split(string(b), "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		first, _, _ := strings.Cut(block, "\n")
+		name, ok := strings.CutPrefix(first, "# ~/")
+		if !ok {
+			continue
+		}
+		dst := filepath.Join(home, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, []byte(block), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // copyTree copies the file from, or the files of the directory from, to
