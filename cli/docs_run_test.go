@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -46,14 +47,14 @@ func TestDocsCommandsRun(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("..", "docs", "*.md"))
 	files = append(files, filepath.Join("..", "README.md"))
 	readme := readRepoFile(t, "README.md")
-	goEnv := goEnvFor(t)
-	used := map[string]bool{}
+	run := &docsRun{goEnv: goEnvFor(t), used: map[string]bool{}, named: map[string]docResult{}}
+	used := run.used
 	ran, readmeRan := 0, 0
 	for _, path := range files {
 		name := filepath.Base(path)
 		cmds := docCommands(t, path)
 		t.Run(name, func(t *testing.T) {
-			tour := newDocTour(t, name, goEnv)
+			tour := newDocTour(t, name, run)
 			for _, c := range cmds {
 				if name == "README.md" && !c.inline && !c.launched {
 					// README's blocks are TestReadmeTour's and
@@ -65,7 +66,7 @@ func TestDocsCommandsRun(t *testing.T) {
 					readmeRan++
 					continue
 				}
-				tour.exec(c, used)
+				tour.exec(c)
 				ran++
 			}
 		})
@@ -111,17 +112,17 @@ func ranByReadmeTests(t *testing.T, readme string, c docCommand) bool {
 // docPlaceholders are the words of docs commands that stand for a value
 // the reader has: the tour puts in its own, made by the command named.
 var docPlaceholders = map[string]string{
-	"RUN":   "the id of a run the tour made (stratum run of testdata/docs/run.yaml --gate stop), stopped at its gate",
-	"STEP":  "that run's step under review, work, which changed a file of its git workspace",
-	"HASH":  "that run's head hash (stratum audit RUN --head)",
-	"DIR":   "that run's workspace, a git repository",
-	"ID":    "the guard resource docs/guard.md registers (compose:FEAT-1)",
-	"HEAD":  "that resource's head (stratum guard verify ID)",
-	"3f1c…": "that head, as docs/guard.md elides it",
+	"RUN":  "the id of a run the tour made (stratum run of testdata/docs/run.yaml --gate stop), stopped at its gate",
+	"STEP": "that run's step under review, work, which changed a file of its git workspace",
+	"HASH": "that run's head hash (stratum audit RUN --head)",
+	"DIR":  "that run's workspace, a git repository",
+	"ID":   "the guard resource docs/guard.md registers (compose:FEAT-1)",
+	"HEAD": "that resource's head (stratum guard verify ID)",
 }
 
-// placeholderWord finds the placeholders of a command line.
-var placeholderWord = regexp.MustCompile(`\b(RUN|STEP|HASH|DIR|ID|HEAD)\b|3f1c…`)
+// placeholderWord finds the placeholders of a command line: the words
+// of docPlaceholders.
+var placeholderWord = regexp.MustCompile(`\b(` + strings.Join(slices.Sorted(maps.Keys(docPlaceholders)), "|") + `)\b`)
 
 // docRewrite changes a command before it runs; each has a reason.
 type docRewrite struct {
@@ -166,9 +167,26 @@ func resumeAtGate(file string) docExpectation {
 		why: "RUN waits at its gate, where a resumed run without a terminal stops again (cli.md: 3 stopped at a gate)"}
 }
 
+// docsRun is what the tours of TestDocsCommandsRun share.
+type docsRun struct {
+	goEnv []string        // see goEnvFor
+	used  map[string]bool // the docExpectations and docRewrites that matched
+	// named are the results of the commands the prose names without
+	// arguments (`stratum run`, `stratum mcp`), by their text: the same
+	// words run once, wherever a doc names them, since their result does
+	// not depend on a tour's state.
+	named map[string]docResult
+}
+
+type docResult struct {
+	where, out string
+	code       int
+}
+
 // docTour is one doc's commands running in order.
 type docTour struct {
 	t    *testing.T
+	run  *docsRun
 	file string
 	dir  string // where the tour starts
 	cwd  string // where its next command runs (a cd carries over)
@@ -191,7 +209,7 @@ func goEnvFor(t *testing.T) []string {
 	return []string{"GOCACHE=" + v[0], "GOMODCACHE=" + v[1], "GOPATH=" + v[2], "GOFLAGS=-mod=mod"}
 }
 
-func newDocTour(t *testing.T, file string, goEnv []string) *docTour {
+func newDocTour(t *testing.T, file string, run *docsRun) *docTour {
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "work")
 	home := filepath.Join(tmp, "home")
@@ -230,10 +248,10 @@ func newDocTour(t *testing.T, file string, goEnv []string) *docTour {
 		k, _, _ := strings.Cut(kv, "=")
 		return strings.HasPrefix(k, "STRATUM_") || strings.HasPrefix(k, "GO") || k == "HOME" || k == "PATH" || k == "USER"
 	})
-	env = append(env, goEnv...)
+	env = append(env, run.goEnv...)
 	env = append(env, "HOME="+home, "USER=alice", "DOCS_TMP="+tmp,
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return &docTour{t: t, file: file, dir: dir, cwd: dir, env: env, vals: map[string]string{}}
+	return &docTour{t: t, run: run, file: file, dir: dir, cwd: dir, env: env, vals: map[string]string{}}
 }
 
 // docPath is the path of a docs file from the repository root.
@@ -300,9 +318,10 @@ func copyTree(t *testing.T, from, to string) {
 }
 
 // exec runs one docs command and checks what it did.
-func (tr *docTour) exec(c docCommand, used map[string]bool) {
+func (tr *docTour) exec(c docCommand) {
 	t := tr.t
 	t.Helper()
+	used := tr.run.used
 	where := fmt.Sprintf("%s:%d: %s", tr.file, c.line, c.text)
 	script := c.script
 	for _, r := range docRewrites {
@@ -320,9 +339,16 @@ func (tr *docTour) exec(c docCommand, used map[string]bool) {
 		}
 	}
 	args := shellWords(c.text)
+	named := c.inline && !placeholderWord.MatchString(c.text)
+	prev, seen := tr.run.named[c.text]
 	switch {
 	case len(args) > 1 && args[1] == "serve":
+		if named && seen {
+			t.Logf("%s: as at %s", where, prev.where)
+			return
+		}
 		tr.serve(where, script)
+		tr.run.named[c.text] = docResult{where: where}
 		return
 	case strings.Contains(script, "$DOCS_DSN"):
 		t.Run(fmt.Sprintf("line%d", c.line), func(t *testing.T) {
@@ -336,10 +362,20 @@ func (tr *docTour) exec(c docCommand, used map[string]bool) {
 	if len(args) > 1 && args[1] == "mcp" {
 		stdin = strings.NewReader(mcpRequests)
 	}
-	start := time.Now()
-	out, code := tr.sh(script, stdin)
-	first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
-	t.Logf("%s: exit %d in %v: %.100s", where, code, time.Since(start).Round(time.Millisecond), first)
+	var out string
+	var code int
+	if named && seen {
+		out, code = prev.out, prev.code
+		t.Logf("%s: exit %d as at %s", where, code, prev.where)
+	} else {
+		start := time.Now()
+		out, code = tr.sh(script, stdin)
+		first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+		t.Logf("%s: exit %d in %v: %.100s", where, code, time.Since(start).Round(time.Millisecond), first)
+		if named {
+			tr.run.named[c.text] = docResult{where: where, out: out, code: code}
+		}
+	}
 	tr.check(t, where, c, want, out, code)
 	if len(args) > 1 && args[1] == "mcp" && code == 0 && !strings.Contains(out, `"name":"stratum_plan"`) {
 		t.Errorf("%s: stratum mcp did not list its tools on stdio:\n%s", where, out)
@@ -449,9 +485,6 @@ func (tr *docTour) sh(script string, stdin io.Reader, env ...string) (string, in
 func (tr *docTour) value(word string) string {
 	t := tr.t
 	t.Helper()
-	if word == "3f1c…" {
-		word = "HEAD"
-	}
 	if v, ok := tr.vals[word]; ok {
 		return v
 	}
