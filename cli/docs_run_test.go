@@ -26,23 +26,26 @@ import (
 
 // TestDocsCommandsRun runs every stratum command of docs/*.md (the
 // commands [docCommands] reads, which TestDocsCommandsParse parses) as
-// the doc shows it. Each doc is one tour: its commands run in order, each
-// with sh, in one directory that holds the repository's files (examples/,
-// README.md, go.mod, ...) as links, the doc's fixtures from
-// testdata/docs/<doc>/ and a fresh HOME with nothing in ~/.stratum. A
-// command of a shell block runs with the block's lines since its previous
-// command (a heredoc, a cd, the head of a pipe); a cd carries over to the
-// doc's next command.
+// the doc shows it, and those of README.md that its own tests
+// (TestReadmeTour, TestReadmeCommands) do not. Each doc is one tour: its
+// commands run in order, each with sh -e, in one directory that holds a
+// copy of the repository's top-level files and examples/, the doc's
+// fixtures from testdata/docs/<doc>/, and a fresh HOME (nothing in
+// ~/.stratum; testdata/docs/home and the files the doc shows under ~/).
+// A command of a shell block runs with the block's lines since its
+// previous command (a heredoc, a cd, the head of a pipe); a cd carries
+// over to the doc's next command. The stratum on PATH is this test binary
+// (TestMain), a claude on PATH testdata/docs/bin/claude.
 //
 // The placeholders of [docPlaceholders] become real values; every other
-// word runs as written, except the few rewrites of [docRewrites]. A command
-// must then exit 0, or as [docExpectations] says (with the doc's own
-// words for why); a command the prose only names (`stratum gate show`)
-// exits 0 or asks for its arguments with its usage line. stratum mcp
-// answers initialize and tools/list on its stdin, stratum serve answers
-// its first page; a command on PostgreSQL runs on [pgtest.DSN] or is
-// skipped with its line. An expectation or rewrite that matches no docs
-// command fails the test.
+// word runs as written, except the few rewrites of [docRewrites] and
+// stratum serve's port. A command must then exit 0, or as
+// [docExpectations] says (with the doc's own words for why); a command
+// the prose names without its arguments (`stratum gate show`) exits 0 or
+// asks for them with its usage line. stratum mcp answers initialize and
+// tools/list on its stdin, stratum serve its first page; a command on
+// PostgreSQL runs on [pgtest.DSN] or is skipped with pgtest's line. An
+// expectation or rewrite that matches no docs command fails the test.
 func TestDocsCommandsRun(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("..", "docs", "*.md"))
 	files = append(files, filepath.Join("..", "README.md"))
@@ -211,7 +214,7 @@ func goEnvFor(t *testing.T) []string {
 	if len(v) != 3 {
 		t.Fatalf("go env: %q", out)
 	}
-	return []string{"GOCACHE=" + v[0], "GOMODCACHE=" + v[1], "GOPATH=" + v[2], "GOFLAGS=-mod=mod"}
+	return []string{"GOCACHE=" + v[0], "GOMODCACHE=" + v[1], "GOPATH=" + v[2]}
 }
 
 func newDocTour(t *testing.T, file string, run *docsRun) *docTour {
@@ -232,17 +235,13 @@ func newDocTour(t *testing.T, file string, run *docsRun) *docTour {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What docs commands name of the repository: its top-level files
+	// (README.md, go.mod for go build) and examples/, copied, so that no
+	// command can change the repository and a workspace jail finds them
+	// inside it.
 	for _, e := range entries {
-		switch {
-		case e.Name() == ".git":
-		case e.Type().IsRegular():
-			// A copy, not a link: a workspace jail refuses a link that
-			// leads out of it (`file_contains("README.md", ...)`).
+		if e.Name() != ".git" && (e.Type().IsRegular() || e.Name() == "examples") {
 			copyTree(t, filepath.Join(root, e.Name()), filepath.Join(dir, e.Name()))
-		default:
-			if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(dir, e.Name())); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 	copyTree(t, filepath.Join("testdata", "docs", "bin"), bin)
@@ -251,7 +250,7 @@ func newDocTour(t *testing.T, file string, run *docsRun) *docTour {
 	copyTree(t, filepath.Join("testdata", "docs", strings.TrimSuffix(file, ".md")), dir)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return strings.HasPrefix(k, "STRATUM_") || strings.HasPrefix(k, "GO") || k == "HOME" || k == "PATH" || k == "USER"
+		return strings.HasPrefix(k, "STRATUM_") || k == "HOME" || k == "PATH" || k == "USER"
 	})
 	env = append(env, run.goEnv...)
 	env = append(env, "HOME="+home, "USER=alice",
