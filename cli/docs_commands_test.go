@@ -14,9 +14,10 @@ import (
 // TestDocsCommandsParse reads every stratum command line in the shell
 // blocks of README.md and docs/*.md and parses it as stratum would: the
 // command exists and every flag it gives is one of its flags, with a
-// value where the flag needs one. README's own commands are also run end
-// to end (TestReadmeCommands, TestReadmeTour); this keeps the rest of the
-// documentation from naming commands or flags that are gone.
+// value where the flag needs one. TestDocsCommandsRun (with
+// TestReadmeCommands and TestReadmeTour for README's blocks) then runs
+// them all; this says first, and precisely, which command or flag a doc
+// names that is gone.
 func TestDocsCommandsParse(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("..", "docs", "*.md"))
 	files = append(files, filepath.Join("..", "README.md"))
