@@ -455,5 +455,7 @@ func (tr *docTour) serve(where, script string) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("<html")) {
 		t.Errorf("%s: GET %s: %s:\n%.500s", where, open, resp.Status, body)
+		return
 	}
+	t.Logf("%s: printed %s, which answered %s", where, open, resp.Status)
 }
