@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -320,17 +321,23 @@ func guardAsksForArguments(c docCommand, out string) bool {
 func (tr *docTour) sh(script string, stdin io.Reader, env ...string) (string, int) {
 	t := tr.t
 	t.Helper()
-	cwdFile := filepath.Join(t.TempDir(), "cwd")
+	cwdFile := filepath.Join(tr.tmp, "cwd")
+	// A bound on a command that would wait for ever (for a person, for
+	// input), so that the failure names it; not a measure of speed.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	// set -e: a line before the command that fails (a command the doc
 	// shows that does not exist, its output shown as if it were one)
 	// fails the command, as it would stop a reader pasting the block.
-	cmd := exec.Command("sh", "-c", "set -e\ntrap 'pwd > \"$DOCS_CWD\"' EXIT\n"+script)
-	cmd.Dir, cmd.Stdin = tr.cwd, stdin
+	cmd := exec.CommandContext(ctx, "sh", "-c", "set -e\ntrap 'pwd > \"$DOCS_CWD\"' EXIT\n"+script)
+	cmd.Dir, cmd.Stdin, cmd.WaitDelay = tr.cwd, stdin, 5*time.Second
 	cmd.Env = append(append(slices.Clip(tr.env), "DOCS_CWD="+cwdFile), env...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	var ee *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("%s: did not finish in 2 minutes (waiting for input?):\n%s", script, out)
 	case errors.As(err, &ee):
 		code = ee.ExitCode()
 	case err != nil:
