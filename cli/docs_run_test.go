@@ -127,7 +127,8 @@ var docRewrites = []docRewrite{
 		"the doc's server is an example: the command runs on a schema of internal/pgtest"},
 }
 
-// docExpectation is what a docs command does when that is not exit 0.
+// docExpectation is what a docs command does when that is not exit 0, or
+// what the doc says its output shows.
 type docExpectation struct {
 	file, command string // the doc and the command as docCommands reads it
 	exit          int
@@ -136,6 +137,8 @@ type docExpectation struct {
 }
 
 var docExpectations = []docExpectation{
+	{file: "agents.md", command: "stratum run my-flow.yaml --agent /tmp/quickstart-agent", want: "draft: attempt 2 accepted",
+		why: "the example agent answers draft wrongly on its first attempt, so that an ensure fails and the retry passes"},
 	{file: "expressions.md", command: `stratum eval --bindings out.json 'result.confidence > 0.7 && len(result.label) > 0'`,
 		want: `{"value":true}`, why: "the output the doc shows"},
 	{file: "expressions.md", command: `stratum eval --bindings - 'len(result.files) >= 2'`,
