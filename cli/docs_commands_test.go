@@ -14,9 +14,10 @@ import (
 // TestDocsCommandsParse reads every stratum command line in the shell
 // blocks of README.md and docs/*.md and parses it as stratum would: the
 // command exists and every flag it gives is one of its flags, with a
-// value where the flag needs one. README's own commands are also run end
-// to end (TestReadmeCommands, TestReadmeTour); this keeps the rest of the
-// documentation from naming commands or flags that are gone.
+// value where the flag needs one. TestDocsCommandsRun (with
+// TestReadmeCommands and TestReadmeTour for README's blocks) then runs
+// them all; this says first, and precisely, which command or flag a doc
+// names that is gone.
 func TestDocsCommandsParse(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("..", "docs", "*.md"))
 	files = append(files, filepath.Join("..", "README.md"))
@@ -51,15 +52,30 @@ func TestDocsCommandsParse(t *testing.T) {
 }
 
 type docCommand struct {
-	text string
+	text string // the stratum command, cut at its comment, pipe or redirection
 	line int
+	// inline is set for a command quoted in the prose (`stratum ...`),
+	// not shown in a code block.
+	inline bool
+	// launched is set for a command another program's command line
+	// starts: claude mcp add stratum -- stratum mcp.
+	launched bool
+	// script is the shell text that runs the command as the doc shows it:
+	// in a shell block, the block's lines since its previous command (a
+	// heredoc, a cd, the head of a pipe) and the command's own lines as
+	// written (its pipe, redirection and comment included); elsewhere the
+	// command line alone.
+	script string
 }
 
 // docCommands are the stratum command lines of the shell blocks (sh,
 // bash, shell, console) of a Markdown file, and of its plain blocks where
 // a line is a command rather than a synopsis ("[--flag]"), an output line
 // ("stratum serve: ...", "(v0.2)") or text: continuation lines joined, a
-// prompt "$ " and "go run ./cmd/stratum" read as stratum, and what
+// prompt "$ " and "go run ./cmd/stratum" read as stratum, a stratum at
+// the end of a shell block's pipe ("echo '{...}' | stratum eval ...") or
+// of another program's command line ("claude mcp add stratum -- stratum
+// mcp", inline too) read as a command, and what
 // follows a comment, pipe, redirection or list operator (outside quotes)
 // cut off.
 func docCommands(t *testing.T, path string) []docCommand {
@@ -71,6 +87,8 @@ func docCommands(t *testing.T, path string) []docCommand {
 	var out []docCommand
 	lang, inBlock, n, start := "", false, 0, 0
 	var pending strings.Builder
+	var lines []string // of the shell block since its previous command
+	launched := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		n++
@@ -78,6 +96,7 @@ func docCommands(t *testing.T, path string) []docCommand {
 		if strings.HasPrefix(trimmed, "```") {
 			inBlock = !inBlock
 			lang = strings.TrimPrefix(trimmed, "```")
+			lines = nil
 			continue
 		}
 		shell := lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
@@ -87,10 +106,11 @@ func docCommands(t *testing.T, path string) []docCommand {
 			// elisions are not commands, nor a mention of a flag,
 			// `stratum run --sandbox`, or of a message, `stratum gate: ...`).
 			for _, m := range inlineCommand.FindAllStringSubmatch(trimmed, -1) {
-				words := strings.Fields(m[1])
+				words := strings.Fields(m[2])
 				mention := strings.HasPrefix(words[len(words)-1], "-") || len(words) > 1 && strings.HasSuffix(words[1], ":")
-				if !mention && !strings.ContainsAny(m[1], "[(|…") && !strings.Contains(m[1], "...") {
-					out = append(out, docCommand{text: cutUnquoted(m[1]), line: n})
+				if (!mention || m[1] != "") && !strings.ContainsAny(m[2], "[(|…") && !strings.Contains(m[2], "...") {
+					text := cutUnquoted(m[2])
+					out = append(out, docCommand{text: text, line: n, inline: true, launched: m[1] != "", script: text})
 				}
 			}
 			continue
@@ -101,7 +121,19 @@ func docCommands(t *testing.T, path string) []docCommand {
 		if pending.Len() == 0 {
 			prompt := strings.HasPrefix(trimmed, "$ ")
 			trimmed = strings.TrimPrefix(trimmed, "$ ")
+			if shell {
+				lines = append(lines, trimmed)
+			}
 			trimmed = strings.Replace(trimmed, "go run ./cmd/stratum ", "stratum ", 1)
+			// The tail of a pipe in a shell block: echo '{...}' | stratum eval -
+			if i := strings.Index(trimmed, "| stratum "); shell && i > 0 && len(cutUnquoted(trimmed)) == i {
+				trimmed = trimmed[i+2:]
+			}
+			// What another program starts: claude mcp add stratum -- stratum mcp
+			launched = false
+			if m := launchedCommand.FindStringSubmatchIndex(cutUnquoted(trimmed)); shell && m != nil {
+				trimmed, launched = trimmed[m[2]:], true
+			}
 			if !strings.HasPrefix(trimmed, "stratum ") {
 				continue
 			}
@@ -113,14 +145,22 @@ func docCommands(t *testing.T, path string) []docCommand {
 			}
 			start = n
 		}
+		if shell && pending.Len() > 0 {
+			lines = append(lines, trimmed)
+		}
 		if strings.HasSuffix(trimmed, "\\") {
 			pending.WriteString(strings.TrimSuffix(trimmed, "\\") + " ")
 			continue
 		}
 		pending.WriteString(trimmed)
-		text := cutUnquoted(pending.String())
+		text := strings.TrimSpace(cutUnquoted(pending.String()))
+		script := pending.String()
+		if shell && !launched {
+			script = strings.Join(lines, "\n")
+		}
 		pending.Reset()
-		out = append(out, docCommand{text: strings.TrimSpace(text), line: start})
+		lines = nil
+		out = append(out, docCommand{text: text, line: start, launched: launched, script: script})
 	}
 	return out
 }
@@ -149,7 +189,11 @@ func cutUnquoted(s string) string {
 	return s
 }
 
-var inlineCommand = regexp.MustCompile("`(stratum [^`]+)`")
+var inlineCommand = regexp.MustCompile("`([a-z]+ [^`]*?-- )?(stratum [^`]+)`")
+
+// launchedCommand is a stratum command at the end of another program's
+// command line, after its "--".
+var launchedCommand = regexp.MustCompile(`^[a-z][^|;&<>]* -- (stratum .*)$`)
 
 var substitution = regexp.MustCompile(`\$\([^)]*\)|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z_0-9]*`)
 

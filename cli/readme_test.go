@@ -110,6 +110,26 @@ func (in *installed) run(script string) (string, int) {
 	return string(out), 0
 }
 
+// readmeRuns are the commands TestReadmeCommands runs: the file that
+// shows each, how it starts, and what its output says.
+var readmeRuns = []struct{ file, prefix, want string }{
+	{"README.md", "go run ./cmd/stratum run examples/quickstart.stratum.yaml", "draft: attempt 2 accepted"},
+	{"examples/iterate.stratum.yaml", "stratum run examples/iterate.stratum.yaml", "improve: attempt 2 accepted"},
+}
+
+// readmeTour is the shell block of README.md's tour, which TestReadmeTour
+// runs.
+func readmeTour(t *testing.T, readme string) string {
+	t.Helper()
+	_, tour, ok := strings.Cut(readme, "### A tour")
+	if !ok {
+		t.Fatal("README.md has no tour")
+	}
+	_, tour, _ = strings.Cut(tour, "```sh\n")
+	tour, _, _ = strings.Cut(tour, "```")
+	return tour
+}
+
 // TestReadmeCommands runs the commands README.md and the examples show, as
 // written, from the repository root: `go install ./cmd/stratum` puts the
 // binary in $(go env GOPATH)/bin, and with that directory on PATH the main
@@ -119,11 +139,7 @@ func TestReadmeCommands(t *testing.T) {
 		t.Skip("builds and installs the stratum binary")
 	}
 	in := install(t)
-	tests := []struct{ file, prefix, want string }{
-		{"README.md", "go run ./cmd/stratum run examples/quickstart.stratum.yaml", "draft: attempt 2 accepted"},
-		{"examples/iterate.stratum.yaml", "stratum run examples/iterate.stratum.yaml", "improve: attempt 2 accepted"},
-	}
-	for _, tt := range tests {
+	for _, tt := range readmeRuns {
 		cmdline := commandAt(t, readRepoFile(t, tt.file), tt.prefix)
 		if out := in.sh(cmdline); !strings.Contains(out, tt.want) || !strings.Contains(out, " completed\n") {
 			t.Errorf("%s (from %s) did not complete as shown:\n%s", cmdline, tt.file, out)
@@ -147,13 +163,7 @@ func TestReadmeTour(t *testing.T) {
 			t.Skipf("the tour needs %s", tool)
 		}
 	}
-	readme := readRepoFile(t, "README.md")
-	_, tour, ok := strings.Cut(readme, "### A tour")
-	if !ok {
-		t.Fatal("README.md has no tour")
-	}
-	_, tour, _ = strings.Cut(tour, "```sh\n")
-	tour, _, _ = strings.Cut(tour, "```")
+	tour := readmeTour(t, readRepoFile(t, "README.md"))
 	in := install(t)
 	_, hasDot := exec.LookPath("dot")
 	var script strings.Builder
