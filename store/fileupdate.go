@@ -153,6 +153,31 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	if err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
+	if groupMode && rf.dir != nil {
+		g, _, gerr := syncerFor(rf.dir)
+		if gerr != nil {
+			tmp.Close()
+			return gerr
+		}
+		err = g.Sync()
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("run %s: flush the write: %w", runID, err)
+		}
+		if err := os.Rename(filepath.Join(dir, stateTemp), filepath.Join(dir, stateFile)); err != nil {
+			return fmt.Errorf("run %s: replace state: %w", runID, err)
+		}
+		if err := g.Sync(); err != nil {
+			return fmt.Errorf("run %s: replace state: %w", runID, err)
+		}
+		if err := s.writeHeadRecord(recordOf(next), v.recFile, v.recFile == nil); err != nil {
+			return err
+		}
+		s.appendIndex(runID, rf, v.env, v.headOffset, w, v.env.LogSize)
+		return nil
+	}
 	var logErr, recErr error
 	var wg sync.WaitGroup
 	if len(w.lines) > 0 {
@@ -187,6 +212,8 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	s.appendIndex(runID, rf, v.env, v.headOffset, w, v.env.LogSize)
 	return nil
 }
+
+var groupMode = os.Getenv("STRATUM_GROUP") == "1"
 
 // keep writes tails that are not yet kept aside into their files, then
 // cuts the log back to its acknowledged size. Each file is written under
