@@ -51,7 +51,7 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 	// The write's place in its file system's group commit is taken before
 	// it changes anything (groupSyncer); nil: each file is fsynced.
 	var tk *syncTicket
-	if rf.dir != nil {
+	if rf.dir != nil && !s.syncEach {
 		g, err := groupSyncerFor(rf.dir, v.log, v.recFile)
 		if err != nil {
 			return Head{}, fmt.Errorf("run %s: %w", runID, err)

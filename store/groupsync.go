@@ -29,13 +29,15 @@ type groupSyncer struct {
 	next    *syncBatch // the batch writes join now; it has not started
 	failed  uint64     // flushes that returned an error so far
 
-	flushes atomic.Int64 // flushes issued (for benchmarks and tests)
+	flushes atomic.Int64 // flushes issued, and
+	covered atomic.Int64 // the waits they answered (for benchmarks and tests)
 }
 
 // syncBatch is one flush and the writes it covers.
 type syncBatch struct {
-	done chan struct{}
-	err  error
+	done    chan struct{}
+	err     error
+	waiters int // the waits that joined it
 }
 
 // syncTicket is a write's place in its file system's group commit,
@@ -62,6 +64,7 @@ func (t syncTicket) wait() error {
 		g.next = &syncBatch{done: make(chan struct{})}
 	}
 	b := g.next
+	b.waiters++
 	if !g.running {
 		g.running = true
 		go g.run()
@@ -95,6 +98,7 @@ func (g *groupSyncer) run() {
 		}
 		g.mu.Unlock()
 		g.flushes.Add(1)
+		g.covered.Add(int64(b.waiters)) // no wait joins b once it left next
 		err := g.flush()
 		g.mu.Lock()
 		if err != nil {
