@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func runChild(mode string) error {
 	switch mode {
 	case "crash":
 		seed, _ := strconv.ParseUint(os.Getenv("STORE_SEED"), 10, 64)
-		return crashChild(root, seed)
+		return crashChild(root, seed, envInt("STORE_WORKERS", 1))
 	case "cas":
 		return casChild(root, os.Getenv("STORE_RUN"), os.Getenv("STORE_EXPECT"), os.Getenv("STORE_NEW"))
 	case "hold":
@@ -52,27 +53,45 @@ func runChild(mode string) error {
 	return fmt.Errorf("unknown child mode %q", mode)
 }
 
-// crashChild creates and updates runs forever, printing "begin RUN"
-// before each Create or Update and "ack RUN SEQ" after it returns. The parent kills it with SIGKILL.
+// crashChild creates and updates runs forever on workers goroutines, each
+// with runs of its own (so several Updates of different runs are ready at
+// once and share group flushes), printing "begin RUN" before each Create
+// or Update and "ack RUN SEQ" after it returns, and "shared" once a group
+// flush has answered more than one write. The parent kills it with SIGKILL.
 // Every event's data names its run and seq, and every state names the seq
 // it is consistent with, so the parent can check both.
-func crashChild(root string, seed uint64) error {
+func crashChild(root string, seed uint64, workers int) error {
 	s, err := NewFileStore(root, &Options{OnRepair: func(id string, r Tail) {
 		fmt.Printf("repair %s %d %d %v\n", id, r.Bytes, r.Events, r.Chained)
 	}})
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(seed, 42))
-	infos, err := s.List(ctx)
+	infos, err := s.List(context.Background())
 	if err != nil {
 		return err
 	}
-	var runs []string
-	for _, r := range infos {
-		runs = append(runs, r.ID)
+	runs := make([][]string, workers)
+	for i, r := range infos {
+		runs[i%workers] = append(runs[i%workers], r.ID)
 	}
+	var shared sync.Once
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			errs <- crashWorker(s, seed, w, runs[w], func() {
+				if groupShared() {
+					shared.Do(func() { fmt.Println("shared") })
+				}
+			})
+		}()
+	}
+	return <-errs
+}
+
+func crashWorker(s *FileStore, seed uint64, worker int, runs []string, acked func()) error {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 42+uint64(worker)))
 	pad := func() string {
 		switch rng.IntN(6) {
 		case 0:
@@ -97,6 +116,9 @@ func crashChild(root string, seed uint64) error {
 	for n := 0; ; n++ {
 		if len(runs) < 3 || rng.IntN(8) == 0 {
 			id := fmt.Sprintf("r%d-%d", seed, n)
+			if worker > 0 {
+				id = fmt.Sprintf("r%d-w%d-%d", seed, worker, n)
+			}
 			fmt.Printf("begin %s\n", id)
 			k := rng.IntN(3)
 			h, err := s.Create(ctx, id, Change{State: state(int64(k)), Events: events(id, 0, k)})
@@ -117,6 +139,7 @@ func crashChild(root string, seed uint64) error {
 			return err
 		}
 		fmt.Printf("ack %s %d\n", id, h.Seq)
+		acked()
 	}
 }
 
@@ -235,6 +258,24 @@ func envInt(name string, def int) int {
 // verify, its state must match its head, and every step the child saw
 // acknowledged must be present. STORE_CRASH_ITERATIONS raises the count.
 func TestCrashSafety(t *testing.T) {
+	crashLoop(t, 1)
+}
+
+// TestCrashSafetyConcurrentRuns is TestCrashSafety with a child that
+// updates many runs at once (8 goroutines, each on runs of its own), so
+// that writes share group flushes (docs/storage.md, "Group commit") and
+// are killed between the phases of a batch: no acknowledged update may be
+// lost, and every run must load and verify.
+func TestCrashSafetyConcurrentRuns(t *testing.T) {
+	shared := crashLoop(t, 8)
+	if shared == 0 && groupCommitAvailable() {
+		t.Error("no group flush ever answered more than one write: the test is not reaching group commit")
+	}
+}
+
+// crashLoop runs the crash test with a child of workers goroutines and
+// returns in how many iterations a group flush answered several writes.
+func crashLoop(t *testing.T, workers int) (shared int) {
 	iterations := envInt("STORE_CRASH_ITERATIONS", 60)
 	if testing.Short() {
 		iterations = 5
@@ -248,11 +289,13 @@ func TestCrashSafety(t *testing.T) {
 	acked := map[string]int64{}
 	repairs, acks, tails := 0, 0, 0
 	for it := range iterations {
-		c := startChild(t, "crash", "STORE_ROOT="+root, fmt.Sprintf("STORE_SEED=%d", it))
+		c := startChild(t, "crash", "STORE_ROOT="+root, fmt.Sprintf("STORE_SEED=%d", it), fmt.Sprintf("STORE_WORKERS=%d", workers))
 		touched := map[string]bool{}
 		record := func(line string) {
 			f := strings.Fields(line)
 			switch {
+			case len(f) == 1 && f[0] == "shared":
+				shared++
 			case len(f) == 2 && f[0] == "begin":
 				touched[f[1]] = true
 			case len(f) == 3 && f[0] == "ack":
@@ -282,8 +325,8 @@ func TestCrashSafety(t *testing.T) {
 		tails += checkRuns(t, s, acked, touched)
 	}
 	checkRuns(t, s, acked, nil)
-	t.Logf("%d kills, %d acknowledged writes over %d runs; %d run checks found an unacknowledged tail, %d tails repaired by a later child",
-		iterations, acks, len(acked), tails, repairs)
+	t.Logf("%d kills, %d acknowledged writes over %d runs; %d run checks found an unacknowledged tail, %d tails repaired by a later child; group flushes shared in %d children",
+		iterations, acks, len(acked), tails, repairs, shared)
 	if iterations >= 20 && tails == 0 {
 		t.Error("no kill ever left an unacknowledged tail: the test is not reaching the window it exists for")
 	}
@@ -299,6 +342,7 @@ func TestCrashSafety(t *testing.T) {
 			t.Fatalf("run %s after a final update: %+v, %v", id, rep, err)
 		}
 	}
+	return shared
 }
 
 // checkRuns checks the runs in only (every run when only is nil) and
