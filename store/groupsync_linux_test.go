@@ -73,3 +73,15 @@ func TestUpdateSharesFlushes(t *testing.T) {
 		t.Fatalf("with group commit off an Update waited for %d group flushes", got)
 	}
 }
+
+// groupCounts sums the flushes of every group syncer of this process and
+// the waits they answered.
+func groupCounts() (flushes, waits int64) {
+	groupCommit.mu.Lock()
+	defer groupCommit.mu.Unlock()
+	for _, g := range groupCommit.syncers {
+		flushes += g.flushes.Load()
+		waits += g.covered.Load()
+	}
+	return flushes, waits
+}
