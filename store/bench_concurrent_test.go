@@ -9,29 +9,22 @@ import (
 	"time"
 )
 
-// BenchmarkConcurrentUpdates drives RUNS runs at once (1 and 20), each
+// BenchmarkConcurrentUpdates drives 1, then 20 runs at once, each
 // by its own goroutine doing step_done-shaped Updates (a 4 KiB state and
 // one ~300-byte event) on its own run: updates/s is the store's
 // throughput when several updates are ready at once (docs/storage.md,
-// "Group commit"). Each b.N iteration is one update of every run.
+// "Concurrent writes"). Each b.N iteration is one update of every run.
 //
-//	go test ./store -run '^$' -bench ConcurrentUpdates -benchtime 50x -count 5
-//
-// sync=group is the store as it is (group commit where the kernel allows
-// it); sync=each turns group commit off, each write fsyncing its own
-// files as before it. waits/flush is how many writes' flushes one group
-// flush answered on average (each write waits for two).
+//	go test ./store -run '^$' -bench ConcurrentUpdates -benchtime 40x -count 5
 func BenchmarkConcurrentUpdates(b *testing.B) {
 	for _, runs := range []int{1, 20} {
-		for _, mode := range []string{"each", "group"} {
-			b.Run(fmt.Sprintf("runs=%d/sync=%s", runs, mode), func(b *testing.B) {
-				benchConcurrentUpdates(b, runs, mode == "each")
-			})
-		}
+		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
+			benchConcurrentUpdates(b, runs)
+		})
 	}
 }
 
-func benchConcurrentUpdates(b *testing.B, runs int, each bool) {
+func benchConcurrentUpdates(b *testing.B, runs int) {
 	ctx := context.Background()
 	s := newStore(b, nil)
 	if dir := os.Getenv("STRATUM_BENCH_DIR"); dir != "" {
@@ -44,8 +37,6 @@ func benchConcurrentUpdates(b *testing.B, runs int, each bool) {
 			b.Fatal(err)
 		}
 	}
-	s.syncEach = each
-	flushes0, waits0 := groupCounts()
 	state := benchState(4096)
 	ids := make([]string, runs)
 	for r := range ids {
@@ -77,7 +68,4 @@ func benchConcurrentUpdates(b *testing.B, runs int, each bool) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(runs*b.N)/elapsed.Seconds(), "updates/s")
-	if flushes, waits := groupCounts(); flushes > flushes0 {
-		b.ReportMetric(float64(waits-waits0)/float64(flushes-flushes0), "waits/flush")
-	}
 }

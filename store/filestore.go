@@ -56,9 +56,6 @@ type FileStore struct {
 	root        string
 	lockTimeout time.Duration
 	onRepair    func(string, Tail)
-	// syncEach turns group commit off: each write fsyncs its own files, as
-	// where no syncfs reports errors (set by tests of that path).
-	syncEach bool
 }
 
 var _ Store = (*FileStore)(nil)

@@ -15,23 +15,12 @@ import (
 )
 
 func TestFileStoreContract(t *testing.T) {
-	testFileStoreContract(t, func(s *store.FileStore) *store.FileStore { return s })
-}
-
-// TestFileStoreContractSyncEach runs the contract with group commit off:
-// each write fsyncs its own files, as where syncfs does not report errors
-// (docs/storage.md, "Group commit").
-func TestFileStoreContractSyncEach(t *testing.T) {
-	testFileStoreContract(t, store.SyncEachForTest)
-}
-
-func testFileStoreContract(t *testing.T, mode func(*store.FileStore) *store.FileStore) {
 	open := func(root string) *store.FileStore {
 		s, err := store.NewFileStore(root, &store.Options{LockTimeout: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return mode(s)
+		return s
 	}
 	storetest.Run(t, func(t *testing.T) store.Store { return fileTamperer{open(filepath.Join(t.TempDir(), "flows"))} },
 		storetest.Reopen(func(t *testing.T, s store.Store) store.Store { return open(s.(fileTamperer).Root()) }))

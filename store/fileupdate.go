@@ -48,19 +48,6 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 		return Head{}, err
 	}
 	defer v.close()
-	// The write's place in its file system's group commit is taken before
-	// it changes anything (groupSyncer); nil: each file is fsynced.
-	var tk *syncTicket
-	if rf.dir != nil && !s.syncEach {
-		g, err := groupSyncerFor(rf.dir, v.log, v.recFile)
-		if err != nil {
-			return Head{}, fmt.Errorf("run %s: %w", runID, err)
-		}
-		if g != nil {
-			t := g.begin()
-			tk = &t
-		}
-	}
 	if v.recState == HeadRecordBehind {
 		// Flushed with this write's own fsyncs (see commit).
 		if err := s.writeHeadRecord(recordOf(v.env), v.recFile, false); err != nil {
@@ -89,7 +76,7 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 	if err != nil {
 		return Head{}, err
 	}
-	if err := s.commit(runID, rf, v, rp.kept, w, p, tk); err != nil {
+	if err := s.commit(runID, rf, v, rp.kept, w, p); err != nil {
 		return Head{}, err
 	}
 	if s.onRepair != nil {
@@ -135,16 +122,13 @@ func planRepair(runID string, v *runView) (repairPlan, error) {
 // commit makes a write durable, in the order docs/storage.md gives: kept
 // data aside and the log cut back; the events appended and the new state
 // written to its temp file; the log, the temp file and the head file
-// (holding the previous write's record) flushed: neither new file is
-// visible before the rename; the state renamed into place and the
-// directory flushed; this write's head record overwritten in place, to be
-// flushed by the next write (docs/decisions/0010); then the index
-// (derived, not fsynced). With a ticket the two flushes are group flushes
-// of the whole file system shared with the writes ready at the same time
-// (docs/decisions/0210); without, each file is fsynced, the three of the
-// first flush concurrently (syncs issued together share a journal commit
-// where the file system allows).
-func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, w encodedWrite, p prepared, tk *syncTicket) error {
+// (holding the previous write's record) flushed concurrently: neither new
+// file is visible before the rename, and syncs issued together share a
+// journal commit where the file system allows; the state renamed into
+// place and the directory fsynced; this write's head record overwritten in
+// place, to be flushed by the next write (docs/decisions/0010); then the
+// index (derived, not fsynced).
+func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, w encodedWrite, p prepared) error {
 	if err := s.keep(runID, v, kept); err != nil {
 		return err
 	}
@@ -169,48 +153,15 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	if err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
-	if tk != nil {
-		err = tk.wait()
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("run %s: flush the events, the new state and the head record: %w", runID, err)
-		}
-	} else if err := syncEach(runID, v, tmp, len(w.lines) > 0); err != nil {
-		return err
-	}
-	if err := os.Rename(filepath.Join(dir, stateTemp), filepath.Join(dir, stateFile)); err != nil {
-		return fmt.Errorf("run %s: replace state: %w", runID, err)
-	}
-	if tk != nil {
-		err = tk.wait()
-	} else {
-		err = rf.sync()
-	}
-	if err != nil {
-		return fmt.Errorf("run %s: replace state: %w", runID, err)
-	}
-	if err := s.writeHeadRecord(recordOf(next), v.recFile, v.recFile == nil); err != nil {
-		return err
-	}
-	s.appendIndex(runID, rf, v.env, v.headOffset, w, v.env.LogSize)
-	return nil
-}
-
-// syncEach flushes a write's files one by one, concurrently: the log
-// (when the write appended to it), the new state's temp file, and the head
-// record file (holding the previous write's record); then closes tmp.
-func syncEach(runID string, v *runView, tmp *smallFile, appended bool) error {
 	var logErr, recErr error
 	var wg sync.WaitGroup
-	if appended {
+	if len(w.lines) > 0 {
 		wg.Go(func() { logErr = v.log.Sync() })
 	}
 	if v.recFile != nil {
 		wg.Go(func() { recErr = v.recFile.Datasync() })
 	}
-	err := tmp.Sync()
+	err = tmp.Sync()
 	wg.Wait()
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -224,6 +175,16 @@ func syncEach(runID string, v *runView, tmp *smallFile, appended bool) error {
 	if err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
+	if err := os.Rename(filepath.Join(dir, stateTemp), filepath.Join(dir, stateFile)); err != nil {
+		return fmt.Errorf("run %s: replace state: %w", runID, err)
+	}
+	if err := rf.sync(); err != nil {
+		return fmt.Errorf("run %s: replace state: %w", runID, err)
+	}
+	if err := s.writeHeadRecord(recordOf(next), v.recFile, v.recFile == nil); err != nil {
+		return err
+	}
+	s.appendIndex(runID, rf, v.env, v.headOffset, w, v.env.LogSize)
 	return nil
 }
 
