@@ -294,8 +294,9 @@ func crashLoop(t *testing.T, workers int) {
 				t.Fatalf("child printed %q", line)
 			}
 		}
-		record(c.next(t))                                                              // the child is working
-		time.Sleep(time.Duration(rng.IntN(40_000*min(workers, 2))) * time.Microsecond) // more writers, a little longer
+		record(c.next(t)) // the child is working
+		// A child with more writers gets a little longer to make progress.
+		time.Sleep(time.Duration(rng.IntN(40_000*min(workers, 2))) * time.Microsecond)
 		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
