@@ -41,7 +41,7 @@ func runChild(mode string) error {
 	switch mode {
 	case "crash":
 		seed, _ := strconv.ParseUint(os.Getenv("STORE_SEED"), 10, 64)
-		return crashChild(root, seed)
+		return crashChild(root, seed, envInt("STORE_WORKERS", 1))
 	case "cas":
 		return casChild(root, os.Getenv("STORE_RUN"), os.Getenv("STORE_EXPECT"), os.Getenv("STORE_NEW"))
 	case "hold":
@@ -52,27 +52,38 @@ func runChild(mode string) error {
 	return fmt.Errorf("unknown child mode %q", mode)
 }
 
-// crashChild creates and updates runs forever, printing "begin RUN"
-// before each Create or Update and "ack RUN SEQ" after it returns. The parent kills it with SIGKILL.
+// crashChild creates and updates runs forever on workers goroutines, each
+// with runs of its own (so several Updates of different runs are in flight
+// at once, their fsyncs overlapping), printing "begin RUN" before each
+// Create or Update and "ack RUN SEQ" after it returns. The parent kills it
+// with SIGKILL.
 // Every event's data names its run and seq, and every state names the seq
 // it is consistent with, so the parent can check both.
-func crashChild(root string, seed uint64) error {
+func crashChild(root string, seed uint64, workers int) error {
 	s, err := NewFileStore(root, &Options{OnRepair: func(id string, r Tail) {
 		fmt.Printf("repair %s %d %d %v\n", id, r.Bytes, r.Events, r.Chained)
 	}})
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(seed, 42))
-	infos, err := s.List(ctx)
+	infos, err := s.List(context.Background())
 	if err != nil {
 		return err
 	}
-	var runs []string
-	for _, r := range infos {
-		runs = append(runs, r.ID)
+	runs := make([][]string, workers)
+	for i, r := range infos {
+		runs[i%workers] = append(runs[i%workers], r.ID)
 	}
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() { errs <- crashWorker(s, seed, w, runs[w]) }()
+	}
+	return <-errs
+}
+
+func crashWorker(s *FileStore, seed uint64, worker int, runs []string) error {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 42+uint64(worker)))
 	pad := func() string {
 		switch rng.IntN(6) {
 		case 0:
@@ -97,6 +108,9 @@ func crashChild(root string, seed uint64) error {
 	for n := 0; ; n++ {
 		if len(runs) < 3 || rng.IntN(8) == 0 {
 			id := fmt.Sprintf("r%d-%d", seed, n)
+			if worker > 0 {
+				id = fmt.Sprintf("r%d-w%d-%d", seed, worker, n)
+			}
 			fmt.Printf("begin %s\n", id)
 			k := rng.IntN(3)
 			h, err := s.Create(ctx, id, Change{State: state(int64(k)), Events: events(id, 0, k)})
@@ -235,6 +249,21 @@ func envInt(name string, def int) int {
 // verify, its state must match its head, and every step the child saw
 // acknowledged must be present. STORE_CRASH_ITERATIONS raises the count.
 func TestCrashSafety(t *testing.T) {
+	crashLoop(t, 1)
+}
+
+// TestCrashSafetyConcurrentRuns is TestCrashSafety with a child that
+// updates many runs at once (8 goroutines, each on runs of its own), as a
+// server does with concurrent runs or fanout items (docs/storage.md,
+// "Concurrent writes"): killed with several writes in flight, at their
+// different steps, no acknowledged update may be lost, and every run must
+// load and verify.
+func TestCrashSafetyConcurrentRuns(t *testing.T) {
+	crashLoop(t, 8)
+}
+
+// crashLoop runs the crash test with a child of workers goroutines.
+func crashLoop(t *testing.T, workers int) {
 	iterations := envInt("STORE_CRASH_ITERATIONS", 60)
 	if testing.Short() {
 		iterations = 5
@@ -248,7 +277,7 @@ func TestCrashSafety(t *testing.T) {
 	acked := map[string]int64{}
 	repairs, acks, tails := 0, 0, 0
 	for it := range iterations {
-		c := startChild(t, "crash", "STORE_ROOT="+root, fmt.Sprintf("STORE_SEED=%d", it))
+		c := startChild(t, "crash", "STORE_ROOT="+root, fmt.Sprintf("STORE_SEED=%d", it), fmt.Sprintf("STORE_WORKERS=%d", workers))
 		touched := map[string]bool{}
 		record := func(line string) {
 			f := strings.Fields(line)
@@ -266,7 +295,8 @@ func TestCrashSafety(t *testing.T) {
 			}
 		}
 		record(c.next(t)) // the child is working
-		time.Sleep(time.Duration(rng.IntN(40_000)) * time.Microsecond)
+		// A child with more writers gets a little longer to make progress.
+		time.Sleep(time.Duration(rng.IntN(40_000*min(workers, 2))) * time.Microsecond)
 		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
