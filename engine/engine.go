@@ -56,6 +56,9 @@ type Engine struct {
 	// verifyWrites (tests only) re-reads every written run from the store
 	// and compares it with the state in memory.
 	verifyWrites bool
+	// checkHook (tests only) is called as the checks of a reported result
+	// (its contract, ensures and iterate condition) start to evaluate.
+	checkHook func(ctx context.Context)
 }
 
 // cachedRun is the decoded state of a run as last written by this process,

@@ -58,6 +58,9 @@ type outputVerdict struct {
 // declared contract, then to its ensures, the one sequence of result
 // checks of do steps and fanout items (docs/engine.md, "step_done").
 func (t *txn) checkOutput(outName string, out *ir.Contract, output any, ensures []ir.Ensure, ec ensureCtx, b expr.Bindings) outputVerdict {
+	if t.e.checkHook != nil {
+		t.e.checkHook(t.ctx)
+	}
 	if out != nil {
 		if errs := out.Validate(output, "result"); len(errs) > 0 {
 			return outputVerdict{kind: kindContract, reason: contractMessage(outName, errs)}

@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/store"
+)
+
+// checksSpec has two parallel do steps, a with regex ensures and b
+// without: while a's checks evaluate, b can be reported.
+const checksSpec = `
+version: 1
+contracts:
+  R: {s: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${a.output}", contract: R}
+    steps:
+      - id: a
+        do: "a"
+        out: R
+        attempts: 1
+        ensure:
+          - expr: "!matches(result.s, '.{100}x1')"
+          - expr: "!matches(result.s, '.{100}x2')"
+          - expr: "len(result.s) > 0"
+      - id: b
+        do: "b"
+        out: R
+`
+
+// checkGate blocks the first evaluation of a report's checks until
+// released, and counts every evaluation.
+type checkGate struct {
+	calls   atomic.Int32
+	started chan context.Context
+	release chan struct{}
+	once    sync.Once
+}
+
+func newCheckGate(e *Engine) *checkGate {
+	g := &checkGate{started: make(chan context.Context, 1), release: make(chan struct{})}
+	e.checkHook = func(ctx context.Context) {
+		if g.calls.Add(1) == 1 {
+			g.started <- ctx
+			<-g.release
+		}
+	}
+	return g
+}
+
+func (g *checkGate) open() { g.once.Do(func() { close(g.release) }) }
+
+// lockHarness is an engine over a file store whose run lock is given up
+// after 200 ms: a caller that waited for a lock held by a blocked check
+// would fail with ErrRunLocked instead of hanging the test.
+func lockHarness(t *testing.T) *harness {
+	t.Helper()
+	st, err := store.NewFileStore(filepath.Join(t.TempDir(), "flows"), &store.Options{LockTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newHarnessOn(t, Options{}, st, st)
+}
+
+// reportInBackground sends a's report and returns the channel of its
+// outcome.
+func reportInBackground(h *harness, runID, token, output string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: runID, StepID: "a", DispatchToken: token,
+			Result: StepResult{Output: json.RawMessage(output)}})
+		done <- err
+	}()
+	return done
+}
+
+// A cancel sent while a report's ensures evaluate takes the run's lock at
+// once (the evaluation holds none), stops the evaluation, and the report
+// then answers as any report on a cancelled run does.
+func TestCancelWhileReportChecksEvaluate(t *testing.T) {
+	h := lockHarness(t)
+	g := newCheckGate(h.e)
+	defer g.open()
+	r := h.plan(checksSpec, map[string]any{})
+	done := reportInBackground(h, r.RunID, entry(t, r, "a").DispatchToken, `{"s":"`+strings.Repeat("a", 400)+`"}`)
+	checkCtx := <-g.started
+
+	// The evaluation is blocked: the cancel is served while it runs.
+	res, err := h.e.Cancel(h.ctx, r.RunID, "stop")
+	if err != nil {
+		t.Fatalf("cancel while the ensures evaluate: %v", err)
+	}
+	if res.Status != StatusCancelled {
+		t.Fatalf("cancel answered %+v", res)
+	}
+	if checkCtx.Err() == nil {
+		t.Fatal("the cancel did not stop the evaluation of the checks")
+	}
+	g.open()
+	err = <-done
+	var ee *Error
+	if !errors.As(err, &ee) || !errors.Is(ee.Kind, ErrRunCancelled) {
+		t.Fatalf("report after the cancel: %v", err)
+	}
+	if got := h.eventTypes(r.RunID); countPrefix(got, "result(") != 0 || countPrefix(got, "flow_cancelled") != 1 {
+		t.Fatalf("events %v", got)
+	}
+	if n := g.calls.Load(); n != 1 {
+		t.Fatalf("the checks were evaluated %d times, want 1", n)
+	}
+}
+
+// A write that does not concern the report (another step's result) lands
+// while its checks evaluate; the verdict is then reused, not evaluated
+// again under the lock.
+func TestReportChecksReusedAcrossOtherWrites(t *testing.T) {
+	h := lockHarness(t)
+	g := newCheckGate(h.e)
+	defer g.open()
+	r := h.plan(checksSpec, map[string]any{})
+	done := reportInBackground(h, r.RunID, entry(t, r, "a").DispatchToken, `{"s":"`+strings.Repeat("a", 400)+`"}`)
+	<-g.started
+	if _, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "b", DispatchToken: entry(t, r, "b").DispatchToken,
+		Result: StepResult{Output: json.RawMessage(`{"s":"y"}`)}}); err != nil {
+		t.Fatalf("step_done of b while a's checks evaluate: %v", err)
+	}
+	g.open()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	final, err := h.e.Status(h.ctx, r.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, final, StatusCompleted)
+	// a's checks once (outside the lock, reused), b's once.
+	if n := g.calls.Load(); n != 2 {
+		t.Fatalf("the checks were evaluated %d times, want 2", n)
+	}
+}
+
+// A second report with the same token, accepted while the first one's
+// checks evaluate, makes the first one stale: it is refused as a late
+// duplicate is refused, and its verdict is never applied.
+func TestReportChecksOfASupersededReport(t *testing.T) {
+	h := lockHarness(t)
+	g := newCheckGate(h.e)
+	defer g.open()
+	r := h.plan(checksSpec, map[string]any{})
+	tok := entry(t, r, "a").DispatchToken
+	// The first report fails its ensures ("x1" after 100 characters).
+	done := reportInBackground(h, r.RunID, tok, `{"s":"`+strings.Repeat("a", 100)+`x1"}`)
+	<-g.started
+	if _, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "a", DispatchToken: tok,
+		Result: StepResult{Output: json.RawMessage(`{"s":"fine"}`)}}); err != nil {
+		t.Fatalf("the second report: %v", err)
+	}
+	g.open()
+	err := <-done
+	var ee *Error
+	if !errors.As(err, &ee) || !errors.Is(ee.Kind, ErrStaleToken) || !strings.Contains(ee.Message, "already accepted") {
+		t.Fatalf("the first report after the second was accepted: %v", err)
+	}
+	a, err := h.e.Audit(h.ctx, r.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Steps["a"]; st.Status != StepSucceeded || len(st.Attempts) != 1 {
+		t.Fatalf("a is %s with %d attempts", st.Status, len(st.Attempts))
+	}
+}
