@@ -377,35 +377,36 @@ func laterState(first, last *Response) *Response {
 // events, then writes both. When fn fails nothing is written. The result
 // is whatever fn returned, available only once the change is durable. fn
 // decides only: it never runs a command, a judge or an agent (those are
-// reserved as effects and run by mutate after the transition). A judged
-// ensure it reaches without a verdict stops it with nothing written; the
-// judge is then asked outside the lock and the transition runs again with
-// the verdict (one round per judged ensure reached).
+// reserved as effects and run by mutate after the transition). Work a
+// decision needs but that must not hold the lock (a judge's verdict, the
+// checks of a reported result) stops it with nothing written (needOutside);
+// the work is then done with the lock free and the transition runs again
+// with its outcome (one round per piece of work reached).
 func (e *Engine) transition(ctx context.Context, runID string, fn func(t *txn) error) (*txn, error) {
-	var verdicts map[verdictKey]judgeOutcome
+	var outside map[outsideKey]any
 	for {
-		t, err := e.transitionOnce(ctx, runID, fn, verdicts)
-		var nv *needVerdict
-		if !errors.As(err, &nv) {
+		t, err := e.transitionOnce(ctx, runID, fn, outside)
+		var no *needOutside
+		if !errors.As(err, &no) {
 			return t, err
 		}
-		if _, asked := verdicts[nv.key]; asked {
-			return nil, fmt.Errorf("run %s: internal error: the judge's verdict on %s was not used", runID, nv.key.step)
+		if _, done := outside[no.key]; done {
+			return nil, fmt.Errorf("run %s: internal error: the outcome of the work done outside the lock for %s was not used", runID, no.key.step)
 		}
-		if verdicts == nil {
-			verdicts = map[verdictKey]judgeOutcome{}
+		if outside == nil {
+			outside = map[outsideKey]any{}
 		}
-		v, jerr := e.opts.Judge.Judge(ctx, nv.req)
+		out := no.work(ctx)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		verdicts[nv.key] = judgeOutcome{verdict: v, err: jerr}
+		outside[no.key] = out
 	}
 }
 
-// transitionOnce is one attempt of transition with the verdicts asked so
-// far.
-func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *txn) error, verdicts map[verdictKey]judgeOutcome) (*txn, error) {
+// transitionOnce is one attempt of transition with the outcomes of the
+// work done outside the lock so far.
+func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *txn) error, outside map[outsideKey]any) (*txn, error) {
 	if err := store.ValidateRunID(runID); err != nil {
 		return nil, newErr(ErrRunNotFound, runID, "run %q not found: %v", runID, err)
 	}
@@ -425,7 +426,7 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 		}
 		t = newTxn(ctx, e, st, c)
 		t.headSeq, t.lease = cur.Head.Seq, cur.Lease
-		t.verdicts = verdicts
+		t.outside, t.deferrable = outside, true
 		if err := decideWith(fn, t); err != nil {
 			return nil, err
 		}
@@ -484,14 +485,14 @@ func fanoutsText(prefix string, steps map[string]*stepState) string {
 	return b.String()
 }
 
-// decideWith runs a transition's decision. A needVerdict raised from deep
-// inside the decision (txn.judge) becomes its error: the state it leaves
+// decideWith runs a transition's decision. A needOutside raised from deep
+// inside the decision (txn.judge, txn.reportChecks) becomes its error: the state it leaves
 // half changed is discarded with the transition.
 func decideWith(fn func(t *txn) error, t *txn) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			switch x := r.(type) {
-			case *needVerdict:
+			case *needOutside:
 				err = x
 			case *loadError:
 				err = x.err

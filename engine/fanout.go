@@ -306,8 +306,9 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *stepState, it *itemState, r 
 	}
 	sx := itemCtx(st, it)
 	idx, stg := it.Index, it.Stage
-	v := t.checkOutput(stage.Out, stage.OutContract, output, stage.Ensure,
-		ensureCtx{sc: sc, step: s, st: st, stepID: id, task: true, itemIndex: &idx, stage: &stg, root: r.root}, sx.bindings(output, sc.input))
+	rc := &reportChecks{outName: stage.Out, contract: stage.OutContract, ensures: stage.Ensure, output: output,
+		b: sx.bindings(output, sc.input), root: t.fileRoot(r.root)}
+	v := t.checkOutput(rc, ensureCtx{sc: sc, step: s, st: st, stepID: id, task: true, itemIndex: &idx, stage: &stg, root: r.root, token: r.token})
 	if v.kind != "" {
 		kind := v.kind
 		if v.breach != levelNone {

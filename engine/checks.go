@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratum-go/stratum/expr"
+	"github.com/stratum-go/stratum/ir"
+)
+
+// reportChecks is everything the checks of one reported result read: the
+// declared contract, the ensures, the iterate condition, the output and
+// the bindings, and the jails of the file predicates. The values come from
+// the plan (fixed for the run), the report itself, and the scope's input
+// and item (fixed for as long as the report's dispatch token is current);
+// see docs/engine.md, "Checks outside the lock".
+type reportChecks struct {
+	outName  string
+	contract *ir.Contract
+	ensures  []ir.Ensure
+	// until is the iterate condition ("" for none), checked within the
+	// same work budget once every ensure held.
+	until  string
+	output any
+	b      expr.Bindings
+	// root is the jail of the ensures' file predicates; untilRoot the
+	// iterate condition's (the workspace root).
+	root, untilRoot string
+}
+
+// predicateOutcome is the outcome of an iterate condition: why it did
+// not hold ("" when it held).
+type predicateOutcome struct {
+	holds bool
+	why   string
+}
+
+// checkOutcome is what evaluating a report's checks gave, and what it was
+// evaluated against.
+type checkOutcome struct {
+	// contract is the contract's failure ("" when the output fits it).
+	contract string
+	// failAt is the index of the first expression ensure that failed (-1
+	// when none did), reason its failure.
+	failAt int
+	reason string
+	until  predicateOutcome
+	// revision, root and untilRoot are what the evaluation read besides
+	// the report and the token: the plan's digest and the file jails.
+	revision, root, untilRoot string
+	// interrupted: the evaluation was stopped (a cancel in this process)
+	// and its outcome says nothing.
+	interrupted bool
+}
+
+// key is the outsideKey of this context's report checks (index -1) or of
+// its index-th judged ensure.
+func (ec ensureCtx) key(index int, token string) outsideKey {
+	k := outsideKey{step: ec.stepID, item: -1, index: index, token: token}
+	if ec.itemIndex != nil {
+		k.item, k.stage = *ec.itemIndex, *ec.stage
+	}
+	return k
+}
+
+// reportChecks is the outcome of a report's checks. The first time a
+// transition reaches them it stops (needOutside), and Engine.transition
+// evaluates them with the run's lock free, so that a cancel, a status or
+// another report is served meanwhile; the transition then runs again and
+// reuses that outcome when it is sound to (reusable). When it is not, or
+// the transition cannot stop (outside Engine.transition), the checks are
+// evaluated here, under the lock, as they always were.
+func (t *txn) reportChecks(ec ensureCtx, rc *reportChecks) *checkOutcome {
+	key := ec.key(-1, ec.token)
+	oc, asked := t.outside[key].(*checkOutcome)
+	if asked && oc.reusable(t, rc) {
+		return oc
+	}
+	if asked || !t.deferrable || ec.token == "" {
+		return t.e.evalChecks(t.ctx, t.c, rc)
+	}
+	e, c, runID := t.e, t.c, t.st.ID
+	panic(&needOutside{key: key, work: func(ctx context.Context) any {
+		return e.evalChecksUnlocked(ctx, runID, ec.token, c, rc)
+	}})
+}
+
+// reusable reports whether an outcome evaluated outside the lock is the
+// one the same checks would give under it. The transition reaches the
+// checks again only after it found the report's dispatch token still
+// current for the same step (or item and stage), under the lock: a cancel,
+// a revise, a revert, a newer attempt or an accepted duplicate would have
+// made the report stale or refused before. With the token current, every
+// value the checks read is the one they read outside: the plan is the
+// run's (compared by digest), the output is the report's own, and the
+// scope's input and the item's bindings only change with a new issuance,
+// hence a new token. The file jails are compared too. What files hold is
+// not the run's state and no lock orders it: reading them a moment before
+// the lock is taken is as valid as reading them after. An interrupted
+// evaluation is never reused.
+func (oc *checkOutcome) reusable(t *txn, rc *reportChecks) bool {
+	return !oc.interrupted && oc.revision == t.c.digest && oc.root == rc.root && oc.untilRoot == rc.untilRoot
+}
+
+// evalChecksUnlocked evaluates a report's checks outside the run's lock. A
+// Cancel in this process stops the evaluation at once (the outcome is
+// then marked interrupted: the transition that follows finds the run
+// cancelled and refuses the report).
+func (e *Engine) evalChecksUnlocked(ctx context.Context, runID, token string, c *compiled, rc *reportChecks) *checkOutcome {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	untrack := e.trackEffect(runID, "checks "+token, stop)
+	defer untrack()
+	oc := e.evalChecks(ctx, c, rc)
+	oc.interrupted = ctx.Err() != nil
+	return oc
+}
+
+// evalChecks evaluates the checks of a reported output in their order:
+// the contract, the expression ensures (sharing one work budget), then
+// the iterate condition within the same budget (docs/expressions.md,
+// "Work budget"). Judged ensures are skipped: they never touch the budget,
+// and the transition decides them in order from their verdicts
+// (walkEnsures). The first failure stops. It reads only rc and the plan.
+func (e *Engine) evalChecks(ctx context.Context, c *compiled, rc *reportChecks) *checkOutcome {
+	if e.checkHook != nil {
+		e.checkHook(ctx)
+	}
+	oc := &checkOutcome{failAt: -1, revision: c.digest, root: rc.root, untilRoot: rc.untilRoot}
+	if rc.contract != nil {
+		if errs := rc.contract.Validate(rc.output, "result"); len(errs) > 0 {
+			oc.contract = contractMessage(rc.outName, errs)
+			return oc
+		}
+	}
+	budget := expr.NewBudget(e.opts.EnsureBudget)
+	opts := &expr.EvalOptions{WorkspaceRoot: rc.root, Budget: budget}
+	for i, en := range rc.ensures {
+		if en.Kind == ir.EnsureJudged {
+			continue
+		}
+		src := en.Expression()
+		if holds, why := evalPredicate(ctx, c, src, rc.b, opts); !holds {
+			oc.failAt, oc.reason = i, fmt.Sprintf("ensure %s failed: %s", quote(src), why)
+			return oc
+		}
+	}
+	if rc.until != "" {
+		oc.until.holds, oc.until.why = evalPredicate(ctx, c, rc.until, rc.b, &expr.EvalOptions{WorkspaceRoot: rc.untilRoot, Budget: budget})
+	}
+	return oc
+}
+
+// evalPredicate evaluates one ensure expression or iterate condition:
+// whether it held, and why not.
+func evalPredicate(ctx context.Context, c *compiled, src string, b expr.Bindings, opts *expr.EvalOptions) (bool, string) {
+	p, err := c.program(src)
+	if err != nil {
+		return false, err.Error()
+	}
+	tr, err := p.EvalPredicateTrace(ctx, b, opts)
+	if err != nil {
+		return false, evalError(err) + explained(tr)
+	}
+	if !tr.Holds {
+		val, _ := b.Result.Value()
+		return false, "evaluated to false on result " + evidence(val) + explained(tr)
+	}
+	return true, ""
+}
