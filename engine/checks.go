@@ -80,7 +80,7 @@ func (t *txn) reportChecks(ec ensureCtx, rc *reportChecks) *checkOutcome {
 		return t.e.evalChecks(t.ctx, t.c, rc)
 	}
 	e, c, runID := t.e, t.c, t.st.ID
-	panic(&needOutside{key: key, work: func(ctx context.Context) any {
+	panic(&needOutside{key: key, sameTime: true, work: func(ctx context.Context) any {
 		return e.evalChecksUnlocked(ctx, runID, ec.token, c, rc)
 	}})
 }

@@ -384,11 +384,16 @@ func laterState(first, last *Response) *Response {
 // with its outcome (one round per piece of work reached).
 func (e *Engine) transition(ctx context.Context, runID string, fn func(t *txn) error) (*txn, error) {
 	var outside map[outsideKey]any
+	var now time.Time // zero: the attempt reads the clock
 	for {
-		t, err := e.transitionOnce(ctx, runID, fn, outside)
+		t, err := e.transitionOnce(ctx, runID, fn, outside, now)
 		var no *needOutside
 		if !errors.As(err, &no) {
 			return t, err
+		}
+		now = time.Time{}
+		if no.sameTime {
+			now = no.at
 		}
 		if _, done := outside[no.key]; done {
 			return nil, fmt.Errorf("run %s: internal error: the outcome of the work done outside the lock for %s was not used", runID, no.key.step)
@@ -406,7 +411,9 @@ func (e *Engine) transition(ctx context.Context, runID string, fn func(t *txn) e
 
 // transitionOnce is one attempt of transition with the outcomes of the
 // work done outside the lock so far.
-func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *txn) error, outside map[outsideKey]any) (*txn, error) {
+// now, when not zero, is the time the attempt keeps instead of reading
+// the clock.
+func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *txn) error, outside map[outsideKey]any, now time.Time) (*txn, error) {
 	if err := store.ValidateRunID(runID); err != nil {
 		return nil, newErr(ErrRunNotFound, runID, "run %q not found: %v", runID, err)
 	}
@@ -424,7 +431,11 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 		if err != nil {
 			return nil, err
 		}
-		t = newTxn(ctx, e, st, c)
+		if now.IsZero() {
+			t = newTxn(ctx, e, st, c)
+		} else {
+			t = &txn{ctx: ctx, e: e, st: st, c: c, now: now}
+		}
 		t.headSeq, t.lease = cur.Head.Seq, cur.Lease
 		t.outside, t.deferrable = outside, true
 		if err := decideWith(fn, t); err != nil {
@@ -493,6 +504,7 @@ func decideWith(fn func(t *txn) error, t *txn) (err error) {
 		if r := recover(); r != nil {
 			switch x := r.(type) {
 			case *needOutside:
+				x.at = t.now
 				err = x
 			case *loadError:
 				err = x.err

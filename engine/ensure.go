@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/expr"
@@ -38,6 +39,13 @@ type judgeOutcome struct {
 type needOutside struct {
 	key  outsideKey
 	work func(ctx context.Context) any
+	// sameTime: the transition runs again at the time it stopped (at),
+	// as one transition. The checks of a report keep it: they were part
+	// of the transition before they moved out of the lock, and its
+	// events keep the time they always had. A judge's round reads the
+	// clock again, as it always did.
+	sameTime bool
+	at       time.Time
 }
 
 func (n *needOutside) Error() string {
