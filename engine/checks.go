@@ -51,6 +51,9 @@ type checkOutcome struct {
 	// interrupted: the evaluation was stopped (a cancel in this process)
 	// and its outcome says nothing.
 	interrupted bool
+	// unfinished: the checks ran out of the work allowed under the lock
+	// (inlineUnits); they are evaluated again outside it.
+	unfinished bool
 }
 
 // key is the outsideKey of this context's report checks (index -1) or of
@@ -63,25 +66,46 @@ func (ec ensureCtx) key(index int, token string) outsideKey {
 	return k
 }
 
+// inlineUnits is the work a report's checks may do under the run's lock
+// before they move outside it: a few milliseconds at most (a unit is
+// 10-40 ns of regex matching, less of anything else), so that the
+// everyday report (a contract, a few ensures) is decided in one
+// transition, and only costly checks pay for a second one.
+const inlineUnits = 1 << 18
+
+// The modes of an evaluation of checks, for the test hook.
+const (
+	checksInline  = "inline"  // under the lock, within inlineUnits
+	checksOutside = "outside" // with the lock free
+	checksLocked  = "locked"  // under the lock, the whole budget
+)
+
 // reportChecks is the outcome of a report's checks. The first time a
-// transition reaches them it stops (needOutside), and Engine.transition
+// transition reaches them it evaluates them within inlineUnits; checks
+// that need more stop the transition (needOutside), and Engine.transition
 // evaluates them with the run's lock free, so that a cancel, a status or
-// another report is served meanwhile; the transition then runs again and
+// another report is served meanwhile. The transition then runs again and
 // reuses that outcome when it is sound to (reusable). When it is not, or
 // the transition cannot stop (outside Engine.transition), the checks are
-// evaluated here, under the lock, as they always were.
+// evaluated under the lock, as they always were. Each way gives the same
+// outcome: a budget only changes an outcome by running out, and checks
+// that ran out of the smaller one are evaluated again with the whole one.
 func (t *txn) reportChecks(ec ensureCtx, rc *reportChecks) *checkOutcome {
 	key := ec.key(-1, ec.token)
+	full := expr.NewBudget(t.e.opts.EnsureBudget).Limit()
 	oc, asked := t.outside[key].(*checkOutcome)
 	if asked && oc.reusable(t, rc) {
 		return oc
 	}
-	if asked || !t.deferrable || ec.token == "" {
-		return t.e.evalChecks(t.ctx, t.c, rc)
+	if asked || !t.deferrable || ec.token == "" || full <= inlineUnits {
+		return t.e.evalChecks(t.ctx, t.c, rc, full, checksLocked)
+	}
+	if oc := t.e.evalChecks(t.ctx, t.c, rc, inlineUnits, checksInline); !oc.unfinished {
+		return oc
 	}
 	e, c, runID := t.e, t.c, t.st.ID
 	panic(&needOutside{key: key, sameTime: true, work: func(ctx context.Context) any {
-		return e.evalChecksUnlocked(ctx, runID, ec.token, c, rc)
+		return e.evalChecksUnlocked(ctx, runID, ec.token, c, rc, full)
 	}})
 }
 
@@ -106,25 +130,26 @@ func (oc *checkOutcome) reusable(t *txn, rc *reportChecks) bool {
 // Cancel in this process stops the evaluation at once (the outcome is
 // then marked interrupted: the transition that follows finds the run
 // cancelled and refuses the report).
-func (e *Engine) evalChecksUnlocked(ctx context.Context, runID, token string, c *compiled, rc *reportChecks) *checkOutcome {
+func (e *Engine) evalChecksUnlocked(ctx context.Context, runID, token string, c *compiled, rc *reportChecks, limit int64) *checkOutcome {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	untrack := e.trackEffect(runID, "checks "+token, stop)
 	defer untrack()
-	oc := e.evalChecks(ctx, c, rc)
+	oc := e.evalChecks(ctx, c, rc, limit, checksOutside)
 	oc.interrupted = ctx.Err() != nil
 	return oc
 }
 
-// evalChecks evaluates the checks of a reported output in their order:
-// the contract, the expression ensures (sharing one work budget), then
-// the iterate condition within the same budget (docs/expressions.md,
-// "Work budget"). Judged ensures are skipped: they never touch the budget,
-// and the transition decides them in order from their verdicts
+// evalChecks evaluates the checks of a reported output in their order,
+// within a work budget of limit units: the contract, the expression
+// ensures, then the iterate condition (docs/expressions.md, "Work
+// budget"). Judged ensures are skipped: they never touch the budget, and
+// the transition decides them in order from their verdicts
 // (walkEnsures). The first failure stops. It reads only rc and the plan.
-func (e *Engine) evalChecks(ctx context.Context, c *compiled, rc *reportChecks) *checkOutcome {
+// mode says where it runs (for the test hook).
+func (e *Engine) evalChecks(ctx context.Context, c *compiled, rc *reportChecks, limit int64, mode string) *checkOutcome {
 	if e.checkHook != nil {
-		e.checkHook(ctx)
+		e.checkHook(ctx, mode)
 	}
 	oc := &checkOutcome{failAt: -1, revision: c.digest, root: rc.root, untilRoot: rc.untilRoot}
 	if rc.contract != nil {
@@ -133,7 +158,12 @@ func (e *Engine) evalChecks(ctx context.Context, c *compiled, rc *reportChecks) 
 			return oc
 		}
 	}
-	budget := expr.NewBudget(e.opts.EnsureBudget)
+	budget := expr.NewBudget(limit)
+	defer func() {
+		// Out of a budget smaller than the report's: the outcome may not
+		// be the one the whole budget gives.
+		oc.unfinished = mode == checksInline && budget.Exhausted()
+	}()
 	opts := &expr.EvalOptions{WorkspaceRoot: rc.root, Budget: budget}
 	for i, en := range rc.ensures {
 		if en.Kind == ir.EnsureJudged {

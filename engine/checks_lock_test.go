@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +14,9 @@ import (
 )
 
 // checksSpec has two parallel do steps, a with regex ensures and b
-// without: while a's checks evaluate, b can be reported.
+// without: while a's checks evaluate, b can be reported. Over a long
+// output (longOutput), a's ensures cost more than the work allowed
+// under the lock (inlineUnits): they are evaluated outside it.
 const checksSpec = `
 version: 1
 contracts:
@@ -31,32 +32,55 @@ flows:
         out: R
         attempts: 1
         ensure:
-          - expr: "!matches(result.s, '.{100}x1')"
-          - expr: "!matches(result.s, '.{100}x2')"
+          - expr: "!matches(result.s, '.{300}x1')"
+          - expr: "!matches(result.s, '.{300}x2')"
           - expr: "len(result.s) > 0"
       - id: b
         do: "b"
         out: R
 `
 
-// checkGate blocks the first evaluation of a report's checks until
-// released, and counts every evaluation.
+// longOutput is an output of a's over which each of its regex ensures
+// costs more than inlineUnits (300 pattern states over 2,000 characters);
+// with fail, it fails the first one.
+func longOutput(fail bool) string {
+	s := strings.Repeat("a", 2000)
+	if fail {
+		s += "x1"
+	}
+	return `{"s":"` + s + `"}`
+}
+
+// checkGate blocks the first evaluation of a report's checks outside the
+// lock until released, and counts the evaluations by where they ran.
 type checkGate struct {
-	calls   atomic.Int32
+	mu      sync.Mutex
+	calls   map[string]int
 	started chan context.Context
 	release chan struct{}
 	once    sync.Once
 }
 
 func newCheckGate(e *Engine) *checkGate {
-	g := &checkGate{started: make(chan context.Context, 1), release: make(chan struct{})}
-	e.checkHook = func(ctx context.Context) {
-		if g.calls.Add(1) == 1 {
+	g := &checkGate{calls: map[string]int{}, started: make(chan context.Context, 1), release: make(chan struct{})}
+	e.checkHook = func(ctx context.Context, mode string) {
+		g.mu.Lock()
+		g.calls[mode]++
+		first := mode == checksOutside && g.calls[mode] == 1
+		g.mu.Unlock()
+		if first {
 			g.started <- ctx
 			<-g.release
 		}
 	}
 	return g
+}
+
+// count is how many evaluations ran in mode.
+func (g *checkGate) count(mode string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls[mode]
 }
 
 func (g *checkGate) open() { g.once.Do(func() { close(g.release) }) }
@@ -93,7 +117,7 @@ func TestCancelWhileReportChecksEvaluate(t *testing.T) {
 	g := newCheckGate(h.e)
 	defer g.open()
 	r := h.plan(checksSpec, map[string]any{})
-	done := reportInBackground(h, r.RunID, entry(t, r, "a").DispatchToken, `{"s":"`+strings.Repeat("a", 400)+`"}`)
+	done := reportInBackground(h, r.RunID, entry(t, r, "a").DispatchToken, longOutput(false))
 	checkCtx := <-g.started
 
 	// The evaluation is blocked: the cancel is served while it runs.
@@ -116,8 +140,8 @@ func TestCancelWhileReportChecksEvaluate(t *testing.T) {
 	if got := h.eventTypes(r.RunID); countPrefix(got, "result(") != 0 || countPrefix(got, "flow_cancelled") != 1 {
 		t.Fatalf("events %v", got)
 	}
-	if n := g.calls.Load(); n != 1 {
-		t.Fatalf("the checks were evaluated %d times, want 1", n)
+	if n, m := g.count(checksOutside), g.count(checksLocked); n != 1 || m != 0 {
+		t.Fatalf("the checks were evaluated %d times outside the lock and %d under it, want 1 and 0", n, m)
 	}
 }
 
@@ -129,7 +153,7 @@ func TestReportChecksReusedAcrossOtherWrites(t *testing.T) {
 	g := newCheckGate(h.e)
 	defer g.open()
 	r := h.plan(checksSpec, map[string]any{})
-	done := reportInBackground(h, r.RunID, entry(t, r, "a").DispatchToken, `{"s":"`+strings.Repeat("a", 400)+`"}`)
+	done := reportInBackground(h, r.RunID, entry(t, r, "a").DispatchToken, longOutput(false))
 	<-g.started
 	if _, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "b", DispatchToken: entry(t, r, "b").DispatchToken,
 		Result: StepResult{Output: json.RawMessage(`{"s":"y"}`)}}); err != nil {
@@ -144,9 +168,10 @@ func TestReportChecksReusedAcrossOtherWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStatus(t, final, StatusCompleted)
-	// a's checks once (outside the lock, reused), b's once.
-	if n := g.calls.Load(); n != 2 {
-		t.Fatalf("the checks were evaluated %d times, want 2", n)
+	// a's checks once outside the lock, reused under it; b's, and a's
+	// first try, within the work allowed under the lock.
+	if n, m, i := g.count(checksOutside), g.count(checksLocked), g.count(checksInline); n != 1 || m != 0 || i != 2 {
+		t.Fatalf("the checks were evaluated %d times outside the lock, %d under it and %d within inlineUnits, want 1, 0 and 2", n, m, i)
 	}
 }
 
@@ -159,8 +184,8 @@ func TestReportChecksOfASupersededReport(t *testing.T) {
 	defer g.open()
 	r := h.plan(checksSpec, map[string]any{})
 	tok := entry(t, r, "a").DispatchToken
-	// The first report fails its ensures ("x1" after 100 characters).
-	done := reportInBackground(h, r.RunID, tok, `{"s":"`+strings.Repeat("a", 100)+`x1"}`)
+	// The first report fails its ensures.
+	done := reportInBackground(h, r.RunID, tok, longOutput(true))
 	<-g.started
 	if _, err := h.e.StepDone(h.ctx, StepDoneRequest{RunID: r.RunID, StepID: "a", DispatchToken: tok,
 		Result: StepResult{Output: json.RawMessage(`{"s":"fine"}`)}}); err != nil {
