@@ -57,8 +57,9 @@ type Engine struct {
 	// and compares it with the state in memory.
 	verifyWrites bool
 	// checkHook (tests only) is called as the checks of a reported result
-	// (its contract, ensures and iterate condition) start to evaluate.
-	checkHook func(ctx context.Context)
+	// (its contract, ensures and iterate condition) or a set step's
+	// ensures start to evaluate, with where they run (checksInline...).
+	checkHook func(ctx context.Context, mode string)
 }
 
 // cachedRun is the decoded state of a run as last written by this process,

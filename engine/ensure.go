@@ -132,7 +132,7 @@ func evidence(v any) string {
 // (they check a value the transition itself computed); the first failure
 // stops.
 func (t *txn) runEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings) ensureResult {
-	oc := t.e.evalChecks(t.ctx, t.c, &reportChecks{ensures: ensures, b: b, root: t.fileRoot(ec.root)})
+	oc := t.e.evalChecks(t.ctx, t.c, &reportChecks{ensures: ensures, b: b, root: t.fileRoot(ec.root)}, t.e.opts.EnsureBudget, checksLocked)
 	return t.walkEnsures(ec, ensures, b, oc)
 }
 
