@@ -126,15 +126,15 @@ func (oc *checkOutcome) reusable(t *txn, rc *reportChecks) bool {
 	return !oc.interrupted && oc.revision == t.c.digest && oc.root == rc.root && oc.untilRoot == rc.untilRoot
 }
 
-// evalChecksUnlocked evaluates a report's checks outside the run's lock. A
-// Cancel in this process stops the evaluation at once (the outcome is
-// then marked interrupted: the transition that follows finds the run
-// cancelled and refuses the report).
+// evalChecksUnlocked evaluates a report's checks outside the run's lock,
+// as an effect of the report's dispatch token (effectContext): a cancel
+// stops the evaluation at once in this process, and within
+// effectPollInterval from another one, as does the token's end. The
+// outcome is then marked interrupted, and the transition that follows
+// finds the run cancelled or the report stale and refuses it.
 func (e *Engine) evalChecksUnlocked(ctx context.Context, runID, token string, c *compiled, rc *reportChecks, limit int64) *checkOutcome {
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	untrack := e.trackEffect(runID, "checks "+token, stop)
-	defer untrack()
+	ctx, release := e.effectContext(ctx, runID, token)
+	defer release()
 	oc := e.evalChecks(ctx, c, rc, limit, checksOutside)
 	oc.interrupted = ctx.Err() != nil
 	return oc

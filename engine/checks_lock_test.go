@@ -110,38 +110,57 @@ func reportInBackground(h *harness, runID, token, output string) <-chan error {
 }
 
 // A cancel sent while a report's ensures evaluate takes the run's lock at
-// once (the evaluation holds none), stops the evaluation, and the report
-// then answers as any report on a cancelled run does.
+// once (the evaluation holds none), stops the evaluation (at once from
+// this process, at the next poll of the run from another one), and the
+// report then answers as any report on a cancelled run does.
 func TestCancelWhileReportChecksEvaluate(t *testing.T) {
-	h := lockHarness(t)
-	g := newCheckGate(h.e)
-	defer g.open()
-	r := h.plan(checksSpec, map[string]any{})
-	done := reportInBackground(h, r.RunID, entry(t, r, "a").DispatchToken, longOutput(false))
-	checkCtx := <-g.started
+	for _, tc := range []struct {
+		name        string
+		otherEngine bool
+	}{{"this process", false}, {"another process", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := lockHarness(t)
+			g := newCheckGate(h.e)
+			defer g.open()
+			r := h.plan(checksSpec, map[string]any{})
+			done := reportInBackground(h, r.RunID, entry(t, r, "a").DispatchToken, longOutput(false))
+			checkCtx := <-g.started
 
-	// The evaluation is blocked: the cancel is served while it runs.
-	res, err := h.e.Cancel(h.ctx, r.RunID, "stop")
-	if err != nil {
-		t.Fatalf("cancel while the ensures evaluate: %v", err)
-	}
-	if res.Status != StatusCancelled {
-		t.Fatalf("cancel answered %+v", res)
-	}
-	if checkCtx.Err() == nil {
-		t.Fatal("the cancel did not stop the evaluation of the checks")
-	}
-	g.open()
-	err = <-done
-	var ee *Error
-	if !errors.As(err, &ee) || !errors.Is(ee.Kind, ErrRunCancelled) {
-		t.Fatalf("report after the cancel: %v", err)
-	}
-	if got := h.eventTypes(r.RunID); countPrefix(got, "result(") != 0 || countPrefix(got, "flow_cancelled") != 1 {
-		t.Fatalf("events %v", got)
-	}
-	if n, m := g.count(checksOutside), g.count(checksLocked); n != 1 || m != 0 {
-		t.Fatalf("the checks were evaluated %d times outside the lock and %d under it, want 1 and 0", n, m)
+			// The evaluation is blocked: the cancel is served while it runs.
+			canceller := h.e
+			if tc.otherEngine {
+				canceller = h.reopen(Options{})
+			}
+			res, err := canceller.Cancel(h.ctx, r.RunID, "stop")
+			if err != nil {
+				t.Fatalf("cancel while the ensures evaluate: %v", err)
+			}
+			if res.Status != StatusCancelled {
+				t.Fatalf("cancel answered %+v", res)
+			}
+			if tc.otherEngine {
+				select {
+				case <-checkCtx.Done():
+				case <-time.After(30 * time.Second):
+					t.Fatal("the cancel never stopped the evaluation of the checks")
+				}
+			}
+			if !errors.Is(context.Cause(checkCtx), errRunStopped) {
+				t.Fatalf("the evaluation's context after the cancel: %v", context.Cause(checkCtx))
+			}
+			g.open()
+			err = <-done
+			var ee *Error
+			if !errors.As(err, &ee) || !errors.Is(ee.Kind, ErrRunCancelled) {
+				t.Fatalf("report after the cancel: %v", err)
+			}
+			if got := h.eventTypes(r.RunID); countPrefix(got, "result(") != 0 || countPrefix(got, "flow_cancelled") != 1 {
+				t.Fatalf("events %v", got)
+			}
+			if n, m := g.count(checksOutside), g.count(checksLocked); n != 1 || m != 0 {
+				t.Fatalf("the checks were evaluated %d times outside the lock and %d under it, want 1 and 0", n, m)
+			}
+		})
 	}
 }
 
