@@ -411,9 +411,8 @@ func (e *Engine) transition(ctx context.Context, runID string, fn func(t *txn) e
 }
 
 // transitionOnce is one attempt of transition with the outcomes of the
-// work done outside the lock so far.
-// now, when not zero, is the time the attempt keeps instead of reading
-// the clock.
+// work done outside the lock so far; now, when not zero, is the time the
+// attempt keeps instead of reading the clock.
 func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *txn) error, outside map[outsideKey]any, now time.Time) (*txn, error) {
 	if err := store.ValidateRunID(runID); err != nil {
 		return nil, newErr(ErrRunNotFound, runID, "run %q not found: %v", runID, err)
@@ -498,8 +497,9 @@ func fanoutsText(prefix string, steps map[string]*stepState) string {
 }
 
 // decideWith runs a transition's decision. A needOutside raised from deep
-// inside the decision (txn.judge, txn.reportChecks) becomes its error: the state it leaves
-// half changed is discarded with the transition.
+// inside the decision (txn.judge, txn.reportChecks) becomes its error,
+// with the transition's time: the state it leaves half changed is
+// discarded with the transition.
 func decideWith(fn func(t *txn) error, t *txn) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -77,10 +77,11 @@ type outputVerdict struct {
 
 // checkOutput holds a reported output to a step's (or a fanout stage's)
 // declared contract, then to its ensures, the one sequence of result
-// checks of do steps and fanout items (docs/engine.md, "step_done"). The
-// contract and the expression ensures are evaluated outside the run's
-// lock (txn.reportChecks); judged ensures are decided here, in order,
-// from their judges' verdicts.
+// checks of do steps and fanout items (docs/engine.md, "Step results and
+// failure context"). The contract and the expression ensures are
+// evaluated by txn.reportChecks (outside the run's lock when they are
+// costly); judged ensures are decided here, in order, from their judges'
+// verdicts.
 func (t *txn) checkOutput(rc *reportChecks, ec ensureCtx) outputVerdict {
 	oc := t.reportChecks(ec, rc)
 	if oc.contract != "" {
