@@ -214,10 +214,14 @@ func checkDecider(who string) error {
 // stepAgentOptions is the per-step place of the policy for agent options
 // (docs/policy.md, "Per-step agent options"): the options of one step's
 // attempts are the run's, with what the policy file sets for that step
-// put in their place.
+// put in their place, and their time limit cut to the policy's bound.
 func stepAgentOptions(pol func() *policy.Policy) func(stepID string, base agent.Options) agent.Options {
 	return func(stepID string, base agent.Options) agent.Options {
-		sa, ok := pol().StepAgent(stepID)
+		p := pol()
+		// Every agent Stratum starts goes through here: its time limit is
+		// held to the policy's bound (docs/policy.md, "Agent time limits").
+		base.Timeout = p.AgentTimeout(base.Timeout)
+		sa, ok := p.StepAgent(stepID)
 		if !ok {
 			return base
 		}

@@ -24,7 +24,7 @@ type gateCmd struct {
 
 func (*gateCmd) Name() string { return "gate" }
 func (*gateCmd) Synopsis() string {
-	return "show RUN STEP [--json] | approve|reject|revise RUN STEP [--digest D] [--token T] [--note TEXT] [--resolved-by WHO] [--allow-commands] [--allow-agents] [--policy FILE] [--max-command-timeout D]"
+	return "show RUN STEP [--json] | approve|reject|revise RUN STEP [--digest D] [--token T] [--note TEXT] [--resolved-by WHO] [--allow-commands] [--allow-agents] [--policy FILE] [--max-command-timeout D] [--max-agent-timeout D]"
 }
 func (*gateCmd) Short() string { return "show a waiting gate; approve, reject (kill) or revise it" }
 func (*gateCmd) Long() string {

@@ -24,7 +24,7 @@ type mcpCmd struct {
 
 func (*mcpCmd) Name() string { return "mcp" }
 func (*mcpCmd) Synopsis() string {
-	return "[--allow-commands] [--allow-agents] [--allow-root DIR]... [--policy FILE] [--max-command-timeout D] [--agent CMD] [--log-level LEVEL] [--instructions]"
+	return "[--allow-commands] [--allow-agents] [--allow-root DIR]... [--policy FILE] [--max-command-timeout D] [--max-agent-timeout D] [--agent CMD] [--log-level LEVEL] [--instructions]"
 }
 func (*mcpCmd) Short() string {
 	return "serve Stratum's tools to an MCP host (Claude Code, Codex) over stdio"
@@ -57,6 +57,8 @@ judge asked. Turn effects on with:
   --allow-agents            engine fanouts start their agents
   --max-command-timeout D   the longest timeout_ms a command may declare
                             (default 10m); a longer one is refused
+  --max-agent-timeout D     the time limit of every agent attempt the
+                            server starts (default 30m)
   --policy FILE             a policy file (agents by name, how much they
                             may write, file reads, judges, roots)
 

@@ -44,8 +44,9 @@ func openMCPServer(env *Env, cfg mcpServerConfig) (*mcpServer, error) {
 	m := &mcpServer{log: cfg.log}
 	var sysPolicy *policy.Policy // set once the composition root is open, before any agent starts
 	d := driver.New(driver.Options{Agent: cfg.agent, Resolver: &agent.Resolver{}, Gates: driver.GateStop, By: cfg.command,
-		Agents: driver.AgentSetup{Options: agent.Options{Timeout: DefaultAttemptTimeout},
-			ForStep: stepAgentOptions(func() *policy.Policy { return sysPolicy })}})
+		// No time limit of their own: each attempt gets the policy's
+		// bound (max_agent_timeout, 30m by default) in stepAgentOptions.
+		Agents: driver.AgentSetup{ForStep: stepAgentOptions(func() *policy.Policy { return sysPolicy })}})
 	sys, err := openSystem(env, systemConfig{dispatcher: d.Dispatcher(), log: cfg.log,
 		command: cfg.command, mode: policy.Server, flags: cfg.flags, agent: cfg.agent})
 	if err != nil {
@@ -53,7 +54,7 @@ func openMCPServer(env *Env, cfg mcpServerConfig) (*mcpServer, error) {
 	}
 	m.sys, sysPolicy = sys, sys.policy
 	m.closers = append(m.closers, sys.Close)
-	agents, err := sys.openAgentRuns(env, driver.AgentRunOptions{Timeout: DefaultAttemptTimeout, Log: cfg.log})
+	agents, err := sys.openAgentRuns(env, driver.AgentRunOptions{Timeout: sys.policy.AgentTimeout(0), Log: cfg.log})
 	if err != nil {
 		m.Close()
 		return nil, err

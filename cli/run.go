@@ -50,7 +50,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (*runCmd) Name() string { return "run" }
 func (*runCmd) Synopsis() string {
-	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--concurrency N] [AGENT OPTIONS] [POLICY FLAGS] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--concurrency N] [AGENT OPTIONS] [POLICY FLAGS] [--json]\n  AGENT OPTIONS: [--sandbox MODE] [--permission-mode MODE] [--model MODEL] [--effort LEVEL]\n       [--allowed-tools RULE]... [--disallowed-tools RULE]... [--thinking MODE]\n       [--attempt-timeout DURATION] [--run-timeout DURATION] [--verbose] [--resolved-by WHO]\n  POLICY FLAGS: [--allow-commands] [--allow-agents=false] [--allow-root DIR]... [--policy FILE] [--max-command-timeout D]"
+	return "SPEC [--input k=v]... [--input-json JSON|@FILE] [--agent NAME|CMD] [--gate ask|approve|kill|wait|stop] [--workspace DIR] [--concurrency N] [AGENT OPTIONS] [POLICY FLAGS] [--json]\n       stratum run --resume RUN [--agent NAME|CMD] [--gate ...] [--concurrency N] [AGENT OPTIONS] [POLICY FLAGS] [--json]\n  AGENT OPTIONS: [--sandbox MODE] [--permission-mode MODE] [--model MODEL] [--effort LEVEL]\n       [--allowed-tools RULE]... [--disallowed-tools RULE]... [--thinking MODE]\n       [--attempt-timeout DURATION] [--run-timeout DURATION] [--verbose] [--resolved-by WHO]\n  POLICY FLAGS: [--allow-commands] [--allow-agents=false] [--allow-root DIR]... [--policy FILE] [--max-command-timeout D]\n       [--max-agent-timeout D]"
 }
 func (*runCmd) Short() string { return "run a flow end to end with local agents" }
 func (*runCmd) Long() string {
@@ -81,7 +81,9 @@ option an agent cannot honour is refused before the run starts. Each
 attempt is stopped after --attempt-timeout (default 30m; the attempt
 fails) and the drive after --run-timeout (default 4h; the agents at work
 are stopped, their attempts fail, and the run stays resumable); 0 means
-no limit. --verbose shows the agents' progress lines and stderr.
+no limit. --max-agent-timeout D (or max_agent_timeout: in the --policy
+FILE) bounds --attempt-timeout: a longer one is cut to it, and said.
+--verbose shows the agents' progress lines and stderr.
 
 Gates (--gate): ask prompts approve/revise/kill on the terminal, then an
 optional note, recorded with the decision and the decider (--resolved-by,
@@ -254,6 +256,13 @@ func (c *runCmd) Run(ctx context.Context, env *Env, args []string) error {
 	}
 	defer sys.Close()
 	runPolicy = sys.policy
+	what := "--attempt-timeout"
+	if agentOpts.Timeout == DefaultAttemptTimeout {
+		what = "the default --attempt-timeout"
+	}
+	if cut := sys.policy.AgentTimeoutCut(what, agentOpts.Timeout); cut != "" {
+		say("stratum run: %s", cut)
+	}
 	e := sys.engine
 	if c.resume != "" {
 		p, err := e.RunPlan(ctx, c.resume)

@@ -34,7 +34,7 @@ const defaultServeAddr = "127.0.0.1:8700"
 
 func (*serveCmd) Name() string { return "serve" }
 func (*serveCmd) Synopsis() string {
-	return "[--addr HOST:PORT] [--public] [--token-file FILE] [--allow-host NAME]... [--allow-commands] [--allow-agents] [--allow-root DIR]... [--policy FILE] [--max-command-timeout D] [--agent CMD] [--log-level LEVEL]"
+	return "[--addr HOST:PORT] [--public] [--token-file FILE] [--allow-host NAME]... [--allow-commands] [--allow-agents] [--allow-root DIR]... [--policy FILE] [--max-command-timeout D] [--max-agent-timeout D] [--agent CMD] [--log-level LEVEL]"
 }
 func (*serveCmd) Short() string {
 	return "serve a web view of runs and gates, and the MCP tools over HTTP"

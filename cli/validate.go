@@ -27,7 +27,7 @@ type validateCmd struct {
 
 func (*validateCmd) Name() string { return "validate" }
 func (*validateCmd) Synopsis() string {
-	return "[--format text|json|github] [--json] [--for mcp|run] [--policy FILE] [--allow-commands] [--allow-agents] [--max-command-timeout D] FILE..."
+	return "[--format text|json|github] [--json] [--for mcp|run] [--policy FILE] [--allow-commands] [--allow-agents] [--max-command-timeout D] [--max-agent-timeout D] FILE..."
 }
 func (*validateCmd) Short() string { return "check v1 spec files and report every problem" }
 func (*validateCmd) Long() string {
@@ -42,7 +42,8 @@ Formats:
   github  GitHub Actions annotations: ::error file=F,line=L,col=C,title=CODE::message
 
 Effects (docs/policy.md): with --for mcp|run or any policy flag
-(--policy FILE, --allow-commands, --allow-agents, --max-command-timeout),
+(--policy FILE, --allow-commands, --allow-agents, --max-command-timeout,
+--max-agent-timeout),
 each valid spec's effects are listed too — the commands it runs, the
 agents its engine fanouts start, its file reads and judged ensures — and
 each one that the policy refuses, with the words stratum mcp (--for mcp,

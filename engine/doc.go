@@ -26,7 +26,10 @@
 // executors of Options ([Evaluator], judge.Judge, [Dispatcher],
 // [Workspaces]): a transition reserves the work, the executor runs, and
 // another transition settles the outcome if the reservation is still
-// current (docs/engine.md, "Effects"). Engine fanouts with worktree
+// current (docs/engine.md, "Effects"). The costly checks of a reported
+// result (contract, ensures, iterate condition) are evaluated outside the
+// lock too, and their outcome reused while the report's token is current
+// (checks.go; docs/engine.md, "Checks outside the lock"). Engine fanouts with worktree
 // isolation are the engine's whole job (per-item worktrees, captured
 // patches persisted with the run, their merge into the workspace,
 // restart-safe: merge.go); a Dispatcher only runs one agent task in the

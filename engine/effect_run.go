@@ -118,15 +118,16 @@ func (e *Engine) watchEffect(ctx context.Context, runID, token string, cancel co
 }
 
 // reservationHeld reports whether a decoded state still holds a
-// reservation: an evaluate step's effect or a fanout item's dispatch.
-// Only live (not finished) steps hold one, and they are in the state
-// document itself.
+// reservation: an evaluate step's effect, a fanout item's dispatch, or a
+// do step's dispatch (a report whose checks are being evaluated, see
+// evalChecksUnlocked). Only live (not finished) steps hold one, and they
+// are in the state document itself.
 func reservationHeld(st *runState, token string) bool {
 	var found bool
 	var walk func(m map[string]*stepState)
 	walk = func(m map[string]*stepState) {
 		for _, ss := range m {
-			if ss.Effect != nil && ss.Effect.Token == token {
+			if ss.Effect != nil && ss.Effect.Token == token || ss.DispatchToken == token {
 				found = true
 			}
 			if ss.Fanout != nil {

@@ -56,6 +56,10 @@ type Engine struct {
 	// verifyWrites (tests only) re-reads every written run from the store
 	// and compares it with the state in memory.
 	verifyWrites bool
+	// checkHook (tests only) is called as the checks of a reported result
+	// (its contract, ensures and iterate condition) or a set step's
+	// ensures start to evaluate, with where they run (checksInline...).
+	checkHook func(ctx context.Context, mode string)
 }
 
 // cachedRun is the decoded state of a run as last written by this process,
@@ -374,35 +378,42 @@ func laterState(first, last *Response) *Response {
 // events, then writes both. When fn fails nothing is written. The result
 // is whatever fn returned, available only once the change is durable. fn
 // decides only: it never runs a command, a judge or an agent (those are
-// reserved as effects and run by mutate after the transition). A judged
-// ensure it reaches without a verdict stops it with nothing written; the
-// judge is then asked outside the lock and the transition runs again with
-// the verdict (one round per judged ensure reached).
+// reserved as effects and run by mutate after the transition). Work a
+// decision needs but that must not hold the lock (a judge's verdict, the
+// checks of a reported result) stops it with nothing written (needOutside);
+// the work is then done with the lock free and the transition runs again
+// with its outcome (one round per piece of work reached).
 func (e *Engine) transition(ctx context.Context, runID string, fn func(t *txn) error) (*txn, error) {
-	var verdicts map[verdictKey]judgeOutcome
+	var outside map[outsideKey]any
+	var now time.Time // zero: the attempt reads the clock
 	for {
-		t, err := e.transitionOnce(ctx, runID, fn, verdicts)
-		var nv *needVerdict
-		if !errors.As(err, &nv) {
+		t, err := e.transitionOnce(ctx, runID, fn, outside, now)
+		var no *needOutside
+		if !errors.As(err, &no) {
 			return t, err
 		}
-		if _, asked := verdicts[nv.key]; asked {
-			return nil, fmt.Errorf("run %s: internal error: the judge's verdict on %s was not used", runID, nv.key.step)
+		now = time.Time{}
+		if no.sameTime {
+			now = no.at
 		}
-		if verdicts == nil {
-			verdicts = map[verdictKey]judgeOutcome{}
+		if _, done := outside[no.key]; done {
+			return nil, fmt.Errorf("run %s: internal error: the outcome of the work done outside the lock for %s was not used", runID, no.key.step)
 		}
-		v, jerr := e.opts.Judge.Judge(ctx, nv.req)
+		if outside == nil {
+			outside = map[outsideKey]any{}
+		}
+		out := no.work(ctx)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		verdicts[nv.key] = judgeOutcome{verdict: v, err: jerr}
+		outside[no.key] = out
 	}
 }
 
-// transitionOnce is one attempt of transition with the verdicts asked so
-// far.
-func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *txn) error, verdicts map[verdictKey]judgeOutcome) (*txn, error) {
+// transitionOnce is one attempt of transition with the outcomes of the
+// work done outside the lock so far; now, when not zero, is the time the
+// attempt keeps instead of reading the clock.
+func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *txn) error, outside map[outsideKey]any, now time.Time) (*txn, error) {
 	if err := store.ValidateRunID(runID); err != nil {
 		return nil, newErr(ErrRunNotFound, runID, "run %q not found: %v", runID, err)
 	}
@@ -420,9 +431,13 @@ func (e *Engine) transitionOnce(ctx context.Context, runID string, fn func(t *tx
 		if err != nil {
 			return nil, err
 		}
-		t = newTxn(ctx, e, st, c)
+		if now.IsZero() {
+			t = newTxn(ctx, e, st, c)
+		} else {
+			t = &txn{ctx: ctx, e: e, st: st, c: c, now: now}
+		}
 		t.headSeq, t.lease = cur.Head.Seq, cur.Lease
-		t.verdicts = verdicts
+		t.outside, t.deferrable = outside, true
 		if err := decideWith(fn, t); err != nil {
 			return nil, err
 		}
@@ -481,14 +496,16 @@ func fanoutsText(prefix string, steps map[string]*stepState) string {
 	return b.String()
 }
 
-// decideWith runs a transition's decision. A needVerdict raised from deep
-// inside the decision (txn.judge) becomes its error: the state it leaves
-// half changed is discarded with the transition.
+// decideWith runs a transition's decision. A needOutside raised from deep
+// inside the decision (txn.judge, txn.reportChecks) becomes its error,
+// with the transition's time: the state it leaves half changed is
+// discarded with the transition.
 func decideWith(fn func(t *txn) error, t *txn) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			switch x := r.(type) {
-			case *needVerdict:
+			case *needOutside:
+				x.at = t.now
 				err = x
 			case *loadError:
 				err = x.err

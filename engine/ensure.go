@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/expr"
@@ -11,12 +13,15 @@ import (
 	"github.com/stratum-go/stratum/judge"
 )
 
-// verdictKey names one judged ensure of one report: the step (scoped),
-// the fanout item and stage (-1 and 0 outside fanouts), and the ensure's
-// index in its list.
-type verdictKey struct {
+// outsideKey names one piece of work a transition had done outside the
+// run's lock (see needOutside): a judged ensure of one report (index is
+// the ensure's index in its list), or the checks of one report (index
+// -1, token the report's dispatch token). step is scoped; item and stage
+// are -1 and 0 outside fanouts.
+type outsideKey struct {
 	step               string
 	item, stage, index int
+	token              string
 }
 
 // judgeOutcome is a judge's answer, asked outside the run's lock.
@@ -25,14 +30,27 @@ type judgeOutcome struct {
 	err     error
 }
 
-// needVerdict stops a transition that reached a judged ensure it has no
-// verdict for (see txn.judge and Engine.transition).
-type needVerdict struct {
-	key verdictKey
-	req judge.Request
+// needOutside stops a transition that needs work done outside the run's
+// lock: a judge's verdict (txn.judge) or the evaluation of a reported
+// result's checks (txn.reportChecks). Engine.transition does the work
+// with the lock free, then runs the transition again with its outcome in
+// txn.outside. The work reads only what it was given: the transition it
+// stopped is discarded, and nothing else holds that state.
+type needOutside struct {
+	key  outsideKey
+	work func(ctx context.Context) any
+	// sameTime: the transition runs again at the time it stopped (at),
+	// as one transition. The checks of a report keep it: they were part
+	// of the transition before they moved out of the lock, and its
+	// events keep the time they always had. A judge's round reads the
+	// clock again, as it always did.
+	sameTime bool
+	at       time.Time
 }
 
-func (n *needVerdict) Error() string { return "a judge's verdict is needed for " + n.key.step }
+func (n *needOutside) Error() string {
+	return "work outside the run's lock is needed for " + n.key.step
+}
 
 // ensureResult is the outcome of a step's postconditions.
 type ensureResult struct {
@@ -52,21 +70,27 @@ type outputVerdict struct {
 	// breach is the budget level a judge's usage broke while the ensures
 	// ran (flow, subflow, task); the caller applies it.
 	breach level
+	// until is the iterate condition's outcome, when the checks had one
+	// and every ensure held.
+	until predicateOutcome
 }
 
 // checkOutput holds a reported output to a step's (or a fanout stage's)
 // declared contract, then to its ensures, the one sequence of result
-// checks of do steps and fanout items (docs/engine.md, "step_done").
-func (t *txn) checkOutput(outName string, out *ir.Contract, output any, ensures []ir.Ensure, ec ensureCtx, b expr.Bindings) outputVerdict {
-	if out != nil {
-		if errs := out.Validate(output, "result"); len(errs) > 0 {
-			return outputVerdict{kind: kindContract, reason: contractMessage(outName, errs)}
-		}
+// checks of do steps and fanout items (docs/engine.md, "Step results and
+// failure context"). The contract and the expression ensures are
+// evaluated by txn.reportChecks (outside the run's lock when they are
+// costly); judged ensures are decided here, in order, from their judges'
+// verdicts.
+func (t *txn) checkOutput(rc *reportChecks, ec ensureCtx) outputVerdict {
+	oc := t.reportChecks(ec, rc)
+	if oc.contract != "" {
+		return outputVerdict{kind: kindContract, reason: oc.contract}
 	}
-	if er := t.runEnsures(ec, ensures, b); er.reason != "" {
+	if er := t.walkEnsures(ec, rc.ensures, rc.b, oc); er.reason != "" {
 		return outputVerdict{kind: kindEnsure, reason: er.reason, breach: er.breach}
 	}
-	return outputVerdict{}
+	return outputVerdict{until: oc.until}
 }
 
 // ensureCtx locates the ensures being checked, for judge events and
@@ -84,9 +108,9 @@ type ensureCtx struct {
 	// root is the jail of file predicates: an item's worktree, or empty
 	// for the workspace root.
 	root string
-	// budget bounds the work of all the ensures (and the iterate
-	// condition) of one report together (docs/expressions.md, "Limits").
-	budget *expr.Budget
+	// token is the dispatch token of the report being checked ("" for a
+	// set step's ensures, which no report carries).
+	token string
 }
 
 // maxEvidence bounds how much of a failing value a failure reason quotes.
@@ -105,31 +129,26 @@ func evidence(v any) string {
 	return s[:cut] + "…"
 }
 
-// runEnsures evaluates ensures in order; the first failure stops.
+// runEnsures evaluates a set step's ensures in order, under the lock
+// (they check a value the transition itself computed); the first failure
+// stops.
 func (t *txn) runEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings) ensureResult {
-	if ec.budget == nil {
-		ec.budget = expr.NewBudget(t.e.opts.EnsureBudget)
-	}
-	opts := t.fileOptions(ec.root, ec.budget)
+	oc := t.e.evalChecks(t.ctx, t.c, &reportChecks{ensures: ensures, b: b, root: t.fileJail(ec.root)}, t.e.opts.EnsureBudget, checksLocked)
+	return t.walkEnsures(ec, ensures, b, oc)
+}
+
+// walkEnsures goes through ensures in order with the outcome of their
+// expressions: the first failure stops, whether it is an expression's
+// (evaluated in evalChecks) or a judge's (decided here).
+func (t *txn) walkEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings, oc *checkOutcome) ensureResult {
 	for i, en := range ensures {
+		if i == oc.failAt {
+			return ensureResult{reason: oc.reason}
+		}
 		if en.Kind == ir.EnsureJudged {
 			if r := t.judge(ec, i, en, b); r.reason != "" || r.breach != levelNone {
 				return r
 			}
-			continue
-		}
-		src := en.Expression()
-		p, err := t.c.program(src)
-		if err != nil {
-			return ensureResult{reason: fmt.Sprintf("ensure %s failed: %v", quote(src), err)}
-		}
-		tr, err := p.EvalPredicateTrace(t.ctx, b, opts)
-		if err != nil {
-			return ensureResult{reason: fmt.Sprintf("ensure %s failed: %s%s", quote(src), evalError(err), explained(tr))}
-		}
-		if !tr.Holds {
-			val, _ := b.Result.Value()
-			return ensureResult{reason: fmt.Sprintf("ensure %s failed: evaluated to false on result %s%s", quote(src), evidence(val), explained(tr))}
 		}
 	}
 	return ensureResult{}
@@ -138,7 +157,7 @@ func (t *txn) runEnsures(ec ensureCtx, ensures []ir.Ensure, b expr.Bindings) ens
 // judge decides one judged ensure (the index-th of its list), failing
 // closed, and debits its usage. The judge is never called here, inside a
 // transition: the verdict is one the transition was given, and when it
-// has none it stops (needVerdict) so that Engine.transition asks the
+// has none it stops (needOutside) so that Engine.transition asks the
 // judge outside the run's lock and runs the transition again.
 func (t *txn) judge(ec ensureCtx, index int, en ir.Ensure, b expr.Bindings) ensureResult {
 	val, _ := b.Result.Value()
@@ -151,13 +170,14 @@ func (t *txn) judge(ec ensureCtx, index int, en ir.Ensure, b expr.Bindings) ensu
 		judgeCtx := expr.NewObject(2)
 		judgeCtx.Set("result", val)
 		judgeCtx.Set("input", in)
-		key := verdictKey{step: ec.stepID, item: -1, index: index}
-		if ec.itemIndex != nil {
-			key.item, key.stage = *ec.itemIndex, *ec.stage
-		}
-		out, ok := t.verdicts[key]
+		key := ec.key(index, "")
+		out, ok := t.outside[key].(judgeOutcome)
 		if !ok {
-			panic(&needVerdict{key: key, req: judge.Request{Criterion: en.Statement, Stakes: string(en.Stakes), Context: judgeCtx}})
+			req, j := judge.Request{Criterion: en.Statement, Stakes: string(en.Stakes), Context: judgeCtx}, t.e.opts.Judge
+			panic(&needOutside{key: key, work: func(ctx context.Context) any {
+				v, err := j.Judge(ctx, req)
+				return judgeOutcome{verdict: v, err: err}
+			}})
 		}
 		v = out.verdict
 		err := out.err
@@ -211,24 +231,6 @@ func validLedger(l Ledger) bool {
 		}
 	}
 	return true
-}
-
-// predicate evaluates iterate.until like an ensure expression, within
-// the budget of the report's ensures.
-func (t *txn) predicate(src string, b expr.Bindings, budget *expr.Budget) (bool, string) {
-	p, err := t.c.program(src)
-	if err != nil {
-		return false, err.Error()
-	}
-	tr, err := p.EvalPredicateTrace(t.ctx, b, t.fileOptions("", budget))
-	if err != nil {
-		return false, evalError(err) + explained(tr)
-	}
-	if !tr.Holds {
-		val, _ := b.Result.Value()
-		return false, "evaluated to false on result " + evidence(val) + explained(tr)
-	}
-	return true, ""
 }
 
 // evalError words an evaluation error for a failure reason; running out

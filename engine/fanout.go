@@ -148,7 +148,7 @@ func (t *txn) stageWhen(sc *scope, stage *ir.Stage, sx *stageCtx, root string) (
 	if err != nil {
 		return false, fmt.Sprintf("when %s failed: %v", quote(stage.When), err)
 	}
-	v, err := p.EvalContext(t.ctx, sx.bindings(sc.outputs(), sc.input), t.fileOptions(root, nil))
+	v, err := p.EvalContext(t.ctx, sx.bindings(sc.outputs(), sc.input), t.fileJail(root).options(nil))
 	if err != nil {
 		return false, fmt.Sprintf("when %s failed: %v", quote(stage.When), err)
 	}
@@ -306,8 +306,9 @@ func (t *txn) settleItem(sc *scope, s *ir.Step, st *stepState, it *itemState, r 
 	}
 	sx := itemCtx(st, it)
 	idx, stg := it.Index, it.Stage
-	v := t.checkOutput(stage.Out, stage.OutContract, output, stage.Ensure,
-		ensureCtx{sc: sc, step: s, st: st, stepID: id, task: true, itemIndex: &idx, stage: &stg, root: r.root}, sx.bindings(output, sc.input))
+	rc := &reportChecks{outName: stage.Out, contract: stage.OutContract, ensures: stage.Ensure, output: output,
+		b: sx.bindings(output, sc.input), root: t.fileJail(r.root)}
+	v := t.checkOutput(rc, ensureCtx{sc: sc, step: s, st: st, stepID: id, task: true, itemIndex: &idx, stage: &stg, root: r.root, token: r.token})
 	if v.kind != "" {
 		kind := v.kind
 		if v.breach != levelNone {

@@ -64,14 +64,22 @@ func (e *Engine) readPatch(ctx context.Context, runID string, seq int64) ([]byte
 	return b.Patch, nil
 }
 
-// fileOptions are the evaluation options of file functions over root: a
-// fanout item's worktree (made by Stratum), or, when root is "", the run's
-// workspace root, opened through its anchor (see [expr.EvalOptions]).
-func (t *txn) fileOptions(root string, budget *expr.Budget) *expr.EvalOptions {
+// fileJail is where file functions read: a fanout item's worktree (made
+// by Stratum), or the run's workspace root, opened through its anchor (see
+// [expr.EvalOptions]).
+type fileJail struct{ root, anchor string }
+
+func (j fileJail) options(budget *expr.Budget) *expr.EvalOptions {
+	return &expr.EvalOptions{WorkspaceRoot: j.root, WorkspaceAnchor: j.anchor, Budget: budget}
+}
+
+// fileJail is the jail of file functions over root: an item's worktree
+// when root is set, else the run's workspace root.
+func (t *txn) fileJail(root string) fileJail {
 	if root != "" {
-		return &expr.EvalOptions{WorkspaceRoot: root, Budget: budget}
+		return fileJail{root: root}
 	}
-	return &expr.EvalOptions{WorkspaceRoot: t.st.WorkspaceRoot, WorkspaceAnchor: t.st.WorkspaceAnchor, Budget: budget}
+	return fileJail{root: t.st.WorkspaceRoot, anchor: t.st.WorkspaceAnchor}
 }
 
 func worktreeFanout(s *ir.Step) bool {

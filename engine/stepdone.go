@@ -256,9 +256,12 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 	}
 	ev := Some(output)
 	b := expr.Bindings{Result: expr.Bind(output), Input: expr.Bind(sc.input)}
-	budget := expr.NewBudget(t.e.opts.EnsureBudget) // the ensures and the iterate condition of this report
-	v := t.checkOutput(s.Out, s.OutContract, output, s.Ensure,
-		ensureCtx{sc: sc, step: s, st: st, stepID: sc.scoped(s.ID), task: true, budget: budget}, b)
+	rc := &reportChecks{outName: s.Out, contract: s.OutContract, ensures: s.Ensure, output: output, b: b,
+		root: t.fileJail(""), untilRoot: t.fileJail("")}
+	if s.Iterate != nil {
+		rc.until = s.Iterate.Until
+	}
+	v := t.checkOutput(rc, ensureCtx{sc: sc, step: s, st: st, stepID: sc.scoped(s.ID), task: true, token: req.DispatchToken})
 	if v.kind != "" {
 		switch v.breach {
 		case levelFlow:
@@ -271,7 +274,7 @@ func (t *txn) applyResult(sc *scope, s *ir.Step, st *stepState, req StepDoneRequ
 		return
 	}
 	if it := s.Iterate; it != nil {
-		if ok, why := t.predicate(it.Until, b, budget); !ok {
+		if ok, why := v.until.holds, v.until.why; !ok {
 			st.Iterations++
 			reason := fmt.Sprintf("iterate until %s failed: %s", quote(it.Until), why)
 			identical := len(st.Attempts) > 0 && st.Attempts[len(st.Attempts)-1].Result.Present &&

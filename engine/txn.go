@@ -39,9 +39,12 @@ type txn struct {
 	// effects are the effects this transition reserved: they run once it
 	// is durable, outside the run's lock (see Engine.mutate).
 	effects []pendingEffect
-	// verdicts are the judges' answers asked outside the lock for this
-	// transition (see txn.judge).
-	verdicts map[verdictKey]judgeOutcome
+	// outside are the outcomes of the work done outside the lock for this
+	// transition (judges' verdicts, report checks: see needOutside).
+	outside map[outsideKey]any
+	// deferrable: the transition runs in Engine.transition, which can do
+	// work outside the lock and run it again (see needOutside).
+	deferrable bool
 	// known, when set, are the dispatch tokens the caller already holds:
 	// the call's answer lists only the other ready entries (OnlyNew).
 	known map[string]bool

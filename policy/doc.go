@@ -1,7 +1,8 @@
 // Package policy is the effects policy of whoever starts Stratum: which
 // effects a spec may cause (running a command, the engine starting an
 // agent and with how much write access, reading workspace files, asking
-// the judge), the longest time limit a command may declare, and the
+// the judge), the longest time limit a command may declare, the longest
+// time limit of an agent attempt ([Policy.AgentTimeout]), and the
 // directories a run's workspace root must lie inside (docs/policy.md).
 //
 // A spec is written by a model and may carry a prompt injection, so it

@@ -44,6 +44,8 @@ type File struct {
 	ClientRoots *bool
 	// MaxCommandTimeout is 0 when absent.
 	MaxCommandTimeout time.Duration
+	// MaxAgentTimeout is 0 when absent.
+	MaxAgentTimeout time.Duration
 	// Roots are the roots: entries made absolute (relative to the file's
 	// directory, ~/ to the home directory); nil when absent.
 	Roots []string
@@ -71,6 +73,7 @@ const (
 	keyAgents            = "agents"
 	keyAgentSandbox      = "agent_sandbox"
 	keyMaxCommandTimeout = "max_command_timeout"
+	keyMaxAgentTimeout   = "max_agent_timeout"
 	keyFileReads         = "file_reads"
 	keyJudges            = "judges"
 	keyRoots             = "roots"
@@ -78,7 +81,7 @@ const (
 	keySteps             = "steps"
 )
 
-var fileKeys = []string{keyVersion, keyCommands, keyAgents, keyAgentSandbox, keyMaxCommandTimeout,
+var fileKeys = []string{keyVersion, keyCommands, keyAgents, keyAgentSandbox, keyMaxCommandTimeout, keyMaxAgentTimeout,
 	keyFileReads, keyJudges, keyRoots, keyClientRoots, keySteps}
 
 // StepAgent is what a policy file sets for the agent of one step (its
@@ -332,12 +335,16 @@ func (f *File) set(key string, v *yaml.Node, dir string, bad func(*yaml.Node, st
 			return bad(v, "agent_sandbox: want %s or %s, not %q", engine.SandboxReadOnly, engine.SandboxWorkspaceWrite, v.Value)
 		}
 		f.Sandbox = v.Value
-	case keyMaxCommandTimeout:
+	case keyMaxCommandTimeout, keyMaxAgentTimeout:
 		d, perr := time.ParseDuration(v.Value)
 		if v.Kind != yaml.ScalarNode || perr != nil || d <= 0 {
-			return bad(v, "max_command_timeout: want a positive duration such as 90s, 10m or 1h, not %q", v.Value)
+			return bad(v, "%s: want a positive duration such as 90s, 10m or 1h, not %q", key, v.Value)
 		}
-		f.MaxCommandTimeout = d
+		if key == keyMaxAgentTimeout {
+			f.MaxAgentTimeout = d
+		} else {
+			f.MaxCommandTimeout = d
+		}
 	case keySteps:
 		return f.setSteps(v, bad)
 	case keyRoots:

@@ -25,6 +25,7 @@ commands: true
 agents: [claude, codex]
 agent_sandbox: read-only
 max_command_timeout: 90s
+max_agent_timeout: 1h30m
 file_reads: true
 judges: false
 roots:
@@ -38,13 +39,13 @@ client_roots: false
 		t.Fatal(err)
 	}
 	want := &File{Path: "p.yaml", Commands: &yes, Agents: []string{"claude", "codex"}, Sandbox: "read-only",
-		MaxCommandTimeout: 90 * time.Second, FileReads: &yes, Judges: &no, ClientRoots: &no,
+		MaxCommandTimeout: 90 * time.Second, MaxAgentTimeout: 90 * time.Minute, FileReads: &yes, Judges: &no, ClientRoots: &no,
 		Roots: []string{filepath.Join(home, "src"), "/etc/stratum/rel/dir", "/abs/dir"}}
 	if diff := cmp.Diff(want, f, cmpopts.IgnoreUnexported(File{})); diff != "" {
 		t.Errorf("parsed (-want +got):\n%s", diff)
 	}
-	if f.Line("commands") != 3 || f.Line("roots") != 9 || f.Line("nothing") != 0 {
-		t.Errorf("lines: commands %d roots %d", f.Line("commands"), f.Line("roots"))
+	if f.Line("commands") != 3 || f.Line("roots") != 10 || f.Line("max_agent_timeout") != 7 || f.Line("nothing") != 0 {
+		t.Errorf("lines: commands %d roots %d max_agent_timeout %d", f.Line("commands"), f.Line("roots"), f.Line("max_agent_timeout"))
 	}
 }
 
@@ -62,6 +63,11 @@ func TestParseFileErrors(t *testing.T) {
 		{"agents word", "version: 1\nagents: all\n", `agents: want true (any agent), false (none) or a list`},
 		{"sandbox", "version: 1\nagent_sandbox: danger-full-access\n", `agent_sandbox: want read-only or workspace-write`},
 		{"timeout", "version: 1\nmax_command_timeout: 600\n", `max_command_timeout: want a positive duration such as 90s`},
+		{"agent timeout number", "version: 1\nmax_agent_timeout: 600\n", `p.yaml:2:20: max_agent_timeout: want a positive duration such as 90s, 10m or 1h, not "600"`},
+		{"agent timeout zero", "version: 1\nmax_agent_timeout: 0s\n", `max_agent_timeout: want a positive duration such as 90s, 10m or 1h, not "0s"`},
+		{"agent timeout negative", "version: 1\nmax_agent_timeout: -5m\n", `max_agent_timeout: want a positive duration`},
+		{"agent timeout list", "version: 1\nmax_agent_timeout: [1h]\n", `max_agent_timeout: want a positive duration`},
+		{"agent timeout twice", "version: 1\nmax_agent_timeout: 1h\nmax_agent_timeout: 2h\n", `p.yaml:3:1: max_agent_timeout is set twice (first at line 2)`},
 		{"roots scalar", "version: 1\nroots: /src\n", `roots: want a list of directories`},
 		{"syntax", "version: 1\ncommands: [true\n", `is not valid YAML`},
 		{"two documents", "version: 1\n---\nversion: 1\n", `more than one YAML document`},

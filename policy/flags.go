@@ -17,6 +17,7 @@ const (
 	FlagAllowAgents       = "allow-agents"
 	FlagAllowRoot         = "allow-root"
 	FlagMaxCommandTimeout = "max-command-timeout"
+	FlagMaxAgentTimeout   = "max-agent-timeout"
 )
 
 // Flags are the policy flags a person gave one command. A flag that was
@@ -32,6 +33,8 @@ type Flags struct {
 	Roots Strings
 	// MaxCommandTimeout is --max-command-timeout DURATION.
 	MaxCommandTimeout OptDuration
+	// MaxAgentTimeout is --max-agent-timeout DURATION.
+	MaxAgentTimeout OptDuration
 }
 
 // Register defines every policy flag on fs.
@@ -41,7 +44,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 }
 
 // RegisterEffects defines the flags that decide effects (--policy,
-// --allow-commands, --allow-agents, --max-command-timeout), for a command
+// --allow-commands, --allow-agents, --max-command-timeout,
+// --max-agent-timeout), for a command
 // that plans no run in a workspace of its own (stratum validate, stratum
 // gate).
 func (f *Flags) RegisterEffects(fs *flag.FlagSet) {
@@ -49,6 +53,7 @@ func (f *Flags) RegisterEffects(fs *flag.FlagSet) {
 	fs.Var(&f.Commands, FlagAllowCommands, "allow evaluate steps and fanout pre_merge commands to run (see docs/policy.md)")
 	fs.Var(&f.Agents, FlagAllowAgents, "allow engine-dispatched fanouts to start agents (see docs/policy.md)")
 	fs.Var(&f.MaxCommandTimeout, FlagMaxCommandTimeout, "the longest time limit `DURATION` a command may have (timeout_ms of evaluate steps; pre_merge) (default 10m)")
+	fs.Var(&f.MaxAgentTimeout, FlagMaxAgentTimeout, "the longest time limit `DURATION` an agent attempt may have (default 30m under stratum mcp, none under stratum run)")
 }
 
 // RegisterRoots defines only --policy and --allow-root, for a command
@@ -68,7 +73,7 @@ func (f *Flags) registerRoots(fs *flag.FlagSet) {
 
 // Given reports whether any policy flag was given.
 func (f *Flags) Given() bool {
-	return f.File != "" || f.Commands.Given || f.Agents.Given || len(f.Roots) > 0 || f.MaxCommandTimeout.Given
+	return f.File != "" || f.Commands.Given || f.Agents.Given || len(f.Roots) > 0 || f.MaxCommandTimeout.Given || f.MaxAgentTimeout.Given
 }
 
 // OptBool is a boolean flag that remembers whether it was given:

@@ -32,6 +32,13 @@ const (
 // stopped after it.
 const DefaultMaxCommandTimeout = 10 * time.Minute
 
+// DefaultMaxAgentTimeout is the longest time limit an agent attempt may
+// have under stratum mcp (Server) unless the person sets another; it is
+// the time limit every agent started there gets. A person's own command
+// (Person) has no bound by default: --attempt-timeout decides
+// (docs/decisions/0200-agent-time-limit-bound.md).
+const DefaultMaxAgentTimeout = 30 * time.Minute
+
 // Options are what a command gives New.
 type Options struct {
 	// Command names the command in refusals ("stratum mcp").
@@ -63,7 +70,9 @@ type Policy struct {
 	judges      setting[bool]
 	clientRoots setting[bool]
 	maxTimeout  setting[time.Duration]
-	roots       []string // absolute, clean, existing directories
+	// maxAgent is the longest time limit of an agent attempt, 0 for none.
+	maxAgent setting[time.Duration]
+	roots    []string // absolute, clean, existing directories
 	// rootsNote says where the roots come from, for refusals.
 	rootsNote string
 }
@@ -116,6 +125,10 @@ func New(opts Options) (*Policy, error) {
 	p.judges = setting[bool]{value: true, key: keyJudges}
 	p.clientRoots = setting[bool]{value: true, key: keyClientRoots}
 	p.maxTimeout = setting[time.Duration]{value: DefaultMaxCommandTimeout, key: keyMaxCommandTimeout, flag: FlagMaxCommandTimeout}
+	p.maxAgent = setting[time.Duration]{key: keyMaxAgentTimeout, flag: FlagMaxAgentTimeout}
+	if opts.Mode == Server {
+		p.maxAgent.value = DefaultMaxAgentTimeout
+	}
 	if f != nil {
 		fileBool(&p.commands, f.Commands)
 		fileBool(&p.fileReads, f.FileReads)
@@ -134,6 +147,9 @@ func New(opts Options) (*Policy, error) {
 		if f.MaxCommandTimeout > 0 {
 			p.maxTimeout.value, p.maxTimeout.from = f.MaxCommandTimeout, fromFile
 		}
+		if f.MaxAgentTimeout > 0 {
+			p.maxAgent.value, p.maxAgent.from = f.MaxAgentTimeout, fromFile
+		}
 	}
 	flagBool(&p.commands, opts.Flags.Commands)
 	if opts.Flags.Agents.Given {
@@ -142,6 +158,9 @@ func New(opts Options) (*Policy, error) {
 	}
 	if d := opts.Flags.MaxCommandTimeout; d.Given {
 		p.maxTimeout.value, p.maxTimeout.from = d.Value, fromFlag
+	}
+	if d := opts.Flags.MaxAgentTimeout; d.Given {
+		p.maxAgent.value, p.maxAgent.from = d.Value, fromFlag
 	}
 	if err := p.setRoots(opts.Flags.Roots, f, wd); err != nil {
 		return nil, err
@@ -241,6 +260,42 @@ func (p *Policy) UsesClientRoots() bool { return p.clientRoots.value }
 // MaxCommandTimeout is the longest time limit a command may have.
 func (p *Policy) MaxCommandTimeout() time.Duration { return p.maxTimeout.value }
 
+// MaxAgentTimeout is the longest time limit an agent attempt may have, 0
+// when the policy sets none.
+func (p *Policy) MaxAgentTimeout() time.Duration {
+	if p == nil {
+		return 0
+	}
+	return p.maxAgent.value
+}
+
+// AgentTimeout is the time limit of an agent attempt that asks for asked
+// (0: no limit): asked, cut to the longest the policy allows. Every agent
+// Stratum starts gets its limit from here.
+func (p *Policy) AgentTimeout(asked time.Duration) time.Duration {
+	bound := p.MaxAgentTimeout()
+	if bound > 0 && (asked <= 0 || asked > bound) {
+		return bound
+	}
+	return asked
+}
+
+// AgentTimeoutCut says, for the person who asked for an attempt time
+// limit with what (a flag such as "--attempt-timeout"), that the policy
+// cuts it and where the bound comes from; "" when it is not cut.
+func (p *Policy) AgentTimeoutCut(what string, asked time.Duration) string {
+	limit := p.AgentTimeout(asked)
+	if limit == asked {
+		return ""
+	}
+	shown := asked.String()
+	if asked <= 0 {
+		shown = "0 (no limit)"
+	}
+	return fmt.Sprintf("%s %s is over the longest agent time limit, %s (%s): each agent attempt is stopped after %s",
+		what, shown, limit, p.where(p.maxAgent), limit)
+}
+
 // Commands reports whether commands may run at all.
 func (p *Policy) Commands() bool { return p.commands.value }
 
@@ -266,6 +321,10 @@ func (p *Policy) Describe() []string {
 	if len(p.agents) > 0 {
 		agents = "only " + strings.Join(p.agents, ", ")
 	}
+	agentLimit := "none"
+	if p.maxAgent.value > 0 {
+		agentLimit = p.maxAgent.value.String()
+	}
 	roots := strings.Join(p.roots, ", ")
 	if roots == "" {
 		roots = "none"
@@ -279,6 +338,7 @@ func (p *Policy) Describe() []string {
 		fmt.Sprintf("file reads: %s (%s)", onOff(p.fileReads.value), p.where(p.fileReads)),
 		fmt.Sprintf("judges: %s (%s)", onOff(p.judges.value), p.where(p.judges)),
 		fmt.Sprintf("longest command time limit: %s (%s)", p.maxTimeout.value, p.where(p.maxTimeout)),
+		fmt.Sprintf("longest agent time limit: %s (%s)", agentLimit, p.where(p.maxAgent)),
 		fmt.Sprintf("workspace roots: %s", roots),
 	}
 }
