@@ -111,7 +111,7 @@ func (e *Engine) events(ctx context.Context, runID string, after, head int64) ([
 	}
 	out := make([]Event, 0, len(raw))
 	for _, r := range raw {
-		ev, ok, err := toEvent(runID, r)
+		ev, ok, err := e.toEvent(ctx, runID, r)
 		if err != nil {
 			return nil, err
 		}
