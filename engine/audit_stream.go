@@ -206,13 +206,12 @@ func (e *Engine) toEvent(ctx context.Context, runID string, raw store.Event) (Ev
 		return Event{}, false, nil
 	}
 	var d struct {
-		StepID string          `json:"stepId"`
-		Detail json.RawMessage `json:"detail"`
+		StepID string
+		Detail json.RawMessage
 	}
-	if len(raw.Data) > 0 {
-		if err := json.Unmarshal(raw.Data, &d); err != nil {
-			return Event{}, false, fmt.Errorf("run %s: event %d: %w: %v", runID, raw.Seq, ErrCorrupt, err)
-		}
+	var err error
+	if d.StepID, d.Detail, err = eventData(raw.Data); err != nil {
+		return Event{}, false, fmt.Errorf("run %s: event %d: %w: %v", runID, raw.Seq, ErrCorrupt, err)
 	}
 	if raw.Type == string(EventCompleted) {
 		detail, err := completedOutput(d.Detail, func(seq int64) ([]byte, error) { return e.loggedResult(ctx, runID, seq) })
@@ -338,15 +337,11 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 // stepRecord decodes an engine.step_state record read from the log.
 // resolve gives the values its refs stand for.
 func (e *Engine) stepRecord(ctx context.Context, runID string, raw store.Event, resolve refResolver) (*stepState, error) {
-	var d struct {
-		Detail struct {
-			JSON string `json:"json"`
-		} `json:"detail"`
-	}
-	if raw.Type != string(evStepState) || json.Unmarshal(raw.Data, &d) != nil {
+	payload, err := blobPayload(raw.Data)
+	if raw.Type != string(evStepState) || err != nil {
 		return nil, fmt.Errorf("run %s: %w: event %d is not a step record", runID, ErrCorrupt, raw.Seq)
 	}
-	ss, err := decodeStepRecord(runID, fmt.Sprintf("step record %d", raw.Seq), []byte(d.Detail.JSON), resolve)
+	ss, err := decodeStepRecord(runID, fmt.Sprintf("step record %d", raw.Seq), payload, resolve)
 	if err != nil {
 		return nil, err
 	}

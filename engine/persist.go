@@ -428,15 +428,10 @@ func (e *Engine) blob(ctx context.Context, runID string, seq int64) ([]byte, err
 	if !internalEvent(ev.Type) {
 		return nil, fmt.Errorf("run %s: %w: event %d is %s, not an internal record", runID, ErrCorrupt, seq, ev.Type)
 	}
-	var d struct {
-		Detail struct {
-			JSON string `json:"json"`
-		} `json:"detail"`
-	}
-	if err := json.Unmarshal(ev.Data, &d); err != nil {
+	raw, err := blobPayload(ev.Data)
+	if err != nil {
 		return nil, fmt.Errorf("run %s: %w: event %d: %v", runID, ErrCorrupt, seq, err)
 	}
-	raw := []byte(d.Detail.JSON)
 	e.blobs.put(runID, seq, raw)
 	return raw, nil
 }

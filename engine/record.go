@@ -332,15 +332,19 @@ func resultOf(runID string, ev store.Event) ([]byte, error) {
 	if ev.Type != string(EventResult) {
 		return nil, fmt.Errorf("run %s: %w: event %d is %s, not the result a record refers to", runID, ErrCorrupt, ev.Seq, ev.Type)
 	}
-	var d struct {
-		Detail struct {
-			Result json.RawMessage `json:"result"`
-		} `json:"detail"`
+	_, detail, err := eventData(ev.Data)
+	if err == nil {
+		if r, ok := loggedResultOf(detail); ok {
+			return r, nil
+		}
 	}
-	if err := json.Unmarshal(ev.Data, &d); err != nil || len(d.Detail.Result) == 0 {
+	var d struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err != nil || json.Unmarshal(detail, &d) != nil || len(d.Result) == 0 {
 		return nil, fmt.Errorf("run %s: %w: result event %d holds no result", runID, ErrCorrupt, ev.Seq)
 	}
-	return d.Detail.Result, nil
+	return d.Result, nil
 }
 
 // refValue is the value a ref stands for, given the logged result.

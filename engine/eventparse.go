@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// An audit reads every record of a run's log (docs/engine.md, "Cost").
+// The store hands each back in its canonical form (keys sorted, no
+// whitespace, strings escaped one way), so the few shapes the engine
+// writes are taken apart here by position instead of through
+// encoding/json, which was a large part of a long audit's time. Anything
+// not exactly in the expected shape goes to encoding/json.
+
+// splitEventData is the stepId and detail of an event's data in the
+// store's form: {"detail":D,"stepId":"S"}, either member optional.
+func splitEventData(data []byte) (stepID string, detail []byte, ok bool) {
+	switch {
+	case len(data) == 0 || bytes.Equal(data, []byte("{}")):
+		return "", nil, true
+	case bytes.HasPrefix(data, []byte(`{"stepId":"`)):
+		id, ok := plainString(data[len(`{"stepId":`) : len(data)-1])
+		return id, nil, ok && data[len(data)-1] == '}'
+	case !bytes.HasPrefix(data, []byte(`{"detail":`)) || data[len(data)-1] != '}':
+		return "", nil, false
+	}
+	body := data[len(`{"detail":`) : len(data)-1]
+	if len(body) > 0 && body[len(body)-1] == '"' {
+		// A stepId member last. An unescaped `,"stepId":"` cannot be
+		// inside a string, and an object's last member ends with '}'.
+		const member = `,"stepId":`
+		i := bytes.LastIndex(body, []byte(member))
+		if i < 0 {
+			return "", nil, false
+		}
+		id, ok := plainString(body[i+len(member):])
+		if !ok {
+			return "", nil, false
+		}
+		stepID, body = id, body[:i]
+	}
+	return stepID, body, len(body) > 0
+}
+
+// plainString is the JSON string literal b (quotes included) when it has
+// no escapes.
+func plainString(b []byte) (string, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return "", false
+	}
+	in := b[1 : len(b)-1]
+	if bytes.IndexByte(in, '"') >= 0 || bytes.IndexByte(in, '\\') >= 0 {
+		return "", false
+	}
+	return string(in), true
+}
+
+// eventData decodes an event's stepId and detail.
+func eventData(data []byte) (stepID string, detail json.RawMessage, err error) {
+	if id, d, ok := splitEventData(data); ok {
+		return id, d, nil
+	}
+	var d struct {
+		StepID string          `json:"stepId"`
+		Detail json.RawMessage `json:"detail"`
+	}
+	err = json.Unmarshal(data, &d)
+	return d.StepID, d.Detail, err
+}
+
+// recordJSON is the payload of an internal record's detail
+// ({"json":"…"}), unescaped.
+func recordJSON(detail []byte) ([]byte, bool) {
+	if !bytes.HasPrefix(detail, []byte(`{"json":"`)) || !bytes.HasSuffix(detail, []byte(`"}`)) {
+		return nil, false
+	}
+	lit := detail[len(`{"json":`) : len(detail)-1]
+	// The spec snapshot also holds its digest (hex: no escapes).
+	if i := bytes.LastIndex(lit, []byte(`,"revisionDigest":"`)); i >= 0 {
+		if _, ok := plainString(lit[i+len(`,"revisionDigest":`):]); ok {
+			lit = lit[:i]
+		}
+	}
+	return unquote(lit)
+}
+
+// loggedResultOf is detail.result of an accepted result's detail
+// ({"attempt":N,"result":R}).
+func loggedResultOf(detail []byte) ([]byte, bool) {
+	const head, mid = `{"attempt":`, `,"result":`
+	if !bytes.HasPrefix(detail, []byte(head)) || detail[len(detail)-1] != '}' {
+		return nil, false
+	}
+	rest := detail[len(head):]
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 || !bytes.HasPrefix(rest[n:], []byte(mid)) {
+		return nil, false
+	}
+	r := rest[n+len(mid) : len(rest)-1]
+	return r, len(r) > 0
+}
+
+// unquote decodes the JSON string literal s (quotes included); ok is
+// false for anything that is not one.
+func unquote(s []byte) ([]byte, bool) {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return nil, false
+	}
+	s = s[1 : len(s)-1]
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && s[j] != '\\' && s[j] != '"' && s[j] >= 0x20 {
+			j++
+		}
+		out = append(out, s[i:j]...)
+		if j == len(s) {
+			break
+		}
+		if s[j] != '\\' || j+1 == len(s) {
+			return nil, false // a raw quote or control character
+		}
+		switch c := s[j+1]; c {
+		case '"', '\\', '/':
+			out = append(out, c)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(s, j+2)
+			if !ok {
+				return nil, false
+			}
+			n := 6 // the escape's length
+			if utf16.IsSurrogate(r) {
+				if j+12 > len(s) || s[j+6] != '\\' || s[j+7] != 'u' {
+					return nil, false
+				}
+				r2, ok := hex4(s, j+8)
+				dec := utf16.DecodeRune(r, r2)
+				if !ok || dec == utf8.RuneError {
+					return nil, false
+				}
+				r, n = dec, 12
+			}
+			out = utf8.AppendRune(out, r)
+			i = j + n
+			continue
+		default:
+			return nil, false
+		}
+		i = j + 2
+	}
+	if !utf8.Valid(out) {
+		return nil, false // encoding/json replaces invalid bytes: let it
+	}
+	return out, true
+}
+
+// hex4 reads the four hex digits at s[i:].
+func hex4(s []byte, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(s[i:i+4]), 16, 32)
+	return rune(n), err == nil
+}
+
+// blobPayload is the JSON text an internal record's data holds
+// ({"detail":{"json":"…"}}).
+func blobPayload(data []byte) ([]byte, error) {
+	if _, detail, ok := splitEventData(data); ok {
+		if p, ok := recordJSON(detail); ok {
+			return p, nil
+		}
+	}
+	var d struct {
+		Detail struct {
+			JSON *string `json:"json"`
+		} `json:"detail"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, err
+	}
+	if d.Detail.JSON == nil {
+		return nil, errors.New("no JSON payload")
+	}
+	return []byte(*d.Detail.JSON), nil
+}
