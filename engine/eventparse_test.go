@@ -14,7 +14,7 @@ func FuzzEventParse(f *testing.F) {
 		`{"detail":{"a":{"stepId":"x"}}}`, `{"detail":{"json":"{\"a\":\"<\\u0026>\\n\\ud83d\\ude00\"}"},"stepId":"s/1"}`,
 		`{"detail":{"json":"{}","revisionDigest":"ab"}}`, `{"detail":{"attempt":12,"result":{"b":[1,{"result":2}]}},"stepId":"x"}`,
 		`{"detail":{"attempt":1,"failure":{"reason":"r"},"result":1}}`, `{"detail":[1,"stepId"],"stepId":"q\"x"}`,
-		`{"detail":{"json":"\ud800"}}`, `{"detail":{"json":"\u00e9\t\b\f\/"}}`,
+		`{"detail":{"json":"\ud800"}}`, `{"detail":"line\nnext\u0001\r\"\\"}`, `{"detail":{"json":"\u00e9\t\b\f\/"}}`,
 	} {
 		f.Add([]byte(s))
 	}
