@@ -53,10 +53,21 @@ func plainString(b []byte) (string, bool) {
 		return "", false
 	}
 	in := b[1 : len(b)-1]
-	if bytes.IndexByte(in, '"') >= 0 || bytes.IndexByte(in, '\\') >= 0 {
+	if bytes.IndexByte(in, '"') >= 0 || !plainText(in) {
 		return "", false
 	}
 	return string(in), true
+}
+
+// plainText reports string content JSON writes as it is: valid UTF-8
+// without backslashes or control characters.
+func plainText(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 // eventData decodes an event's stepId and detail.
@@ -200,4 +211,64 @@ func blobPayload(data []byte) ([]byte, error) {
 		return nil, errors.New("no JSON payload")
 	}
 	return []byte(*d.Detail.JSON), nil
+}
+
+// parseColdRefs reads a cold index chunk as the engine writes it:
+// [{"id":"…","seq":N,"status":"…"},…], status optional, no escapes.
+func parseColdRefs(b []byte) ([]coldRef, bool) {
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, false
+	}
+	refs := make([]coldRef, 0, coldChunkSize)
+	rest := b[1 : len(b)-1]
+	str := func(prefix string) (string, bool) {
+		if !bytes.HasPrefix(rest, []byte(prefix)) {
+			return "", false
+		}
+		rest = rest[len(prefix):]
+		i := bytes.IndexByte(rest, '"')
+		if i < 0 || !plainText(rest[:i]) {
+			return "", false
+		}
+		s := string(rest[:i])
+		rest = rest[i+1:]
+		return s, true
+	}
+	for len(rest) > 0 {
+		id, ok := str(`{"id":"`)
+		if !ok || !bytes.HasPrefix(rest, []byte(`,"seq":`)) {
+			return nil, false
+		}
+		rest = rest[len(`,"seq":`):]
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		seq, err := strconv.ParseInt(string(rest[:n]), 10, 64)
+		if err != nil || (n > 1 && rest[0] == '0') {
+			return nil, false
+		}
+		rest = rest[n:]
+		r := coldRef{ID: id, Seq: seq}
+		if bytes.HasPrefix(rest, []byte(`,"status":"`)) {
+			rest = rest[1:]
+			status, ok := str(`"status":"`)
+			if !ok || status == "" {
+				return nil, false
+			}
+			r.Status = StepStatus(status)
+		}
+		if len(rest) == 0 || rest[0] != '}' {
+			return nil, false
+		}
+		rest = rest[1:]
+		if len(rest) > 0 {
+			if rest[0] != ',' || len(rest) == 1 {
+				return nil, false
+			}
+			rest = rest[1:]
+		}
+		refs = append(refs, r)
+	}
+	return refs, true
 }

@@ -62,3 +62,28 @@ func FuzzEventParse(f *testing.F) {
 		}
 	})
 }
+
+// parseColdRefs reads what encoding/json reads, wherever it answers.
+func FuzzColdRefs(f *testing.F) {
+	for _, s := range []string{`[]`, `[{"id":"s1","seq":8,"status":"succeeded"},{"id":"s2","seq":12}]`,
+		`[{"id":"a\"b","seq":1}]`, `[{"id":"s","seq":01}]`, `[{"id":"s","seq":1,"status":""}]`, `[{"id":"s","seq":1},]`,
+		`[{"id":"s","seq":99999999999999999999}]`, `[{"id":"s","seq":1,"extra":1}]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := parseColdRefs(b)
+		if !ok {
+			return
+		}
+		var want []coldRef
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("%s: parsed as %v, encoding/json says %v", b, got, err)
+		}
+		if len(want) == 0 && len(got) == 0 {
+			return
+		}
+		if dump(got) != dump(want) {
+			t.Fatalf("%s: parsed as %s, encoding/json %s", b, dump(got), dump(want))
+		}
+	})
+}

@@ -387,6 +387,9 @@ func (e *Engine) coldChunk(ctx context.Context, runID string, seq int64) ([]cold
 	if err != nil {
 		return nil, err
 	}
+	if refs, ok := parseColdRefs(raw); ok {
+		return refs, nil
+	}
 	var refs []coldRef
 	if err := json.Unmarshal(raw, &refs); err != nil {
 		return nil, fmt.Errorf("run %s: %w: cold index event %d: %v", runID, ErrCorrupt, seq, err)
