@@ -27,6 +27,8 @@ import (
 //     changes of worktree fanout items until merged (engine.patch). Their
 //     payload is a JSON string, so the store's canonical form (sorted keys)
 //     cannot reorder outputs. Audit and Poll leave internal events out.
+//   - A result is stored once, in the result event that accepted it: step
+//     records and the completed event refer to it (see record.go).
 //
 // A process that last wrote a run keeps its decoded state (validated
 // byte for byte against the stored document), so a step costs one small
