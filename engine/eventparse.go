@@ -43,7 +43,44 @@ func splitEventData(data []byte) (stepID string, detail []byte, ok bool) {
 		}
 		stepID, body = id, body[:i]
 	}
-	return stepID, body, len(body) > 0
+	// Another member between (sorted after detail) would be in body.
+	return stepID, body, len(body) > 0 && valueEnd(body) == len(body)
+}
+
+// valueEnd is where the first JSON value of b (valid JSON, no
+// whitespace) ends.
+func valueEnd(b []byte) int {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+			continue
+		case '}', ']':
+			depth--
+		case ',', ':':
+			if depth == 0 {
+				return i
+			}
+			continue
+		default:
+			if depth == 0 {
+				for i+1 < len(b) && b[i+1] != ',' && b[i+1] != '}' && b[i+1] != ']' && b[i+1] != ':' {
+					i++
+				}
+			}
+		}
+		if depth == 0 {
+			return i + 1
+		}
+	}
+	return len(b)
 }
 
 // plainString is the JSON string literal b (quotes included) when it has

@@ -18,6 +18,12 @@ func FuzzEventParse(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	// Members sorted between detail and stepId.
+	for _, s := range []string{`{"detail":1,"other":"x","stepId":"s"}`, `{"detail":{"a":1},"owner":"o"}`,
+		`{"detail":"a\"b","p":[1],"stepId":"s"}`, `{"detail":[1,[2]],"q":null,"stepId":"s"}`, `{"detail":true,"r":{},"stepId":"s"}`,
+		`{"detail":-1.5e3,"r":"s","stepId":"s"}`} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if !json.Valid(in) {
 			return
