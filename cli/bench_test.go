@@ -113,14 +113,22 @@ func benchQueryFlows(b *testing.B, st store.Store, reuse bool, getenv func(strin
 // BenchmarkAuditLongRun is `stratum audit RUN` (text, and --json) of a
 // finished 10,000-step run (AUDIT_STEPS changes it), run as a child
 // process: ns/op is its wall time and peak-rss-MiB its peak resident
-// memory. TMPDIR=/dev/shm makes the set-up quick.
+// memory. TMPDIR=/dev/shm makes the set-up quick. AUDIT_HOME=DIR keeps
+// the run in DIR and reuses it; AUDIT_INPROCESS=1 runs the command in
+// this process, to profile it.
 func BenchmarkAuditLongRun(b *testing.B) {
 	n := 10000
 	if s := os.Getenv("AUDIT_STEPS"); s != "" {
 		fmt.Sscan(s, &n)
 	}
 	ctx := context.Background()
-	home := b.TempDir()
+	home := os.Getenv("AUDIT_HOME")
+	if home == "" {
+		home = b.TempDir()
+	} else if id, err := os.ReadFile(filepath.Join(home, "run-id")); err == nil {
+		benchAudit(b, home, string(id))
+		return
+	}
 	fs, err := store.NewFileStore(filepath.Join(home, "flows"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -145,7 +153,35 @@ func BenchmarkAuditLongRun(b *testing.B) {
 		}
 	}
 	e.Close()
-	for name, args := range map[string][]string{"text": {"audit", r.RunID}, "json": {"audit", r.RunID, "--json"}} {
+	if os.Getenv("AUDIT_HOME") != "" {
+		if err := os.WriteFile(filepath.Join(home, "run-id"), []byte(r.RunID), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchAudit(b, home, r.RunID)
+}
+
+// benchAudit times `stratum audit` of runID in home: as a child process,
+// or in this process with AUDIT_INPROCESS=1 (for -cpuprofile and
+// -memprofile).
+func benchAudit(b *testing.B, home, runID string) {
+	for name, args := range map[string][]string{"text": {"audit", runID}, "json": {"audit", runID, "--json"}} {
+		if os.Getenv("AUDIT_INPROCESS") != "" {
+			b.Run(name, func(b *testing.B) {
+				env := &Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string {
+					if k == "STRATUM_HOME" {
+						return home
+					}
+					return ""
+				}}
+				for i := 0; i < b.N; i++ {
+					if code := run(context.Background(), env, args); code != 0 {
+						b.Fatalf("exit %d", code)
+					}
+				}
+			})
+			continue
+		}
 		b.Run(name, func(b *testing.B) {
 			var peak int64
 			for i := 0; i < b.N; i++ {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/ir"
+	"github.com/stratum-go/stratum/store"
 )
 
 // Event is one audit event of a run.
@@ -111,7 +112,7 @@ func (e *Engine) events(ctx context.Context, runID string, after, head int64) ([
 	}
 	out := make([]Event, 0, len(raw))
 	for _, r := range raw {
-		ev, ok, err := toEvent(runID, r)
+		ev, ok, err := e.toEvent(ctx, runID, r)
 		if err != nil {
 			return nil, err
 		}
@@ -254,6 +255,20 @@ func (t *txn) eachWaitingGate(fn func(sc *scope, s *ir.Step, ss *stepState, wg W
 // ends that describe a run (step kinds, routes, contracts in declaration
 // order). The plan is shared and must not be modified.
 func (e *Engine) RunPlan(ctx context.Context, runID string) (*ir.Plan, error) {
+	// A plan this process compiled is found from the state document alone
+	// (an audit asks after reading the run).
+	if store.ValidateRunID(runID) == nil {
+		if snap, err := e.store.Load(ctx, runID); err == nil {
+			if st, err := decodeDoc(runID, snap.State); err == nil {
+				e.mu.Lock()
+				c, ok := e.plans[st.RevisionDigest]
+				e.mu.Unlock()
+				if ok {
+					return c.plan, nil
+				}
+			}
+		}
+	}
 	_, c, _, err := e.load(ctx, runID)
 	if err != nil {
 		return nil, err

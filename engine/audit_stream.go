@@ -103,7 +103,12 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 type stepRecords struct {
 	ids  map[int64]string      // seq of a finished step's record → step id
 	kept map[int64]store.Event // records read by the events pass
-	size int
+	// steps are the ids of the steps of ids; results holds the data of
+	// their result events read by the events pass, which their records
+	// refer to (see record.go).
+	steps   map[string]bool
+	results map[int64][]byte
+	size    int
 }
 
 // maxKeptRecords bounds the record data an audit keeps between its two
@@ -124,6 +129,36 @@ func (r *stepRecords) keep(raw store.Event) {
 	r.size += len(raw.Data)
 }
 
+// keepResult holds on to the data of a result event of one of the steps
+// if there is room.
+func (r *stepRecords) keepResult(raw store.Event, stepID string) {
+	if !r.steps[stepID] || r.size+len(raw.Data) > maxKeptRecords {
+		return
+	}
+	if r.results == nil {
+		r.results = map[int64][]byte{}
+	}
+	r.results[raw.Seq] = bytes.Clone(raw.Data)
+	r.size += len(raw.Data)
+}
+
+// resolver gives the values the steps' records refer to: from the result
+// events the events pass kept, else from the log.
+func (r *stepRecords) resolver(ctx context.Context, e *Engine, runID string) refResolver {
+	fromStore := e.storeResolver(ctx, runID)
+	return func(ref *valueRef) (Value, error) {
+		data, ok := r.results[ref.Seq]
+		if !ok {
+			return fromStore(ref)
+		}
+		logged, err := resultOf(runID, store.Event{Seq: ref.Seq, Type: string(EventResult), Data: data})
+		if err != nil {
+			return Value{}, err
+		}
+		return refValue(runID, ref, logged)
+	}
+}
+
 // streamEvents passes the events after opts.EventsAfter to fn, a page at
 // a time; it returns the cursor of the next page when opts.EventsLimit
 // stopped it (0 when every event was read).
@@ -140,12 +175,15 @@ func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptio
 		for _, raw := range page {
 			after = raw.Seq
 			records.keep(raw)
-			ev, ok, err := toEvent(runID, raw)
+			ev, ok, err := e.toEvent(ctx, runID, raw)
 			if err != nil {
 				return 0, err
 			}
 			if !ok {
 				continue
+			}
+			if ev.Type == EventResult {
+				records.keepResult(raw, ev.StepID)
 			}
 			if opts.EventsLimit > 0 && sent == opts.EventsLimit {
 				return ev.Seq - 1, nil
@@ -161,18 +199,26 @@ func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptio
 
 // toEvent is a log record as an audit event; ok is false for the
 // engine's internal records.
-func toEvent(runID string, raw store.Event) (Event, bool, error) {
+// A completed event that refers to the result holding the flow's output
+// is shown with the output (see record.go).
+func (e *Engine) toEvent(ctx context.Context, runID string, raw store.Event) (Event, bool, error) {
 	if internalEvent(raw.Type) {
 		return Event{}, false, nil
 	}
 	var d struct {
-		StepID string          `json:"stepId"`
-		Detail json.RawMessage `json:"detail"`
+		StepID string
+		Detail json.RawMessage
 	}
-	if len(raw.Data) > 0 {
-		if err := json.Unmarshal(raw.Data, &d); err != nil {
-			return Event{}, false, fmt.Errorf("run %s: event %d: %w: %v", runID, raw.Seq, ErrCorrupt, err)
+	var err error
+	if d.StepID, d.Detail, err = eventData(raw.Data); err != nil {
+		return Event{}, false, fmt.Errorf("run %s: event %d: %w: %v", runID, raw.Seq, ErrCorrupt, err)
+	}
+	if raw.Type == string(EventCompleted) {
+		detail, err := completedOutput(d.Detail, func(seq int64) ([]byte, error) { return e.loggedResult(ctx, runID, seq) })
+		if err != nil {
+			return Event{}, false, fmt.Errorf("run %s: event %d: %w", runID, raw.Seq, err)
 		}
+		d.Detail = detail
 	}
 	return Event{Seq: raw.Seq, At: raw.At, Type: EventType(raw.Type), StepID: d.StepID, Detail: d.Detail, Hash: raw.Hash}, true, nil
 }
@@ -205,11 +251,12 @@ func (t *txn) auditSteps(only []string) ([]*ir.Step, error) {
 // stepRecordSeqs finds the records of the finished steps among steps.
 func (t *txn) stepRecordSeqs(steps []*ir.Step) stepRecords {
 	root := t.rootScope()
-	r := stepRecords{ids: map[int64]string{}}
+	r := stepRecords{ids: map[int64]string{}, steps: map[string]bool{}}
 	for _, s := range steps {
 		if root.steps[s.ID] == nil {
 			if ref, ok := t.st.cold[s.ID]; ok {
 				r.ids[ref.Seq] = s.ID
+				r.steps[s.ID] = true
 			}
 		}
 	}
@@ -255,6 +302,7 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 	if err := flush(); err != nil {
 		return err
 	}
+	resolve := records.resolver(t.ctx, t.e, t.st.ID)
 	var page []store.Event // the last page read (consecutive seqs)
 	inPage := func(seq int64) bool { return len(page) > 0 && page[0].Seq <= seq && seq <= page[len(page)-1].Seq }
 	for _, seq := range seqs {
@@ -271,7 +319,7 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 			}
 			raw = page[seq-page[0].Seq]
 		}
-		ss, err := t.e.stepRecord(t.ctx, t.st.ID, raw)
+		ss, err := t.e.stepRecord(t.ctx, t.st.ID, raw, resolve)
 		if err != nil {
 			return err
 		}
@@ -287,18 +335,15 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 }
 
 // stepRecord decodes an engine.step_state record read from the log.
-func (e *Engine) stepRecord(ctx context.Context, runID string, raw store.Event) (*stepState, error) {
-	var d struct {
-		Detail struct {
-			JSON string `json:"json"`
-		} `json:"detail"`
-	}
-	if raw.Type != string(evStepState) || json.Unmarshal(raw.Data, &d) != nil {
+// resolve gives the values its refs stand for.
+func (e *Engine) stepRecord(ctx context.Context, runID string, raw store.Event, resolve refResolver) (*stepState, error) {
+	payload, err := blobPayload(raw.Data)
+	if raw.Type != string(evStepState) || err != nil {
 		return nil, fmt.Errorf("run %s: %w: event %d is not a step record", runID, ErrCorrupt, raw.Seq)
 	}
-	ss := &stepState{}
-	if err := json.Unmarshal([]byte(d.Detail.JSON), ss); err != nil {
-		return nil, fmt.Errorf("run %s: %w: step record %d: %v", runID, ErrCorrupt, raw.Seq, err)
+	ss, err := decodeStepRecord(runID, fmt.Sprintf("step record %d", raw.Seq), payload, resolve)
+	if err != nil {
+		return nil, err
 	}
 	if ss.Attempts == nil {
 		ss.Attempts = []Attempt{}

@@ -21,6 +21,9 @@ type blobCache struct {
 type blobKey struct {
 	run string
 	seq int64
+	// result marks the detail.result of a result event a record refers
+	// to (see record.go), not an internal event's payload.
+	result bool
 }
 
 // defaultBlobCacheBytes bounds the blob cache; maxCachedBlob is the largest
@@ -33,11 +36,15 @@ const (
 func (c *blobCache) get(run string, seq int64) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, ok := c.byKey[blobKey{run, seq}]
+	b, ok := c.byKey[blobKey{run: run, seq: seq}]
 	return b, ok
 }
 
 func (c *blobCache) put(run string, seq int64, b []byte) {
+	c.putKey(blobKey{run: run, seq: seq}, b)
+}
+
+func (c *blobCache) putKey(k blobKey, b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byKey == nil {
@@ -46,7 +53,6 @@ func (c *blobCache) put(run string, seq int64, b []byte) {
 	if c.limit == 0 {
 		c.limit = defaultBlobCacheBytes
 	}
-	k := blobKey{run, seq}
 	if _, ok := c.byKey[k]; ok || len(b) > min(c.limit/4, maxCachedBlob) {
 		return // cached already, or too large to keep (a big patch is read once)
 	}
@@ -66,7 +72,7 @@ func (c *blobCache) put(run string, seq int64, b []byte) {
 func (c *blobCache) getParsed(run string, seq int64) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.parsed[blobKey{run, seq}]
+	v, ok := c.parsed[blobKey{run: run, seq: seq}]
 	return v, ok
 }
 
@@ -74,7 +80,7 @@ func (c *blobCache) getParsed(run string, seq int64) (any, bool) {
 func (c *blobCache) putParsed(run string, seq int64, v any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := blobKey{run, seq}
+	k := blobKey{run: run, seq: seq}
 	if _, ok := c.byKey[k]; !ok {
 		return
 	}
@@ -82,4 +88,17 @@ func (c *blobCache) putParsed(run string, seq int64, v any) {
 		c.parsed = map[blobKey]any{}
 	}
 	c.parsed[k] = v
+}
+
+// getResult returns the cached detail.result of a result event.
+func (c *blobCache) getResult(run string, seq int64) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.byKey[blobKey{run: run, seq: seq, result: true}]
+	return b, ok
+}
+
+// putResult keeps the detail.result of a result event.
+func (c *blobCache) putResult(run string, seq int64, b []byte) {
+	c.putKey(blobKey{run: run, seq: seq, result: true}, b)
 }

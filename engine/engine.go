@@ -557,7 +557,8 @@ func (e *Engine) checkPersisted(ctx context.Context, runID string, head store.He
 		if err != nil {
 			return err
 		}
-		if now, _ := json.Marshal(s); !bytes.Equal(was, now) {
+		if same, _ := sameAsRecord(s, was); !same {
+			now, _ := encodeStepRecord(s)
 			return fmt.Errorf("run %s: finished step %s changed in memory but not in the log:\n log %s\n mem %s", runID, id, was, now)
 		}
 	}

@@ -27,6 +27,8 @@ import (
 //     changes of worktree fanout items until merged (engine.patch). Their
 //     payload is a JSON string, so the store's canonical form (sorted keys)
 //     cannot reorder outputs. Audit and Poll leave internal events out.
+//   - A result is stored once, in the result event that accepted it: step
+//     records and the completed event refer to it (see record.go).
 //
 // A process that last wrote a run keeps its decoded state (validated
 // byte for byte against the stored document), so a step costs one small
@@ -79,8 +81,15 @@ func (t *txn) emitBlob(typ EventType, stepID string, v any) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", typ, err)
 	}
+	return t.emitJSON(typ, stepID, b), nil
+}
+
+// emitJSON records an internal event whose payload is the JSON text b and
+// returns its seq. The payload is a string: the store's canonical form
+// sorts object keys, and the key order of the values in it is theirs.
+func (t *txn) emitJSON(typ EventType, stepID string, b []byte) int64 {
 	t.emit(typ, stepID, map[string]any{"json": string(b)})
-	return t.headSeq + int64(len(t.events)), nil
+	return t.headSeq + int64(len(t.events))
 }
 
 // encode writes the state document. The steps that finished in this
@@ -118,12 +127,20 @@ func (t *txn) encode() ([]byte, error) {
 		}
 	}
 	sort.Slice(finished, func(i, j int) bool { return finished[i].Index < finished[j].Index })
+	recorded := make([]*stepStateOf, len(finished))
+	for i, s := range finished {
+		recorded[i] = &stepStateOf{id: s.ID, ss: st.Steps[s.ID]}
+	}
+	if err := t.linkResults(recorded); err != nil {
+		return nil, err
+	}
 	for _, s := range finished {
 		ss := st.Steps[s.ID]
-		seq, err := t.emitBlob(evStepState, s.ID, ss)
+		b, err := encodeStepRecord(ss)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("encode %s: %w", evStepState, err)
 		}
+		seq := t.emitJSON(evStepState, s.ID, b)
 		if err := t.indexCold(coldRef{ID: s.ID, Seq: seq, Status: ss.Status}); err != nil {
 			return nil, err
 		}
@@ -196,15 +213,29 @@ func (t *txn) settleLoaded() error {
 		if err != nil {
 			return err
 		}
-		now, err := json.Marshal(ss)
+		same, err := sameAsRecord(ss, was)
 		if err != nil {
 			return fmt.Errorf("encode state of step %s: %w", id, err)
 		}
-		if !bytes.Equal(was, now) {
+		if !same {
 			ss.touch()
 		}
 	}
 	return nil
+}
+
+// sameAsRecord reports whether ss is the state its record was holds, in
+// either form a record has (results referred to, or the first form: every
+// value in full).
+func sameAsRecord(ss *stepState, was []byte) (bool, error) {
+	now, err := encodeStepRecord(ss)
+	if err != nil || bytes.Equal(was, now) {
+		return err == nil, err
+	}
+	if now, err = json.Marshal(ss); err != nil {
+		return false, err
+	}
+	return bytes.Equal(was, now), nil
 }
 
 // indexCold adds a finished step's ref to the index, moving a full chunk
@@ -358,6 +389,9 @@ func (e *Engine) coldChunk(ctx context.Context, runID string, seq int64) ([]cold
 	if err != nil {
 		return nil, err
 	}
+	if refs, ok := parseColdRefs(raw); ok {
+		return refs, nil
+	}
 	var refs []coldRef
 	if err := json.Unmarshal(raw, &refs); err != nil {
 		return nil, fmt.Errorf("run %s: %w: cold index event %d: %v", runID, ErrCorrupt, seq, err)
@@ -371,9 +405,9 @@ func (e *Engine) coldState(ctx context.Context, runID string, ref coldRef) (*ste
 	if err != nil {
 		return nil, err
 	}
-	ss := &stepState{}
-	if err := json.Unmarshal(raw, ss); err != nil {
-		return nil, fmt.Errorf("run %s: %w: state of step %s (event %d): %v", runID, ErrCorrupt, ref.ID, ref.Seq, err)
+	ss, err := decodeStepRecord(runID, fmt.Sprintf("state of step %s (event %d)", ref.ID, ref.Seq), raw, e.storeResolver(ctx, runID))
+	if err != nil {
+		return nil, err
 	}
 	if ss.Attempts == nil {
 		ss.Attempts = []Attempt{}
@@ -399,15 +433,10 @@ func (e *Engine) blob(ctx context.Context, runID string, seq int64) ([]byte, err
 	if !internalEvent(ev.Type) {
 		return nil, fmt.Errorf("run %s: %w: event %d is %s, not an internal record", runID, ErrCorrupt, seq, ev.Type)
 	}
-	var d struct {
-		Detail struct {
-			JSON string `json:"json"`
-		} `json:"detail"`
-	}
-	if err := json.Unmarshal(ev.Data, &d); err != nil {
+	raw, err := blobPayload(ev.Data)
+	if err != nil {
 		return nil, fmt.Errorf("run %s: %w: event %d: %v", runID, ErrCorrupt, seq, err)
 	}
-	raw := []byte(d.Detail.JSON)
 	e.blobs.put(runID, seq, raw)
 	return raw, nil
 }

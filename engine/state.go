@@ -256,6 +256,9 @@ type stepState struct {
 	// changed since it was written. Anything that mutates a finished step
 	// must call touch.
 	coldSeq int64
+	// outputRef is the result event holding Output, once a step record
+	// refers to it (see record.go).
+	outputRef *valueRef
 }
 
 // Revision is why a step runs again: a person sent its work back at a
@@ -345,6 +348,9 @@ type Attempt struct {
 	// Changes are the workspace changes the attempt made, when a driver
 	// measured them.
 	Changes *Changes `json:"changes,omitempty" jsonschema:"the workspace changes the attempt made (git workspaces under a driver): HEAD and tree before and after, a stat, the patch's size"`
+	// resultRef is the result event holding Result, once a step record
+	// refers to it (see record.go).
+	resultRef *valueRef
 }
 
 // subState is the child scope of an active run step.

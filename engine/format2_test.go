@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stratum-go/stratum/store"
+)
+
+// format2Spec is the flow of testdata/format2: outputs whose keys are not
+// in sorted order (nested, in arrays), an attempt rejected by its ensure
+// (its result kept only in the attempt), a subflow, a gate, and a flow
+// output taken from the last step.
+const format2Spec = `version: 1
+contracts:
+  V: {v: string}
+  A: {z: number, k: string, m: object}
+  W: {w: string}
+flows:
+  entry: main
+  sub:
+    input: {}
+    output: {from: "${c.output}", contract: V}
+    steps:
+      - {id: c, do: c, out: V}
+  main:
+    input: {}
+    output: {from: "${d.output}", contract: W}
+    steps:
+      - id: a
+        do: a
+        out: A
+        ensure:
+          - expr: "result.z == 1"
+      - id: w
+        after: [a]
+        run: sub
+        with: {}
+      - id: review
+        after: [w]
+        gate: {on_approve: null, on_revise: null, on_kill: null}
+      - id: d
+        after: [review]
+        do: "last after ${a.output.k}"
+        out: W
+`
+
+// format2Run is the run of testdata/format2.
+const format2Run = "00000000-0000-4000-8000-000000000001"
+
+// writeFormat2Run plans and drives the format2 run up to its gate.
+func writeFormat2Run(h *harness) {
+	r := h.plan(format2Spec, map[string]any{})
+	r = h.ok(r, "a", `{"z":2,"k":"first","m":{}}`)
+	r = h.ok(r, "a", `{"z":1,"k":"a-out","m":{"y":[{"q":1,"b":"<&>"}],"c":"x"}}`)
+	r = h.ok(r, "w/c", `{"v":"c-out"}`)
+	wantStatus(h.t, r, StatusRunning)
+}
+
+// finishFormat2Run approves the gate and reports d.
+func finishFormat2Run(t *testing.T, h *harness) *Response {
+	t.Helper()
+	gates, err := h.e.ListGates(h.ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gates) != 1 || gates[0].StepID != "review" {
+		t.Fatalf("gates %s", dump(gates))
+	}
+	r, err := h.e.ResolveGate(h.ctx, GateRequest{RunID: format2Run, StepID: "review", Decision: DecisionApprove, GateToken: gates[0].GateToken, ResolvedBy: "human"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	en := entry(t, r, "d")
+	if en.Do != "last after a-out" {
+		t.Fatalf("d's task %q: a's output was not read back", en.Do)
+	}
+	r, err = h.e.StepDone(h.ctx, StepDoneRequest{RunID: format2Run, StepID: "d", DispatchToken: en.DispatchToken,
+		Result: StepResult{Output: json.RawMessage(`{"w":"done"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, r, StatusCompleted)
+	return r
+}
+
+// hashes blanks the event hashes of an audit document: a run continued by
+// a later version writes its own records, so its chain differs while what
+// the audit shows does not.
+var hashes = regexp.MustCompile(`"hash": "[0-9a-f]{64}"`)
+
+func auditJSON(t *testing.T, h *harness, blankHashes bool) []byte {
+	t.Helper()
+	b, err := json.MarshalIndent(h.audit(format2Run), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blankHashes {
+		b = hashes.ReplaceAll(b, []byte(`"hash": ""`))
+	}
+	return append(b, '\n')
+}
+
+// openFormat2 copies testdata/format2's run into a fresh file store.
+func openFormat2(t *testing.T) (*harness, *store.FileStore) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "flows")
+	if err := os.CopyFS(root, os.DirFS(filepath.Join("testdata", "format2", "flows"))); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := store.NewFileStore(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newHarnessOn(t, Options{}, fs, fs), fs
+}
+
+// TestWriteFormat2Fixture writes testdata/format2 when
+// STRATUM_WRITE_FIXTURE=format2: the run at its gate, its audit, and the
+// audit (hashes blanked) after finishing it. The committed fixture was
+// written by the engine of commit ebcd445, whose records hold every output
+// in full (docs/engine.md, "What is persisted"); writing it again with a
+// later engine would test nothing.
+func TestWriteFormat2Fixture(t *testing.T) {
+	if os.Getenv("STRATUM_WRITE_FIXTURE") != "format2" {
+		t.Skip("set STRATUM_WRITE_FIXTURE=format2 to write testdata/format2")
+	}
+	dir := filepath.Join("testdata", "format2")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := store.NewFileStore(filepath.Join(dir, "flows"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessOn(t, Options{}, fs, fs)
+	writeFormat2Run(h)
+	if err := os.WriteFile(filepath.Join(dir, "audit-at-gate.json"), auditJSON(t, h, false), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.e.Close()
+	c, _ := openFormat2(t)
+	auditJSON(t, c, false) // as TestFormat2RunContinues does (the clock advances)
+	finishFormat2Run(t, c)
+	if err := os.WriteFile(filepath.Join(dir, "audit-finished.json"), auditJSON(t, c, true), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A run written by the engine before results were stored once
+// (testdata/format2: every output in full in its result event, its
+// completed event and its step records, the records JSON strings) audits
+// exactly as it did, continues, finishes with the audit that engine gave,
+// and its log verifies.
+func TestFormat2RunContinues(t *testing.T) {
+	h, fs := openFormat2(t)
+	want, err := os.ReadFile(filepath.Join("testdata", "format2", "audit-at-gate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := auditJSON(t, h, false); !bytes.Equal(got, want) {
+		t.Fatalf("audit of the run at its gate differs from testdata/format2/audit-at-gate.json:\n%s", got)
+	}
+	// Another process (no cached records) reads the same.
+	fresh := &harness{t: t, ctx: h.ctx, store: fs, e: h.reopen(Options{})}
+	if got := auditJSON(t, fresh, false); !bytes.Equal(got, want) {
+		t.Fatalf("audit by a fresh process differs:\n%s", got)
+	}
+	finishFormat2Run(t, h)
+	want, err = os.ReadFile(filepath.Join("testdata", "format2", "audit-finished.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*harness{h, {t: t, ctx: h.ctx, store: fs, e: h.reopen(Options{})}} {
+		if got := auditJSON(t, e, true); !bytes.Equal(got, want) {
+			t.Fatalf("audit of the finished run differs from testdata/format2/audit-finished.json:\n%s", got)
+		}
+	}
+	if _, err := fs.Verify(h.ctx, format2Run, store.VerifyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
