@@ -46,6 +46,9 @@ type AuditReport struct {
 	// NextEventsAfter is set when a limit stopped the events: the cursor
 	// of the next page.
 	NextEventsAfter int64 `json:"nextEventsAfter,omitzero" jsonschema:"more events follow: pass it as eventsAfter to read the next page"`
+	// NextStepsAfter is set when a limit stopped the steps: the cursor of
+	// the next page.
+	NextStepsAfter string `json:"nextStepsAfter,omitzero" jsonschema:"more steps follow: pass it as stepsAfter to read the next page"`
 }
 
 // Audit returns a run's full durable state: every step's state (with

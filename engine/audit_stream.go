@@ -42,6 +42,13 @@ type AuditOptions struct {
 	EventsLimit int
 	// Steps, when not nil, are the only root steps read.
 	Steps []string
+	// StepsAfter skips the root steps (of those Steps selects, in
+	// declaration order) up to and including this one: the cursor of the
+	// previous page. It must name one of them.
+	StepsAfter string
+	// StepsLimit stops after this many steps (0: no limit);
+	// AuditReport.NextStepsAfter is then the cursor of the next page.
+	StepsLimit int
 }
 
 // AuditStream reads a run's record and passes its events and steps to v.
@@ -77,6 +84,9 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 	var records stepRecords
 	if v.Step != nil {
 		if steps, err = t.auditSteps(opts.Steps); err != nil {
+			return nil, err
+		}
+		if steps, rep.NextStepsAfter, err = t.stepsPage(steps, opts); err != nil {
 			return nil, err
 		}
 		records = t.stepRecordSeqs(steps)
@@ -246,6 +256,25 @@ func (t *txn) auditSteps(only []string) ([]*ir.Step, error) {
 		}
 	}
 	return out, nil
+}
+
+// stepsPage is the page of steps opts.StepsAfter and opts.StepsLimit
+// select, and the cursor of the next page ("" when none follows). A
+// cursor that is not one of steps is refused (ErrInvalidCursor), never
+// read as "from the start".
+func (t *txn) stepsPage(steps []*ir.Step, opts AuditOptions) ([]*ir.Step, string, error) {
+	if opts.StepsAfter != "" {
+		at := slices.IndexFunc(steps, func(s *ir.Step) bool { return s.ID == opts.StepsAfter })
+		if at < 0 {
+			return nil, "", &Error{Kind: ErrInvalidCursor, RunID: t.st.ID,
+				Message: fmt.Sprintf("invalid step cursor %q: not one of the steps this audit reads; pass the nextStepsAfter of the previous page", opts.StepsAfter)}
+		}
+		steps = steps[at+1:]
+	}
+	if opts.StepsLimit > 0 && len(steps) > opts.StepsLimit {
+		return steps[:opts.StepsLimit], steps[opts.StepsLimit-1].ID, nil
+	}
+	return steps, "", nil
 }
 
 // stepRecordSeqs finds the records of the finished steps among steps.

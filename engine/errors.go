@@ -52,7 +52,8 @@ var (
 	ErrInvalidReceipt = errors.New("invalid receipt")
 	// ErrInvalidStep: a receipt names a step that does not exist.
 	ErrInvalidStep = errors.New("invalid step")
-	// ErrInvalidCursor: a poll cursor beyond the event log.
+	// ErrInvalidCursor: a poll or audit cursor beyond the event log, or
+	// an audit's step cursor that names none of its steps.
 	ErrInvalidCursor = errors.New("invalid event cursor")
 	// ErrDigestMismatch: the persisted spec no longer hashes to the run's
 	// revision digest.

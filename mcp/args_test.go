@@ -22,8 +22,8 @@ func TestArgumentErrorsInPlainWords(t *testing.T) {
 	}{
 		{"stratum_audit", map[string]any{}, `this tool needs "runId" (a string: the run's id (from stratum_plan)); add it.`},
 		{"stratum_audit", map[string]any{"runId": 5}, `runId must be a string, not the number 5.`},
-		{"stratum_audit", map[string]any{"runId": "x", "epoch": 1}, `"epoch" is not an argument of this tool (it takes eventsAfter, eventsLimit, runId, steps).`},
-		{"stratum_audit", map[string]any{"runId": "x", "epoch": 1, "b": 2}, `"b" and "epoch" are not arguments of this tool (it takes eventsAfter, eventsLimit, runId, steps).`},
+		{"stratum_audit", map[string]any{"runId": "x", "epoch": 1}, `"epoch" is not an argument of this tool (it takes eventsAfter, eventsLimit, runId, steps, stepsAfter, stepsLimit).`},
+		{"stratum_audit", map[string]any{"runId": "x", "epoch": 1, "b": 2}, `"b" and "epoch" are not arguments of this tool (it takes eventsAfter, eventsLimit, runId, steps, stepsAfter, stepsLimit).`},
 		{"stratum_gate_resolve", map[string]any{"runId": "x", "stepId": "s", "gateToken": "t", "decision": "maybe"},
 			`decision must be one of approve, revise, kill, not the string "maybe".`},
 		{"stratum_step_done", done(map[string]any{"usage": map[string]any{"dispatches": 1}}),

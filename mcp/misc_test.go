@@ -293,6 +293,48 @@ func TestAuditPages(t *testing.T) {
 	f.call("stratum_audit", map[string]any{"runId": run, "steps": []string{"nope"}}).mustError(t, "invalid_step")
 	f.call("stratum_audit", map[string]any{"runId": run, "eventsLimit": 1001}).mustError(t, "invalid_input")
 	f.call("stratum_audit", map[string]any{"runId": run, "eventsAfter": 1 << 20}).mustError(t, "invalid_cursor")
+
+	// Steps a page at a time, in declaration order: one step a page,
+	// put together they are the audit's steps.
+	stepsAll := all.Body["steps"].(map[string]any)
+	if len(stepsAll) < 2 || all.Body["nextStepsAfter"] != nil {
+		t.Fatalf("a short run's audit: %d steps, nextStepsAfter %v", len(stepsAll), all.Body["nextStepsAfter"])
+	}
+	pagedSteps := map[string]any{}
+	var order []string
+	for after, pages := "", 0; ; pages++ {
+		args := map[string]any{"runId": run, "stepsLimit": 1, "eventsLimit": 1}
+		if after != "" {
+			args["stepsAfter"] = after
+		}
+		p := f.call("stratum_audit", args).mustStatus(t, "running")
+		steps := p.Body["steps"].(map[string]any)
+		if len(steps) != 1 || pages > len(stepsAll) {
+			t.Fatalf("step page %d: %v", pages, steps)
+		}
+		for id, v := range steps {
+			pagedSteps[id] = v
+			order = append(order, id)
+		}
+		next, ok := p.Body["nextStepsAfter"].(string)
+		if !ok {
+			break
+		}
+		if next != order[len(order)-1] {
+			t.Fatalf("nextStepsAfter %q, want the page's step %q", next, order[len(order)-1])
+		}
+		after = next
+	}
+	if a, b := mustJSON(t, stepsAll), mustJSON(t, pagedSteps); a != b {
+		t.Fatalf("step pages put together differ from the audit:\n %s\n %s", a, b)
+	}
+	if strings.Join(order, " ") != "outline draft" {
+		t.Fatalf("step pages in the order %v, want declaration order", order)
+	}
+	f.call("stratum_audit", map[string]any{"runId": run, "stepsAfter": "nope"}).mustError(t, "invalid_cursor")
+	f.call("stratum_audit", map[string]any{"runId": run, "steps": []string{"draft"}, "stepsAfter": "outline"}).mustError(t, "invalid_cursor")
+	f.call("stratum_audit", map[string]any{"runId": run, "stepsLimit": 1001}).mustError(t, "invalid_input")
+	f.call("stratum_audit", map[string]any{"runId": run, "stepsLimit": -1}).mustError(t, "invalid_input")
 }
 
 func mustJSON(t *testing.T, v any) string {
