@@ -173,7 +173,10 @@ type docExpectation struct {
 	want          string // in its output (stdout and stderr), when set; "…" elides
 	why           string // what the doc says
 	// When againWant is set, the command's script then runs a second time
-	// and must exit againExit with againWant in its output.
+	// from againFrom on (the command's own lines, not the steps before it
+	// that made its input) and must exit againExit with againWant in its
+	// output.
+	againFrom           string
 	againExit           int
 	againWant, againWhy string
 }
@@ -191,9 +194,8 @@ var docExpectations = []docExpectation{
 		why: "an unknown action: `Unknown guard action: X. ...` on stderr, exit 1"},
 	{file: "guard.md", command: "stratum guard override", want: `{"status":"deviation",…,"authorized_by":"alice (SHA256:`,
 		why:       `the output the doc shows: {"status":"deviation",…,"authorized_by":"alice (SHA256:…)",…}`,
-		againExit: 1, againWant: `"error_type":"override_unavailable"`,
-		againWhy: "Spending the same signature again fails: the head has moved (ssh-keygen -Y sign of the same payload.json " +
-			"makes the same signature: Ed25519 is deterministic)"},
+		againFrom: "jq -n --rawfile sig payload.json.sig", againExit: 1, againWant: `"error_type":"override_unavailable",…the payload changed since it was signed`,
+		againWhy: "step 5 alone, with the payload.json.sig of step 4: Spending the same signature again fails: the head has moved"},
 	{file: "guard.md", command: "stratum guard descriptors",
 		want: `{"status":"ok",…,"sha256":"…","group_or_world_writable":false,…,"signature":"verified: signed by alice (SHA256:…)",` +
 			`"allowed_signers":[{"principal":"alice","fingerprint":"SHA256:…"}],"descriptors":[{"id":"feat-v2",`,

@@ -265,11 +265,15 @@ func (tr *docTour) exec(c docCommand) {
 	}
 	tr.check(t, where, c, want, out, code)
 	if want != nil && want.againWant != "" {
-		out, code = tr.sh(script, stdin)
+		i := strings.Index(script, want.againFrom)
+		if i < 0 {
+			t.Fatalf("%s: docExpectations: no %q in its script to run again:\n%s", where, want.againFrom, script)
+		}
+		out, code = tr.sh(script[i:], stdin)
 		if code != want.againExit || !containsInOrder(out, want.againWant) {
 			t.Errorf("%s: run again: exit status %d, want %d with %q (%s):\n%s", where, code, want.againExit, want.againWant, want.againWhy, out)
 		} else {
-			t.Logf("%s: run again: exit %d: %.100s", where, code, out)
+			t.Logf("%s: run again: exit %d: %s", where, code, out)
 		}
 	}
 	if len(args) > 1 && args[1] == "mcp" && code == 0 && !strings.Contains(out, `"name":"stratum_plan"`) {
