@@ -16,21 +16,36 @@ import (
 // commands run in order, each with sh -e, in one directory that holds a
 // copy of the repository's top-level files and examples/, the doc's
 // fixtures from testdata/docs/<doc>/, and a fresh HOME (nothing in
-// ~/.stratum; testdata/docs/home and the files the doc shows under ~/).
-// A command of a shell block runs with the block's lines since its
-// previous command (a heredoc, a cd, the head of a pipe); a cd carries
-// over to the doc's next command. The stratum on PATH is this test binary
-// (TestMain), a claude on PATH testdata/docs/bin/claude.
+// ~/.stratum; testdata/docs/home and the files the doc shows under ~/),
+// or, for the docs of [docModuleCopies], a copy of the whole module. A
+// command of a shell block runs with the block's lines since its previous
+// command (a heredoc, a cd, the head of a pipe; in a list's indented
+// blocks, the list's lines since its previous command); a cd carries over
+// to the doc's next command. The stratum on PATH is this test binary
+// (TestMain) until a tour builds its own, a claude on PATH
+// testdata/docs/bin/claude; there is no ssh-agent, and ssh-keygen's
+// passphrase prompts are answered by testdata/docs/askpass.sh.
 //
 // The placeholders of [docPlaceholders] become real values; every other
 // word runs as written, except the few rewrites of [docRewrites] and
-// stratum serve's port. A command must then exit 0, or as
+// stratum serve's port, after the [docSetups] the doc leaves to its
+// reader. A command must then exit 0, or as
 // [docExpectations] says (with the doc's own words for why); a command
 // the prose names without its arguments (`stratum gate show`) exits 0 or
 // asks for them with its usage line. stratum mcp answers initialize and
 // tools/list on its stdin, stratum serve its first page; a command on
 // PostgreSQL runs on [pgtest.DSN] or is skipped with pgtest's line. An
-// expectation or rewrite that matches no docs command fails the test.
+// expectation, setup or rewrite that matches no docs command fails the
+// test.
+//
+// docs/guard.md's operator workflow runs so from key to spent signature:
+// ssh-keygen makes a key with a passphrase, step 2 enrols it in the
+// module copy's guard/guard-signers.allowed and the tour rebuilds stratum
+// from that copy (a rewrite: the doc says "rebuild" without a command),
+// authorize, sign and override must answer the doc's deviation authorized
+// by alice, the same signature spent again must be refused, and the
+// signed descriptor file must show its digest, signer and descriptors.
+// ssh-keygen and jq must be on PATH (.ci/run installs them).
 func TestDocsCommandsRun(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("..", "docs", "*.md"))
 	files = append(files, filepath.Join("..", "README.md"))
