@@ -31,7 +31,7 @@ func TestDocCommandsIndented(t *testing.T) {
 				{text: "stratum guard verify ID", line: 13, script: "stratum guard verify ID"},
 			}},
 		{name: "a list's session ends with the list",
-			md: "1. Make:\n\n       touch a\n\nNot the list.\n\n    stratum guard history\n",
+			md:   "1. Make:\n\n       touch a\n\nNot the list.\n\n    stratum guard history\n",
 			want: []docCommand{{text: "stratum guard history", line: 7, script: "stratum guard history"}}},
 		{name: "nested list", md: "1. Outer\n   - inner\n\n       stratum run is prose of inner\n\n         stratum guard history\n",
 			want: []docCommand{{text: "stratum guard history", line: 6, script: "stratum guard history"}}},
