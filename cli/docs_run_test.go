@@ -147,7 +147,8 @@ var docRewrites = []docRewrite{
 		`step 2's "commit, rebuild and deploy stratum", for which the doc shows no command: the tour builds stratum from its ` +
 			"copy of the module (not a git repository: nothing to commit) onto the front of its PATH, so that the next commands " +
 			"run a stratum whose compiled trust root lists the key; -trimpath, so that the build cache serves every package " +
-			"but guard's dependents whatever the temporary directory"},
+			"but guard's dependents whatever the temporary directory (on an empty build cache its first build also compiles " +
+			"the standard library and the dependencies without their paths, once)"},
 	{"guard.md", "/etc/stratum/upgrades.json", "{tmp}/work/etc/stratum/upgrades.json",
 		"the test writes only in its own temporary directory; testdata/docs/guard/etc/stratum/upgrades.json is a descriptor " +
 			"file as the doc shows it, which upgrades compose:FEAT-1 as registered by the quick start"},
