@@ -78,6 +78,18 @@ type docCommand struct {
 // mcp", inline too) read as a command, and what
 // follows a comment, pipe, redirection or list operator (outside quotes)
 // cut off.
+//
+// Indented code blocks are read as shell blocks: the docs indent the
+// commands of a list's steps (docs/guard.md, "Operator workflow") and of
+// a paragraph ending with a colon. A block is indented by 4 spaces more
+// than the text it belongs to: the content of the list item it is under
+// ("1. " puts it at 3, its code at 7), or the margin outside lists; it
+// starts after a blank line (an indented line right after text is that
+// text's continuation) and ends at the first line indented less. The
+// indented blocks of one list are one session, as a reader follows its
+// steps: a command's script holds the list's lines since its previous
+// command, across its blocks (a key made in step 1, a payload signed in
+// step 4).
 func docCommands(t *testing.T, path string) []docCommand {
 	f, err := os.Open(path)
 	if err != nil {
@@ -89,18 +101,47 @@ func docCommands(t *testing.T, path string) []docCommand {
 	var pending strings.Builder
 	var lines []string // of the shell block since its previous command
 	launched := false
+	// Indented code: the content indentation of the list item the text is
+	// in (0 outside lists), whether the previous line was blank, and the
+	// indentation of the indented block being read (0 when none is).
+	listIndent, blank, codeIndent := 0, true, 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		n++
-		trimmed := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(trimmed, "```") {
+		raw := sc.Text()
+		trimmed := strings.TrimSpace(raw)
+		indent := len(raw) - len(strings.TrimLeft(raw, " "))
+		indented := false
+		switch {
+		case inBlock || codeIndent == 0 && strings.HasPrefix(trimmed, "```"):
+		case trimmed == "":
+			blank = true
+			continue
+		case codeIndent > 0 && indent >= codeIndent, codeIndent == 0 && blank && indent >= listIndent+4:
+			if codeIndent == 0 {
+				codeIndent = listIndent + 4
+			}
+			indented = true
+		default:
+			codeIndent = 0
+			if m := listItem.FindString(raw); m != "" {
+				listIndent = len(m)
+			} else if indent < listIndent && (blank || indent == 0) {
+				listIndent = 0
+			}
+			if listIndent == 0 {
+				lines = nil // the end of a list's session
+			}
+		}
+		blank = false
+		if strings.HasPrefix(trimmed, "```") && !indented {
 			inBlock = !inBlock
 			lang = strings.TrimPrefix(trimmed, "```")
 			lines = nil
 			continue
 		}
-		shell := lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
-		if !inBlock {
+		shell := indented || lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
+		if !inBlock && !indented {
 			// Commands quoted in the text: `stratum gate show RUN STEP`
 			// (synopses with [optional] parts, alternatives a|b and
 			// elisions are not commands, nor a mention of a flag,
@@ -188,6 +229,10 @@ func cutUnquoted(s string) string {
 	}
 	return s
 }
+
+// listItem is the marker of a list item and the spaces after it: its
+// length is the indentation of the item's content.
+var listItem = regexp.MustCompile(`^ *([-*+]|[0-9]+[.)]) +`)
 
 var inlineCommand = regexp.MustCompile("`([a-z]+ [^`]*?-- )?(stratum [^`]+)`")
 

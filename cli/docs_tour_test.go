@@ -88,20 +88,36 @@ func newDocTour(t *testing.T, file string, run *docsRun) *docTour {
 	// (README.md, go.mod for go build) and examples/, copied, so that no
 	// command can change the repository and a workspace jail finds them
 	// inside it.
+	// A doc of docModuleCopies has the whole module.
+	_, module := docModuleCopies[file]
 	for _, e := range entries {
-		if e.Name() != ".git" && (e.Type().IsRegular() || e.Name() == "examples") {
+		if e.Name() != ".git" && (e.Type().IsRegular() || e.Name() == "examples" || module) {
 			copyTree(t, filepath.Join(root, e.Name()), filepath.Join(dir, e.Name()))
 		}
 	}
 	copyTree(t, filepath.Join("testdata", "docs", "bin"), bin)
 	copyTree(t, filepath.Join("testdata", "docs", "home"), home)
+	// ssh-keygen makes ~/.ssh when a key is saved there, but the ~ of the
+	// user's passwd entry, not $HOME: the fresh HOME has it as it would.
+	if err := os.Mkdir(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	askpass, err := filepath.Abs(filepath.Join("testdata", "docs", "askpass.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	writeDocFiles(t, filepath.Join(root, docPath(file)), home)
 	copyTree(t, filepath.Join("testdata", "docs", strings.TrimSuffix(file, ".md")), dir)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return strings.HasPrefix(k, "STRATUM_") || k == "HOME" || k == "PATH" || k == "USER"
+		return strings.HasPrefix(k, "STRATUM_") || k == "HOME" || k == "PATH" || k == "USER" ||
+			k == "SSH_AUTH_SOCK" || k == "SSH_ASKPASS" || k == "SSH_ASKPASS_REQUIRE"
 	})
 	env = append(env, run.goEnv...)
+	// No ssh-agent (docs/guard.md: do not add the key to one), and the
+	// passphrase prompts of ssh-keygen answered by testdata/docs/askpass.sh,
+	// the tour's stdin being no terminal.
+	env = append(env, "SSH_ASKPASS="+askpass, "SSH_ASKPASS_REQUIRE=force")
 	env = append(env, "HOME="+home, "USER=alice",
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return &docTour{t: t, run: run, file: file, tmp: tmp, dir: dir, cwd: dir, env: env, vals: map[string]string{}}
@@ -183,6 +199,15 @@ func (tr *docTour) exec(c docCommand) {
 			used["rewrite "+r.file+": "+r.from] = true
 		}
 	}
+	for _, s := range docSetups {
+		if s.file == tr.file && s.before == c.text {
+			used["setup "+s.file+": "+s.before] = true
+			out, code := tr.sh(strings.ReplaceAll(s.script, "{tmp}", tr.tmp), nil)
+			if code != 0 || !containsInOrder(out, s.want) {
+				t.Fatalf("%s: the setup before it (%s): exit status %d, want 0 with %q:\n%s", where, s.why, code, s.want, out)
+			}
+		}
+	}
 	script = placeholderWord.ReplaceAllStringFunc(script, tr.value)
 	var want *docExpectation
 	for i, e := range docExpectations {
@@ -239,6 +264,18 @@ func (tr *docTour) exec(c docCommand) {
 		}
 	}
 	tr.check(t, where, c, want, out, code)
+	if want != nil && want.againWant != "" {
+		i := strings.Index(script, want.againFrom)
+		if i < 0 {
+			t.Fatalf("%s: docExpectations: no %q in its script to run again:\n%s", where, want.againFrom, script)
+		}
+		out, code = tr.sh(script[i:], stdin)
+		if code != want.againExit || !containsInOrder(out, want.againWant) {
+			t.Errorf("%s: run again: exit status %d, want %d with %q (%s):\n%s", where, code, want.againExit, want.againWant, want.againWhy, out)
+		} else {
+			t.Logf("%s: run again: exit %d: %s", where, code, out)
+		}
+	}
 	if len(args) > 1 && args[1] == "mcp" && code == 0 && !strings.Contains(out, `"name":"stratum_plan"`) {
 		t.Errorf("%s: stratum mcp did not list its tools on stdio:\n%s", where, out)
 	}
@@ -257,7 +294,7 @@ func (tr *docTour) check(t *testing.T, where string, c docCommand, want *docExpe
 	t.Helper()
 	switch {
 	case want != nil:
-		if code != want.exit || !strings.Contains(out, want.want) {
+		if code != want.exit || !containsInOrder(out, want.want) {
 			t.Errorf("%s: exit status %d, want %d with %q (%s):\n%s", where, code, want.exit, want.want, want.why, out)
 		}
 	case code == 0:
@@ -266,6 +303,19 @@ func (tr *docTour) check(t *testing.T, where string, c docCommand, want *docExpe
 	default:
 		t.Errorf("%s: exit status %d:\n%s", where, code, out)
 	}
+}
+
+// containsInOrder tells whether out holds the parts of want between its
+// elisions ("…", as the docs show output) in that order.
+func containsInOrder(out, want string) bool {
+	for part := range strings.SplitSeq(want, "…") {
+		i := strings.Index(out, part)
+		if i < 0 {
+			return false
+		}
+		out = out[i+len(part):]
+	}
+	return true
 }
 
 // asksForArguments tells whether out is what a command named in the prose
