@@ -143,12 +143,12 @@ type docRewrite struct {
 
 var docRewrites = []docRewrite{
 	{"agents.md", "/tmp/quickstart-agent", "{tmp}/quickstart-agent", "the test writes only in its own temporary directory"},
-	{"guard.md", `>> guard/guard-signers.allowed`, ">> guard/guard-signers.allowed\ngo build -trimpath -o {tmp}/bin/stratum ./cmd/stratum",
+	{"guard.md", `>> guard/guard-signers.allowed`, ">> guard/guard-signers.allowed\ngo build -o {tmp}/bin/stratum ./cmd/stratum",
 		`step 2's "commit, rebuild and deploy stratum", for which the doc shows no command: the tour builds stratum from its ` +
 			"copy of the module (not a git repository: nothing to commit) onto the front of its PATH, so that the next commands " +
-			"run a stratum whose compiled trust root lists the key; -trimpath, so that the build cache serves every package " +
-			"but guard's dependents whatever the temporary directory (on an empty build cache its first build also compiles " +
-			"the standard library and the dependencies without their paths, once)"},
+			"run a stratum whose compiled trust root lists the key (without -trimpath: the module's packages compile again, " +
+			"since the temporary path is part of their cache keys, but the standard library and the dependencies come from " +
+			"the build cache the test binary was built with; -trimpath would compile those too on a fresh machine, ~2 min on CI)"},
 	{"guard.md", "/etc/stratum/upgrades.json", "{tmp}/work/etc/stratum/upgrades.json",
 		"the test writes only in its own temporary directory; testdata/docs/guard/etc/stratum/upgrades.json is a descriptor " +
 			"file as the doc shows it, which upgrades compose:FEAT-1 as registered by the quick start"},
