@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -174,21 +176,33 @@ func (s *Store) Event(ctx context.Context, runID string, seq int64) (store.Event
 	return checkLine(runID, seq, []byte(*line), want)
 }
 
+// listSQL reads every head record, and the state row of each run without
+// one (only tampering leaves such a run: Create writes both in one
+// transaction). Those runs are found by an anti-join of the two primary
+// keys alone, which PostgreSQL merges from the two indexes; asking for
+// the state rows' columns there would make it scan the state table.
+const listSQL = `
+SELECT h.run_id, h.saved_at, h.seq, h.hash, h.summary FROM stratum_heads h
+UNION ALL
+SELECT r.run_id, r.saved_at, r.seq, r.head, NULL FROM stratum_runs r
+WHERE r.run_id IN (SELECT m.run_id FROM stratum_runs m
+	WHERE NOT EXISTS (SELECT 1 FROM stratum_heads x WHERE x.run_id = m.run_id))`
+
 // List implements store.Store from the head records (and, for a run
 // without one, its state row's head): one statement, no state document
-// or event read.
+// or event read, sent in one round trip (no prepare: the statement is
+// described with its rows) with its rows in binary.
 func (s *Store) List(ctx context.Context) ([]store.RunInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `
-SELECT h.run_id, h.saved_at, h.seq, h.hash, h.summary FROM stratum_heads h
-UNION ALL
-SELECT r.run_id, r.saved_at, r.seq, r.head, NULL FROM stratum_runs r
-WHERE NOT EXISTS (SELECT 1 FROM stratum_heads h WHERE h.run_id = r.run_id)`)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
+	defer conn.Release()
+	rr := conn.Conn().PgConn().ExecParams(ctx, listSQL, nil, nil, nil, []int16{pgx.BinaryFormatCode})
+	rows := pgx.RowsFromResultReader(conn.Conn().TypeMap(), rr)
 	defer rows.Close()
 	var out []store.RunInfo
 	for rows.Next() {
