@@ -3,11 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/stratum-go/stratum/store"
 )
@@ -174,55 +170,4 @@ func (s *Store) Event(ctx context.Context, runID string, seq int64) (store.Event
 		want = *p.head
 	}
 	return checkLine(runID, seq, []byte(*line), want)
-}
-
-// listSQL reads every head record, and the state row of each run without
-// one (only tampering leaves such a run: Create writes both in one
-// transaction). Those runs are found by an anti-join of the two primary
-// keys alone, which PostgreSQL merges from the two indexes; asking for
-// the state rows' columns there would make it scan the state table.
-const listSQL = `
-SELECT h.run_id, h.saved_at, h.seq, h.hash, h.summary FROM stratum_heads h
-UNION ALL
-SELECT r.run_id, r.saved_at, r.seq, r.head, NULL FROM stratum_runs r
-WHERE r.run_id IN (SELECT m.run_id FROM stratum_runs m
-	WHERE NOT EXISTS (SELECT 1 FROM stratum_heads x WHERE x.run_id = m.run_id))`
-
-// List implements store.Store from the head records (and, for a run
-// without one, its state row's head): one statement, no state document
-// or event read, sent in one round trip (no prepare: the statement is
-// described with its rows) with its rows in binary.
-func (s *Store) List(ctx context.Context) ([]store.RunInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	defer conn.Release()
-	rr := conn.Conn().PgConn().ExecParams(ctx, listSQL, nil, nil, nil, []int16{pgx.BinaryFormatCode})
-	rows := pgx.RowsFromResultReader(conn.Conn().TypeMap(), rr)
-	defer rows.Close()
-	var out []store.RunInfo
-	for rows.Next() {
-		var ri store.RunInfo
-		// Into []byte directly (nil for NULL), not a string and then
-		// its copy: List scans thousands of summaries.
-		var summary []byte
-		if err := rows.Scan(&ri.ID, &ri.UpdatedAt, &ri.Head.Seq, &ri.Head.Hash, &summary); err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		ri.UpdatedAt = ri.UpdatedAt.UTC()
-		ri.Summary = summary
-		out = append(out, ri)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	slices.SortFunc(out, func(a, b store.RunInfo) int { return strings.Compare(a.ID, b.ID) })
-	if out == nil {
-		out = []store.RunInfo{}
-	}
-	return out, nil
 }
