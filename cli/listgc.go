@@ -14,7 +14,7 @@ const listingHeapLimit = 256 << 20
 // returns what restores the settings. A listing of 10,000 runs allocates
 // about 30 MiB in a process that ends after printing it, and most of what
 // it allocates lives to the end: collecting on the way is wasted work
-// (docs/engine.md, "Listings"). GOGC or GOMEMLIMIT in the environment are
+// (docs/storage.md, "Costs on PostgreSQL"). GOGC or GOMEMLIMIT in the environment are
 // the user's choice and left alone.
 func relaxGC() (restore func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
