@@ -19,8 +19,9 @@ import (
 // listSQL reads every head record, and the state row of each run without
 // one (only tampering leaves such a run: Create writes both in one
 // transaction). Those runs are found by an anti-join of the two primary
-// keys alone, which PostgreSQL merges from the two indexes; asking for
-// the state rows' columns there would make it scan the state table.
+// keys alone, which PostgreSQL merges from the two indexes (index-only
+// once vacuumed); asking for the state rows' columns in the anti-join
+// made it scan the whole state table and hash the head records again.
 const listSQL = `
 SELECT h.run_id, h.saved_at, h.seq, h.hash, h.summary FROM stratum_heads h
 UNION ALL
