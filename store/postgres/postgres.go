@@ -73,6 +73,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, parseError(dsn, err)
 	}
 	pw := cfg.ConnConfig.Password
+	bufferReads(&cfg.ConnConfig.Config)
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("open the PostgreSQL store %s: %w", s.where, scrub(err, pw))
 	}
