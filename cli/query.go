@@ -71,6 +71,9 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 	case args[0] != "flows" && args[0] != "flow" && args[0] != "gates":
 		return usagef("unknown query %q: expected flows, flow RUN or gates", args[0])
 	}
+	if args[0] == "flows" {
+		defer relaxGC()()
+	}
 	sys, err := openSystem(env, systemConfig{})
 	if err != nil {
 		return fail(env, "INVALID", err.Error())

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/pgtest"
 	"github.com/stratum-go/stratum/store"
+	"github.com/stratum-go/stratum/store/postgres"
 )
 
 // querySpec has a do step, a gate and a run step whose subflow has a gate:
@@ -41,13 +43,46 @@ flows:
 // `stratum query flows` lists runs from their summaries; each entry must
 // say what `stratum query flow RUN` (a full read of the run) says.
 func TestQueryFlowsAgreesWithQueryFlow(t *testing.T) {
-	ctx := context.Background()
 	home := t.TempDir()
 	fs, err := store.NewFileStore(filepath.Join(home, "flows"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := engine.New(fs, engine.Options{Workspace: engine.WorkspacePolicy{Default: t.TempDir()}})
+	queryFlowsAgree(t, fs, func(k string) string {
+		if k == "STRATUM_HOME" {
+			return home
+		}
+		return ""
+	})
+}
+
+// TestQueryFlowsAgreesWithQueryFlowPostgres is the same on PostgreSQL,
+// whose List is its own code (one statement decoded from the wire).
+func TestQueryFlowsAgreesWithQueryFlowPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	pg, err := postgres.Open(context.Background(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	home := t.TempDir()
+	queryFlowsAgree(t, pg, func(k string) string {
+		switch k {
+		case "STRATUM_HOME":
+			return home
+		case "STRATUM_STORE":
+			return dsn
+		}
+		return ""
+	})
+}
+
+// queryFlowsAgree makes runs in every state in st and checks that each
+// entry of `stratum query flows` (run with getenv, which names st) is what
+// `stratum query flow RUN` says.
+func queryFlowsAgree(t *testing.T, st store.Store, getenv func(string) string) {
+	ctx := context.Background()
+	e := engine.New(st, engine.Options{Workspace: engine.WorkspacePolicy{Default: t.TempDir()}})
 	defer e.Close()
 	plan := func() *engine.Response {
 		r, err := e.Plan(ctx, engine.PlanRequest{Spec: []byte(querySpec), Input: json.RawMessage(`{}`)})
@@ -102,12 +137,7 @@ func TestQueryFlowsAgreesWithQueryFlow(t *testing.T) {
 
 	env := func() (*Env, *bytes.Buffer, *bytes.Buffer) {
 		var out, errb bytes.Buffer
-		return &Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
-			if k == "STRATUM_HOME" {
-				return home
-			}
-			return ""
-		}}, &out, &errb
+		return &Env{Stdout: &out, Stderr: &errb, Getenv: getenv}, &out, &errb
 	}
 	en, out, errb := env()
 	if code := run(ctx, en, []string{"query", "flows"}); code != 0 {

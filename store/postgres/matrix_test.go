@@ -289,6 +289,10 @@ func TestTamperRows(t *testing.T) {
 				if errL != nil || errV != nil || rep.HeadRecord != store.HeadRecordMissing {
 					t.Fatalf("Load %v; Verify %+v, %v; want the head record reported missing", errL, rep, errV)
 				}
+				// Still listed: from its state row, without a summary.
+				if runs, err := s.List(ctx); err != nil || len(runs) != 1 || runs[0].ID != "t" || runs[0].Head != r.last() || runs[0].Summary != nil {
+					t.Errorf("List without the head record: %+v, %v; want t at %+v without a summary", runs, err, r.last())
+				}
 				if _, err := s.Update(ctx, "t", func(*store.Snapshot) (*store.Change, error) {
 					return &store.Change{Events: evs(200, 1)}, nil
 				}); err != nil {

@@ -73,13 +73,13 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, parseError(dsn, err)
 	}
 	pw := cfg.ConnConfig.Password
+	bufferReads(&cfg.ConnConfig.Config)
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("open the PostgreSQL store %s: %w", s.where, scrub(err, pw))
 	}
-	if err := s.pool.Ping(ctx); err != nil {
-		s.pool.Close()
-		return nil, fmt.Errorf("open the PostgreSQL store %s: %w", s.where, scrub(err, pw))
-	}
+	// No Ping: the schema check's query is the first use of the
+	// connection, and a round trip less at every command's start
+	// (docs/storage.md, "Costs on PostgreSQL").
 	if err := s.migrate(ctx); err != nil {
 		s.pool.Close()
 		return nil, fmt.Errorf("open the PostgreSQL store %s: %w", s.where, scrub(err, pw))

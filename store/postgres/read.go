@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/stratum-go/stratum/store"
@@ -172,43 +170,4 @@ func (s *Store) Event(ctx context.Context, runID string, seq int64) (store.Event
 		want = *p.head
 	}
 	return checkLine(runID, seq, []byte(*line), want)
-}
-
-// List implements store.Store from the head records (and, for a run
-// without one, its state row's head): one statement, no state document
-// or event read.
-func (s *Store) List(ctx context.Context) ([]store.RunInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	rows, err := s.pool.Query(ctx, `
-SELECT h.run_id, h.saved_at, h.seq, h.hash, h.summary FROM stratum_heads h
-UNION ALL
-SELECT r.run_id, r.saved_at, r.seq, r.head, NULL FROM stratum_runs r
-WHERE NOT EXISTS (SELECT 1 FROM stratum_heads h WHERE h.run_id = r.run_id)`)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	defer rows.Close()
-	var out []store.RunInfo
-	for rows.Next() {
-		var ri store.RunInfo
-		// Into []byte directly (nil for NULL), not a string and then
-		// its copy: List scans thousands of summaries.
-		var summary []byte
-		if err := rows.Scan(&ri.ID, &ri.UpdatedAt, &ri.Head.Seq, &ri.Head.Hash, &summary); err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		ri.UpdatedAt = ri.UpdatedAt.UTC()
-		ri.Summary = summary
-		out = append(out, ri)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	slices.SortFunc(out, func(a, b store.RunInfo) int { return strings.Compare(a.ID, b.ID) })
-	if out == nil {
-		out = []store.RunInfo{}
-	}
-	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // migrations are the schema's versions, in order: migrations[i] takes the
@@ -65,6 +66,12 @@ CREATE TABLE stratum_watchers (
 `,
 }
 
+// isConnectError reports whether err is a failure to connect.
+func isConnectError(err error) bool {
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce)
+}
+
 // SchemaVersion is the version of the schema this package writes.
 var SchemaVersion = len(migrations)
 
@@ -72,18 +79,21 @@ var SchemaVersion = len(migrations)
 var ErrSchemaNewer = errors.New("the database's stratum schema is newer than this program")
 
 // migrate brings the schema to SchemaVersion. The usual case (already
-// there) costs one query. Otherwise it runs in one transaction holding an
+// there) costs one query, sent with the simple protocol: one round trip,
+// not a prepare and then an execute. Otherwise it runs in one transaction holding an
 // advisory lock keyed by the schema's name, so that processes starting at
 // once migrate one after the other, and a failed migration leaves nothing
 // half done (PostgreSQL's DDL is transactional).
 func (s *Store) migrate(ctx context.Context) error {
 	var v int
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM stratum_schema`).Scan(&v)
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM stratum_schema`, pgx.QueryExecModeSimpleProtocol).Scan(&v)
 	switch {
 	case err == nil && v == SchemaVersion:
 		return nil
 	case err == nil && v > SchemaVersion:
 		return fmt.Errorf("%w: version %d, this program knows %d: upgrade stratum", ErrSchemaNewer, v, SchemaVersion)
+	case isConnectError(err):
+		return err // the first use of the pool: it says what it could not reach
 	case err != nil && pgCode(err) != codeUndefinedTable:
 		return fmt.Errorf("read the schema version: %w", err)
 	}
