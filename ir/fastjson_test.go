@@ -110,7 +110,16 @@ func nested(depth int, open, close, leaf string) string {
 	return strings.Repeat(open, depth-1) + leaf + strings.Repeat(close, depth-1)
 }
 
-func TestFastJSONCases(t *testing.T) {
+// jsonCase is a document the fast path must take (fast) or leave to
+// yaml.v3, and a diagnostic code Build must then give.
+type jsonCase struct {
+	name string
+	src  string
+	fast bool
+	code string
+}
+
+func jsonCases() []jsonCase {
 	step := `{"version":1,"contracts":{"V":{"v":"string"}},"flows":{"entry":"main","main":{"input":{},"output":{"from":"${s.output}","contract":"V"},"steps":[{"id":"s","do":%s,"out":"V"}]}}}`
 	spec := func(do string) string { return fmt.Sprintf(step, do) }
 	manyKeys := func(n int, last string) string {
@@ -121,12 +130,7 @@ func TestFastJSONCases(t *testing.T) {
 		}
 		return b.String() + last + "}"
 	}
-	for _, c := range []struct {
-		name string
-		src  string
-		fast bool // whether the fast path must take it
-		code string
-	}{
+	return []jsonCase{
 		{"minimal spec", spec(`"x"`), true, ""},
 		{"indented", "{\n  \"a\": [\n    1,\n    {\"b\": null}\n  ],\n  \"c\": {}\n}\n", true, ""},
 		{"surrounding whitespace", "\n\n   {\"a\": 1}   \n\n", true, ""},
@@ -200,7 +204,11 @@ func TestFastJSONCases(t *testing.T) {
 		{"YAML document", "version: 1\n", false, ""},
 		{"empty", "", false, ""},
 		{"only spaces", "  \n ", false, ""},
-	} {
+	}
+}
+
+func TestFastJSONCases(t *testing.T) {
+	for _, c := range jsonCases() {
 		t.Run(c.name, func(t *testing.T) {
 			src := []byte(c.src)
 			if got := checkJSONAgrees(t, src); got != c.fast {
@@ -340,10 +348,29 @@ func TestFastJSONRandomDocuments(t *testing.T) {
 // FuzzFastJSON checks the JSON fast path against yaml.v3 on arbitrary
 // input: the same tree and positions, the same plan or diagnostics.
 func FuzzFastJSON(f *testing.F) {
-	for _, src := range jsonCorpus(f) {
-		f.Add(src)
+	// Small seeds: the fuzzer mutates each seed about as often, so the
+	// whole corpus (TestFastJSONCorpus) would leave these few untouched.
+	for _, c := range jsonCases() {
+		if len(c.src) < 2048 {
+			f.Add([]byte(c.src))
+		}
+	}
+	for _, file := range []string{"../examples/minimal.stratum.yaml", "../examples/five-constructs.stratum.yaml"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		snap := specSnapshot(f, src)
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, snap, "", "  "); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(snap)
+		f.Add(indented.Bytes())
 	}
 	f.Add([]byte(`{"a":"\u00e9","b":[1,-0.5e3,true,null,{}],"é":"ü"}`))
 	f.Add([]byte("{\n  \"a\": [\n    1\n  ]\n}\n"))
+	f.Add([]byte(`{"\n\t\"\\":"\u00e9\u4E2D\b\f\r","x":[-1.5e+3,0,1E-7,12345678901234567890]}`))
+	f.Add([]byte("{\"é😀中\":[\"ü\",{\"k\":\"\uFFFD\"}],\n \"y\": \"${a.output}\"}"))
 	f.Fuzz(func(t *testing.T, src []byte) { checkJSONAgrees(t, src) })
 }
