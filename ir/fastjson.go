@@ -1,6 +1,9 @@
 package ir
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // fastJSON reads a JSON document straight into the positioned tree, as
 // fastParse does for block YAML. It exists for the spec snapshot a run
@@ -28,11 +31,15 @@ import "unicode/utf8"
 // fastjson_test.go require the same tree, positions included, as yaml.v3
 // whenever fastJSON accepts, and the same plan or diagnostics from Build.
 func fastJSON(src []byte) *node {
+	start := 0
+	for start < len(src) && (src[start] == ' ' || src[start] == '\n') {
+		start++
+	}
+	if !jsonStart(src[start:]) {
+		return nil // not JSON: told before any work for a YAML spec
+	}
 	p := &jsonParser{fastParser: fastParser{src: src, text: string(src)}, line: 1}
 	p.space()
-	if p.i >= len(src) || !jsonValueStart(src[p.i]) {
-		return nil // not JSON: cheap to tell for a YAML spec
-	}
 	root := p.value(1)
 	if root == nil {
 		return nil
@@ -44,12 +51,29 @@ func fastJSON(src []byte) *node {
 	return root
 }
 
-func jsonValueStart(c byte) bool {
-	switch c {
-	case '{', '[', '"', '-', 't', 'f', 'n':
-		return true
+// jsonStart reports whether s (after leading whitespace) may start a JSON
+// document, from its first bytes: a YAML spec ("version: 1", "flows:",
+// "- x", "{a: 1}") is told apart there.
+func jsonStart(s []byte) bool {
+	if len(s) == 0 {
+		return false
 	}
-	return c >= '0' && c <= '9'
+	switch s[0] {
+	case '[', '"':
+		return true
+	case '{':
+		rest := bytes.TrimLeft(s[1:], " \n")
+		return len(rest) > 0 && (rest[0] == '"' || rest[0] == '}')
+	case '-':
+		return len(s) > 1 && s[1] >= '0' && s[1] <= '9'
+	case 't':
+		return bytes.HasPrefix(s, []byte("true"))
+	case 'f':
+		return bytes.HasPrefix(s, []byte("false"))
+	case 'n':
+		return bytes.HasPrefix(s, []byte("null"))
+	}
+	return s[0] >= '0' && s[0] <= '9'
 }
 
 // jsonParser shares fastParser's node slabs, child stack and duplicate-key
