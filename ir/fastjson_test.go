@@ -177,6 +177,8 @@ func jsonCases() []jsonCase {
 		{"duplicate key among many", manyKeys(40, `"k7":0`), false, CodeYAMLDuplicateKey},
 		{"many keys", manyKeys(40, `"k40":0`), true, ""},
 		{"nested duplicate key", `{"a":{"b":1,"c":{"b":2},"b":3}}`, false, CodeYAMLDuplicateKey},
+		{"merge key is a key", `{"<<":{"a":1},"b":{"<<":[{"c":2}]}}`, true, ""},
+		{"YAML indicators in strings", `{"&a":"*a","!t":"%x","#":"- x","? k":": v","|":">"}`, true, ""},
 		{"same key in siblings", `[{"a":1},{"a":2}]`, true, ""},
 		{"deepest lists", nested(MaxNesting, "[", "]", "[1]"), true, ""},
 		{"lists too deep", nested(MaxNesting+1, "[", "]", "[1]"), false, CodeYAMLLimit},
