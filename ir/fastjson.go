@@ -9,7 +9,7 @@ import (
 // fastParse does for block YAML. It exists for the spec snapshot a run
 // persists (compact JSON, one line of about 650 KB for 10,000 steps, see
 // docs/decisions/0002-yaml-fast-path.md), which every other process that
-// reads the run compiles again, and which yaml.v3 takes about 0.1 s to
+// reads the run compiles again, and which yaml.v3 takes about 0.12 s to
 // parse. JSON text is YAML and yaml.v3 stays the authority: fastJSON gives
 // up (returns nil) wherever yaml.v3's reading of the text could differ
 // from JSON's or fail, and load then tries the other paths:
@@ -18,8 +18,8 @@ import (
 //   - a raw character that yaml.v3 refuses or reads as a line break, or
 //     a byte-order mark (see yamlTextRune), and invalid UTF-8;
 //   - the one JSON escape YAML lacks (\/) and escapes of a UTF-16
-//     surrogate, which yaml.v3 refuses (so a character outside the BMP
-//     must be written raw);
+//     surrogate, which yaml.v3 refuses (a JSON spec must write a
+//     character outside the BMP raw; expr.EncodeJSON does);
 //   - a key whose ':' is not on its line within 1024 characters of its
 //     start (YAML's rule on implicit keys);
 //   - a repeated key, nesting deeper than MaxNesting, more than MaxNodes
