@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/stratum-go/stratum/expr"
 )
 
 // linearSpec generates n do steps, each reading the previous step's output
@@ -265,3 +267,52 @@ func deepWithSpec(depth, keyLen, leaves int) []byte {
 }
 
 func BenchmarkBuildDeepWith(b *testing.B) { benchBuild(b, deepWithSpec(100, 500, 5000)) }
+
+// auditSpec is the spec of the cli's BenchmarkAuditLongRun: n do steps in
+// a chain, each with an output contract.
+func auditSpec(n int) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\ncontracts:\n  V: {v: string}\nflows:\n  entry: main\n  main:\n    input: {}\n")
+	fmt.Fprintf(&b, "    output: {from: \"${s%d.output}\", contract: V}\n    steps:\n", n)
+	b.WriteString("      - id: s1\n        do: \"step one\"\n        out: V\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&b, "      - id: s%d\n        do: \"step %d after ${s%d.output.v}\"\n        out: V\n", i, i, i-1)
+	}
+	return []byte(b.String())
+}
+
+// specSnapshot is the spec snapshot a run persists for src: the loaded
+// document as the engine writes it (its canonicalOrdered is
+// expr.EncodeJSON of Plan.Document).
+func specSnapshot(tb testing.TB, src []byte) []byte {
+	tb.Helper()
+	p, ds := Build(src)
+	if len(ds) > 0 {
+		tb.Fatal(formatDiags(ds))
+	}
+	snap, err := expr.EncodeJSON(p.Document())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return snap
+}
+
+// BenchmarkLoadSpecSnapshot compiles the persisted snapshot of a
+// 10,000-step run, as another process (an audit, a second server) does
+// before it can read the run: build is Build on it, load the parse alone.
+func BenchmarkLoadSpecSnapshot(b *testing.B) {
+	snap := specSnapshot(b, auditSpec(10000))
+	b.Run("build", func(b *testing.B) { benchBuild(b, snap) })
+	b.Run("load", func(b *testing.B) {
+		b.SetBytes(int64(len(snap)))
+		b.ReportAllocs()
+		start := cpuTime()
+		for b.Loop() {
+			var d diags
+			if load(snap, &d) == nil {
+				b.Fatal(d.list)
+			}
+		}
+		b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	})
+}

@@ -35,7 +35,11 @@ func Validate(src []byte) Diagnostics {
 // check loads and validates src, recording the problems in v.d, and
 // returns the loaded tree (nil when it could not be loaded).
 func (v *validator) check(src []byte) *node {
-	root := load(src, &v.d)
+	loadDoc := load
+	if v.slowLoad {
+		loadDoc = loadSlow
+	}
+	root := loadDoc(src, &v.d)
 	if root == nil {
 		return nil
 	}

@@ -25,7 +25,8 @@
 //   - build.go: Build, Validate, and compiling a checked spec into a Plan.
 //   - load.go: bounded loading with yaml.v3 into the positioned tree (node),
 //     YAML 1.2 core scalars, the reference's key naming; fastyaml.go: the
-//     fast path for the YAML specs are written in (see below).
+//     fast path for the YAML specs are written in; fastjson.go: the fast
+//     path for JSON, the form of a run's persisted spec snapshot (see below).
 //   - structure.go: the validator's state and the structural checks of the
 //     document, contracts, flows and carry; step.go: the step field table
 //     and one check per step field, then the construct rules; construct.go:
@@ -48,13 +49,18 @@
 // Validation runs on every plan and every stratum_validate call, and a
 // model may send specs of thousands of steps, so ir is built to cost a small
 // fraction of one MCP round trip (the benchmarks in bench_test.go guard it).
-// Three places trade simplicity for that:
+// Four places trade simplicity for that:
 //
 //   - fastyaml.go parses the subset of YAML specs use straight into the tree,
 //     several times faster than yaml.v3, which alone took about 22 ms for a
 //     1000-step spec; it gives up on anything else, yaml.v3 stays the
 //     authority, and a differential test and FuzzFastYAML require both to
 //     give the same tree and positions (docs/decisions/0002).
+//   - fastjson.go does the same for JSON documents: a run's spec snapshot,
+//     which every other process reading the run (an audit, a second
+//     server) compiles again, is compact JSON that yaml.v3 took about
+//     0.13 s to parse at 10,000 steps; FuzzFastJSON and the differential
+//     tests require the same tree, plan and diagnostics as yaml.v3's path.
 //   - the step field table is looked up through a small collision-free hash,
 //     because every key of every step is looked up; diagnostic paths are
 //     built only when a diagnostic needs one (loc, pathPart); templates,

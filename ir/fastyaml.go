@@ -46,7 +46,8 @@ func fastParse(src []byte) *node {
 
 // fastScannable rejects bytes the fast path does not handle: control
 // characters, carriage returns, tabs, a byte-order mark, characters yaml.v3
-// refuses as non-printable, and invalid UTF-8.
+// refuses as non-printable, U+2028 and U+2029 (line breaks to YAML), and
+// invalid UTF-8.
 // It also reports whether the text is all ASCII.
 func fastScannable(src []byte) (ok, ascii bool) {
 	ascii = true
@@ -72,7 +73,7 @@ func fastScannable(src []byte) (ok, ascii bool) {
 		}
 		ascii = false
 		r, size := utf8.DecodeRune(src[i:])
-		if r == utf8.RuneError || r == 0xFEFF || r < 0xA0 || r >= 0xD800 && r < 0xE000 || r >= 0xFFFE {
+		if r == utf8.RuneError || r == 0xFEFF || r < 0xA0 || r == 0x2028 || r == 0x2029 || r >= 0xD800 && r < 0xE000 || r >= 0xFFFE {
 			return false, false
 		}
 		i += size

@@ -94,6 +94,8 @@ func TestFastYAMLAgreesWithYAMLv3(t *testing.T) {
 		"- {id: a, do: x}\n- {id: b, do: \"y ${a.output}\", after: [a]}\n", "a:\n  - {x: 1}  # c\n  - [1, {y: 2}]\n  - {}\n",
 		"- {a: 1}: b\n", "- {a: 1}\n  b: 2\n", "- {a: 1} x\n", "- [a, b]: c\n", "- {a: 1,\n  b: 2}\n", "- {a: b: c}\n",
 		"- {a: 1, a: 2}\n", "-  {a: 1}\n-   [b]\n", "- - {a: 1}\n", "a:\n- {b: 1}\nc: 2\n", "- {\"k\": 'v'}\n",
+		// YAML reads U+2028 and U+2029 as line breaks.
+		"a: x\u2028y\n", "a: 'x\u2029y'\n", "a: [x\u2028y]\n", "a\u2028: 1\n",
 	} {
 		checkFastAgrees(t, []byte(src))
 	}

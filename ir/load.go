@@ -121,14 +121,33 @@ func (n *node) keyNode(key string) *node {
 // load parses src as one YAML document into a positioned tree. Problems
 // are diagnostics; root is nil when loading failed.
 func load(src []byte, d *diags) *node {
-	if len(src) > MaxSpecBytes {
-		d.add(nil, CodeYAMLLimit, "", "the spec is %d bytes; the limit is %d bytes (%d MiB)", len(src), MaxSpecBytes, MaxSpecBytes>>20)
+	if !sizeOK(src, d) {
 		return nil
+	}
+	if root := fastJSON(src); root != nil {
+		return root
 	}
 	if root := fastParse(src); root != nil {
 		return root
 	}
 	return loadYAML(src, d)
+}
+
+// loadSlow is load without the fast paths, for the tests that compare
+// them with yaml.v3.
+func loadSlow(src []byte, d *diags) *node {
+	if !sizeOK(src, d) {
+		return nil
+	}
+	return loadYAML(src, d)
+}
+
+func sizeOK(src []byte, d *diags) bool {
+	if len(src) > MaxSpecBytes {
+		d.add(nil, CodeYAMLLimit, "", "the spec is %d bytes; the limit is %d bytes (%d MiB)", len(src), MaxSpecBytes, MaxSpecBytes>>20)
+		return false
+	}
+	return true
 }
 
 // loadYAML parses src with yaml.v3, the general path.

@@ -26,6 +26,9 @@ type validator struct {
 	// cycleBudget overrides the edge-visit budget of the edge-by-edge
 	// cycle check (tests use it to reach the bisecting fallback).
 	cycleBudget int
+	// slowLoad loads the document with yaml.v3 alone (tests compare the
+	// fast paths with it).
+	slowLoad bool
 
 	root *node
 
