@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
@@ -249,15 +250,54 @@ func (c *compiled) checkState(st *runState) error {
 	return nil
 }
 
-// canonicalOrdered is the ordered compact JSON of a value.
+// canonicalOrdered is the ordered compact JSON of a value, as a run's
+// spec snapshot: it is read back through the spec loader, which reads JSON
+// as YAML, so the characters YAML refuses raw or reads as line breaks are
+// written as \u escapes (see yamlSafeJSON).
 func canonicalOrdered(v any) ([]byte, error) {
-	var buf []byte
 	b, err := Value{Data: v, Present: true}.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	buf = append(buf, b...)
-	return buf, nil
+	return yamlSafeJSON(b), nil
+}
+
+// yamlSafeJSON is JSON text with every character that YAML refuses raw
+// (DEL, the C1 controls, U+FFFE, U+FFFF) or reads as a line break or a
+// byte order mark (NEL, U+2028, U+2029, U+FEFF) written as a \u escape,
+// which JSON and YAML both read back as that character. Outside strings
+// JSON text is ASCII without DEL, so every such character is inside a
+// string, where an escape means the same. b is returned as it is when it
+// has none.
+func yamlSafeJSON(b []byte) []byte {
+	var out []byte
+	done := 0
+	for i := 0; i < len(b); {
+		r, size := rune(b[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRune(b[i:])
+		}
+		if yamlUnsafe(r) {
+			out = append(out, b[done:i]...)
+			out = fmt.Appendf(out, `\u%04x`, r)
+			done = i + size
+		}
+		i += size
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[done:]...)
+}
+
+func yamlUnsafe(r rune) bool {
+	switch {
+	case r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r == 0x2028, r == 0x2029, r == 0xfeff, r == 0xfffe, r == 0xffff:
+		return true
+	}
+	return false
 }
 
 // decode returns the full decoded state of a snapshot (under the run
