@@ -190,7 +190,9 @@ func (e *Engine) planFor(st *runState) (*compiled, error) {
 	if st.Spec == nil {
 		return nil, fmt.Errorf("%w: run %s: the spec snapshot was not loaded", ErrCorrupt, st.ID)
 	}
-	p, diags := ir.Build(st.Spec)
+	// Escaped again on reading: a snapshot written before snapshots were
+	// escaped (yamlSafeJSON) loads, with the text it was written with.
+	p, diags := ir.Build(yamlSafeJSON(st.Spec))
 	if len(diags) > 0 {
 		return nil, fmt.Errorf("%w: run %s: persisted run contains an invalid spec: %v", ErrCorrupt, st.ID, diags)
 	}
