@@ -64,4 +64,3 @@ func TestRawSnapshotOfAnEarlierReleaseLoads(t *testing.T) {
 		t.Fatal("a snapshot with nothing to escape is copied")
 	}
 }
-
