@@ -61,31 +61,40 @@ func identical(a, b any, path string) error {
 // carrying the token decoder's message.
 func checkAgainstReference(t *testing.T, data []byte) (any, error) {
 	t.Helper()
+	in := clip(data)
 	fast, ferr := scanJSON(data)
 	ref, rerr := decodeJSONTokens(data)
 	got, err := DecodeJSON(data)
 	if (ferr == nil) != (rerr == nil) {
-		t.Fatalf("%q: scanner says %v, encoding/json says %v", data, ferr, rerr)
+		t.Fatalf("%s: scanner says %v, encoding/json says %v", in, ferr, rerr)
 	}
 	if errors.Is(ferr, ErrJSONTooDeep) != errors.Is(rerr, ErrJSONTooDeep) {
-		t.Fatalf("%q: scanner says %v, encoding/json says %v", data, ferr, rerr)
+		t.Fatalf("%s: scanner says %v, encoding/json says %v", in, ferr, rerr)
 	}
 	if rerr != nil {
 		if err == nil || err.Error() != rerr.Error() || errors.Is(err, ErrJSONTooDeep) != errors.Is(rerr, ErrJSONTooDeep) {
-			t.Fatalf("%q: DecodeJSON says %v, encoding/json says %v", data, err, rerr)
+			t.Fatalf("%s: DecodeJSON says %v, encoding/json says %v", in, err, rerr)
 		}
 		return nil, err
 	}
 	if d := identical(fast, ref, "$"); d != nil {
-		t.Fatalf("%q: scanner and encoding/json differ at %v", data, d)
+		t.Fatalf("%s: scanner and encoding/json differ at %v", in, d)
 	}
 	if err != nil {
-		t.Fatalf("%q: DecodeJSON failed: %v", data, err)
+		t.Fatalf("%s: DecodeJSON failed: %v", in, err)
 	}
 	if d := identical(got, ref, "$"); d != nil {
-		t.Fatalf("%q: DecodeJSON and encoding/json differ at %v", data, d)
+		t.Fatalf("%s: DecodeJSON and encoding/json differ at %v", in, d)
 	}
 	return got, nil
+}
+
+// clip quotes data for a failure message, cut to its first 200 bytes.
+func clip(data []byte) string {
+	if len(data) > 200 {
+		return fmt.Sprintf("%q... (%d bytes)", data[:200], len(data))
+	}
+	return fmt.Sprintf("%q", data)
 }
 
 // obj builds an expected object from key, value pairs by Set, which orders
