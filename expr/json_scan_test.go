@@ -286,6 +286,8 @@ var decodeCases = []struct {
 	{"array without close", `[1`, bad},
 	{"array after comma", `[1,`, bad},
 	{"open object", `{`, bad},
+	{"object in key", `{"a`, bad},
+	{"bad escape in key", `{"\q":1}`, bad},
 	{"object after key", `{"a"`, bad},
 	{"object after colon", `{"a":`, bad},
 	{"object without close", `{"a":1`, bad},
