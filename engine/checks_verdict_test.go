@@ -15,11 +15,11 @@ import (
 func TestCostlyChecksGiveTheSameVerdicts(t *testing.T) {
 	h := newHarness(t, Options{})
 	outside := 0
-	h.e.checkHook = func(_ context.Context, mode string) { // BASE-SKIP
-		if mode == checksOutside { // BASE-SKIP
-			outside++ // BASE-SKIP
-		} // BASE-SKIP
-	} // BASE-SKIP
+	h.e.checkHook = func(_ context.Context, mode string) {
+		if mode == checksOutside {
+			outside++
+		}
+	}
 	spec := `
 version: 1
 contracts:
@@ -69,7 +69,7 @@ flows:
 	}
 	r = h.ok(r, "a", `{"s":"`+long+`d"}`)
 	wantStatus(t, r, StatusCompleted)
-	if outside != len(steps)+1 { // BASE-SKIP
-		t.Fatalf("%d reports' checks were evaluated outside the lock, want all %d", outside, len(steps)+1) // BASE-SKIP
-	} // BASE-SKIP
+	if outside != len(steps)+1 {
+		t.Fatalf("%d reports' checks were evaluated outside the lock, want all %d", outside, len(steps)+1)
+	}
 }

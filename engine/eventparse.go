@@ -152,7 +152,8 @@ func loggedResultOf(detail []byte) ([]byte, bool) {
 		return nil, false
 	}
 	r := rest[n+len(mid) : len(rest)-1]
-	return r, len(r) > 0
+	// A member after result (sorted after it) would be in r.
+	return r, len(r) > 0 && valueEnd(r) == len(r)
 }
 
 // unquote decodes the JSON string literal s (quotes included); ok is

@@ -21,7 +21,9 @@ func FuzzEventParse(f *testing.F) {
 	// Members sorted between detail and stepId.
 	for _, s := range []string{`{"detail":1,"other":"x","stepId":"s"}`, `{"detail":{"a":1},"owner":"o"}`,
 		`{"detail":"a\"b","p":[1],"stepId":"s"}`, `{"detail":[1,[2]],"q":null,"stepId":"s"}`, `{"detail":true,"r":{},"stepId":"s"}`,
-		`{"detail":-1.5e3,"r":"s","stepId":"s"}`} {
+		`{"detail":-1.5e3,"r":"s","stepId":"s"}`,
+		// Members sorted after result in a result detail.
+		`{"detail":{"attempt":1,"result":{"a":1},"usage":{"ms":5}},"stepId":"s"}`, `{"detail":{"attempt":1,"result":1,"zzz":2}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {

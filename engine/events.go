@@ -204,7 +204,9 @@ type CheckpointDetail struct {
 	EventsAtCommit   *int64   `json:"eventsAtCommit,omitempty"`
 }
 
-// CompletedDetail is the detail of a completed event.
+// CompletedDetail is the detail of a completed event as audits and polls
+// show it. In the log it may instead hold {"outputOf": N} when the output
+// is the result of event N (docs/engine.md, "What is persisted").
 type CompletedDetail struct {
 	Output Value `json:"output"`
 }

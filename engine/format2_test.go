@@ -119,38 +119,6 @@ func openFormat2(t *testing.T) (*harness, *store.FileStore) {
 	return newHarnessOn(t, Options{}, fs, fs), fs
 }
 
-// TestWriteFormat2Fixture writes testdata/format2 when
-// STRATUM_WRITE_FIXTURE=format2: the run at its gate, its audit, and the
-// audit (hashes blanked) after finishing it. The committed fixture was
-// written by the engine of commit ebcd445, whose records hold every output
-// in full (docs/engine.md, "What is persisted"); writing it again with a
-// later engine would test nothing.
-func TestWriteFormat2Fixture(t *testing.T) {
-	if os.Getenv("STRATUM_WRITE_FIXTURE") != "format2" {
-		t.Skip("set STRATUM_WRITE_FIXTURE=format2 to write testdata/format2")
-	}
-	dir := filepath.Join("testdata", "format2")
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := store.NewFileStore(filepath.Join(dir, "flows"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHarnessOn(t, Options{}, fs, fs)
-	writeFormat2Run(h)
-	if err := os.WriteFile(filepath.Join(dir, "audit-at-gate.json"), auditJSON(t, h, false), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	h.e.Close()
-	c, _ := openFormat2(t)
-	auditJSON(t, c, false) // as TestFormat2RunContinues does (the clock advances)
-	finishFormat2Run(t, c)
-	if err := os.WriteFile(filepath.Join(dir, "audit-finished.json"), auditJSON(t, c, true), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A run written by the engine before results were stored once
 // (testdata/format2: every output in full in its result event, its
 // completed event and its step records, the records JSON strings) audits

@@ -146,8 +146,7 @@ type jail struct {
 // resolveIn cannot redirect the read. With an anchor, the root itself is
 // opened through an [os.Root] of the anchor, so a root replaced since it
 // was admitted (a symlink out in its place) cannot redirect it either; the
-// anchor must still be the real path it was (a narrow window remains
-// between that check and the open of the anchor itself).
+// anchor must still be the real path it was, and name the directory opened.
 func openJail(res resolution, anchor string) (*os.Root, *Error) {
 	if anchor == "" {
 		r, err := os.OpenRoot(res.realRoot)
@@ -159,12 +158,6 @@ func openJail(res resolution, anchor string) (*os.Root, *Error) {
 	replaced := func(err error) *Error {
 		return &Error{Code: CodeValidation, Message: fmt.Sprintf("workspace root %s is no longer inside %s, the allowed directory it was admitted under (was it replaced after the run was planned?)", res.absRoot, anchor), Offset: -1, Err: err}
 	}
-	// The anchor is a real path (no symbolic link in it) when admitted: a
-	// link in it now means a part of it was replaced. Below it, the open
-	// through its os.Root refuses a link that leads out.
-	if real, err := filepath.EvalSymlinks(anchor); err != nil || real != anchor {
-		return nil, replaced(err)
-	}
 	rel, err := filepath.Rel(anchor, res.realRoot)
 	if err != nil || !filepath.IsLocal(rel) && rel != "." {
 		return nil, replaced(err)
@@ -174,6 +167,14 @@ func openJail(res resolution, anchor string) (*os.Root, *Error) {
 		return nil, &Error{Code: CodeValidation, Message: fmt.Sprintf("allowed directory %s of workspace root %s could not be opened: %v", anchor, res.absRoot, err), Offset: -1, Err: err}
 	}
 	defer a.Close()
+	// The anchor is a real path (no symbolic link in it) when admitted: a
+	// link in it now means a part of it was replaced. Checked after the
+	// open, together with the identity of what was opened, so a part
+	// swapped for a link during the open and back after it is caught too.
+	// Below the anchor, the open through its os.Root refuses a link out.
+	if err := sameDirectory(a, anchor); err != nil {
+		return nil, replaced(err)
+	}
 	r, err := a.OpenRoot(rel)
 	switch {
 	case err == nil:
@@ -182,6 +183,26 @@ func openJail(res resolution, anchor string) (*os.Root, *Error) {
 		return nil, replaced(err)
 	}
 	return nil, &Error{Code: CodeValidation, Message: fmt.Sprintf("workspace root %s could not be opened: %v", res.absRoot, err), Offset: -1, Err: err}
+}
+
+// sameDirectory checks that the path dir still is its own real path and
+// names the directory r was opened on.
+func sameDirectory(r *os.Root, dir string) error {
+	if real, err := filepath.EvalSymlinks(dir); err != nil || real != dir {
+		return fmt.Errorf("%s now resolves to %q: %v", dir, real, err)
+	}
+	opened, err := r.Stat(".")
+	if err != nil {
+		return err
+	}
+	now, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(opened, now) {
+		return fmt.Errorf("%s is not the directory that was opened", dir)
+	}
+	return nil
 }
 
 // refusedByRoot reports whether an error of an [os.Root] operation is the
