@@ -3,9 +3,11 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stratum-go/stratum/store"
@@ -150,5 +152,27 @@ func TestFormat2RunContinues(t *testing.T) {
 	}
 	if _, err := fs.Verify(h.ctx, format2Run, store.VerifyOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// Continued, the run is written as v2: an engine that knows only v1
+	// refuses it instead of reading its refs as missing outputs.
+	snap, err := fs.Load(h.ctx, format2Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(snap.State, []byte(`"format":"`+stateFormat+`"`)) {
+		t.Fatalf("continued run's state is not %s: %.200s", stateFormat, snap.State)
+	}
+}
+
+// A state document of a format this engine does not know (a later
+// release's) is refused, saying so, never read as if it were known.
+func TestUnknownStateFormatRefused(t *testing.T) {
+	_, err := decodeDoc("r", []byte(`{"format":"stratum.engine.run.v3","id":"r","steps":{}}`))
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "a later release of stratum may have written it") {
+		t.Fatalf("unknown format: %v", err)
+	}
+	st, err := decodeDoc("r", []byte(`{"format":"stratum.engine.run.v1","id":"r","steps":{}}`))
+	if err != nil || st.Format != stateFormat {
+		t.Fatalf("a v1 document: %v, format %q", err, st.Format)
 	}
 }

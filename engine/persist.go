@@ -296,8 +296,12 @@ func decodeDoc(runID string, b []byte) (*runState, error) {
 	if d.Input != nil {
 		st.Input = *d.Input
 	}
-	if st.Format != stateFormat {
-		return nil, fmt.Errorf("run %s: %w: state document format %q, want %q", runID, ErrCorrupt, st.Format, stateFormat)
+	switch st.Format {
+	case stateFormat:
+	case stateFormatV1:
+		st.Format = stateFormat // its next update writes records with refs
+	default:
+		return nil, fmt.Errorf("run %s: %w: state document format %q, want %q (a later release of stratum may have written it)", runID, ErrCorrupt, st.Format, stateFormat)
 	}
 	st.Steps = d.Steps
 	if st.Steps == nil {

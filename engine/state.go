@@ -65,8 +65,15 @@ const (
 	WaitInterrupted WaitingKind = "interrupted"
 )
 
-// stateFormat names the layout of the engine's state document.
-const stateFormat = "stratum.engine.run.v1"
+// stateFormat names the layout of the engine's state document. v2 runs
+// may hold records that refer to result events instead of holding the
+// values (docs/engine.md, "What is persisted"), so an engine that knows
+// only v1 refuses them rather than read outputs as missing; a v1 run is
+// read as it is and written as v2 from its next update.
+const (
+	stateFormat   = "stratum.engine.run.v2"
+	stateFormatV1 = "stratum.engine.run.v1"
+)
 
 // runState is the engine's persisted current state of one run: the store's
 // opaque state document. It holds no event history (that is the store's
