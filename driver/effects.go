@@ -86,7 +86,11 @@ func (g *GitWorkspaces) Isolate(ctx context.Context, req engine.IsolateRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return &isolated{wt: wt, g: g}, nil
+	anchor, err := filepath.EvalSymlinks(filepath.Dir(wt.Dir))
+	if err != nil {
+		anchor = "" // the worktree's own os.Root still jails its paths
+	}
+	return &isolated{wt: wt, g: g, anchor: anchor}, nil
 }
 
 // Apply implements engine.Workspaces.
@@ -109,12 +113,14 @@ func (g *GitWorkspaces) Sweep(ctx context.Context, workspace string, req engine.
 
 // isolated is one item's worktree.
 type isolated struct {
-	wt *worktree.Worktree
-	g  *GitWorkspaces
+	wt     *worktree.Worktree
+	g      *GitWorkspaces
+	anchor string
 }
 
 func (w *isolated) Name() string    { return filepath.Base(w.wt.Dir) }
 func (w *isolated) Workdir() string { return w.wt.Workdir }
+func (w *isolated) Anchor() string  { return w.anchor }
 
 func (w *isolated) Capture(ctx context.Context, limit int) ([]byte, error) {
 	return w.wt.Capture(ctx, limit)

@@ -155,6 +155,12 @@ type Isolated interface {
 	// Workdir is where the agent works: the workspace's place inside the
 	// worktree, also the jail of the item's file predicates.
 	Workdir() string
+	// Anchor is the real path (no symbolic link in it) of the directory
+	// the worktree was made in: file functions open Workdir through an
+	// os.Root of it, so an item agent that replaces its worktree with a
+	// link cannot lead them out ("" for none; docs/policy.md, "The
+	// workspace jail").
+	Anchor() string
 	// Capture returns the item's changes as a patch (limit bytes at
 	// most; larger is an error).
 	Capture(ctx context.Context, limit int) ([]byte, error)

@@ -89,6 +89,10 @@ type testTree struct {
 
 func (w *testTree) Name() string    { return filepath.Base(w.wt.Dir) }
 func (w *testTree) Workdir() string { return w.wt.Workdir }
+func (w *testTree) Anchor() string {
+	anchor, _ := filepath.EvalSymlinks(filepath.Dir(w.wt.Dir))
+	return anchor
+}
 func (w *testTree) Capture(ctx context.Context, limit int) ([]byte, error) {
 	return w.wt.Capture(ctx, limit)
 }

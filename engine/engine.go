@@ -43,6 +43,9 @@ type Engine struct {
 	fanouts  map[string]bool
 	// worktrees holds the base names of the item worktrees in use.
 	worktrees map[string]bool
+	// worktreeAnchors maps the workdir of each item worktree in use to
+	// its anchor (see [Isolated]).
+	worktreeAnchors map[string]string
 	wg        sync.WaitGroup
 	// running holds the cancel functions of the effects this process
 	// runs, by run id and effect token.

@@ -359,6 +359,10 @@ func (e *Engine) makeWorktree(runID, stepID string, idx int, workspace string) (
 	}
 	e.fanoutMu.Lock()
 	e.worktrees[wt.Name()] = true
+	if e.worktreeAnchors == nil {
+		e.worktreeAnchors = map[string]string{}
+	}
+	e.worktreeAnchors[wt.Workdir()] = wt.Anchor()
 	e.fanoutMu.Unlock()
 	return wt, nil
 }
@@ -369,6 +373,7 @@ func (e *Engine) removeWorktree(wt Isolated) {
 	_ = wt.Remove(e.bgCtx)
 	e.fanoutMu.Lock()
 	delete(e.worktrees, wt.Name())
+	delete(e.worktreeAnchors, wt.Workdir())
 	e.fanoutMu.Unlock()
 }
 

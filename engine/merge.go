@@ -74,10 +74,13 @@ func (j fileJail) options(budget *expr.Budget) *expr.EvalOptions {
 }
 
 // fileJail is the jail of file functions over root: an item's worktree
-// when root is set, else the run's workspace root.
+// when root is set (anchored where this process made it), else the run's
+// workspace root.
 func (t *txn) fileJail(root string) fileJail {
 	if root != "" {
-		return fileJail{root: root}
+		t.e.fanoutMu.Lock()
+		defer t.e.fanoutMu.Unlock()
+		return fileJail{root: root, anchor: t.e.worktreeAnchors[root]}
 	}
 	return fileJail{root: t.st.WorkspaceRoot, anchor: t.st.WorkspaceAnchor}
 }

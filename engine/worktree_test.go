@@ -609,3 +609,36 @@ func mergeCrashChild(root, ws, wtDir, mode string) int {
 	}
 	return 3
 }
+
+// An item agent that replaces its worktree with a link to a secret
+// directory cannot lead its stage's file functions there: the worktree is
+// opened through an os.Root of the directory it was made in (its anchor),
+// and the ensure fails saying the root was replaced.
+func TestWorktreeSwappedForALinkIsRefused(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agent := fmt.Sprintf(`read task
+here=$(pwd)
+mv "$here" "$here.old" && ln -s %s "$here"
+printf '{"value":"x"}'`, strconv.Quote(outside))
+	stages := `            - do: "Write ${item}"
+              out: V
+              ensure:
+                - expr: "file_contains('secret.txt', 's3cret')"`
+	h, _ := worktreeHarness(t, &procDispatcher{script: agent})
+	r := h.plan(worktreeSpec("all", nil, stages, closedVerdict), map[string]any{"items": []any{"a"}})
+	r = h.waitFor(h.e, r.RunID, notFanoutWaiting)
+	_ = h.e.Wait(h.ctx)
+	fan := h.stepState(r.RunID, "fan")
+	it := fan.Fanout.Items[0]
+	if it.Status != StepFailed || len(it.Attempts) == 0 {
+		t.Fatalf("the item read through the swapped worktree: %s", dump(fan.Fanout.Items))
+	}
+	// The first attempt's ensure met the swapped worktree (a retry then
+	// finds a link where its directory was).
+	if first := it.Attempts[0]; first.Failure == nil || !strings.Contains(first.Failure.Reason, "no longer inside") {
+		t.Fatalf("item failure %s, want the worktree refused as replaced", dump(first))
+	}
+}
