@@ -46,7 +46,7 @@ type Engine struct {
 	// worktreeAnchors maps the workdir of each item worktree in use to
 	// its anchor (see [Isolated]).
 	worktreeAnchors map[string]string
-	wg        sync.WaitGroup
+	wg              sync.WaitGroup
 	// running holds the cancel functions of the effects this process
 	// runs, by run id and effect token.
 	effectMu sync.Mutex
