@@ -236,6 +236,9 @@ func (b *Background) scan() {
 				b.settle(id)
 				continue
 			}
+			if info.Unclaimed && now.Sub(info.Since) < b.e.LeaseTTL() {
+				continue // just started: its own server takes it (looked at again next scan)
+			}
 			r = b.known(id)
 		}
 		b.mu.Lock()

@@ -293,3 +293,23 @@ func TestPollBackgroundPages(t *testing.T) {
 		t.Errorf("last event %s", raw)
 	}
 }
+
+// TestBackgroundUnclaimedUntilHeld: a background run just planned is
+// unclaimed (a supervisor leaves it to the server that started it, for a
+// lease ttl from its planning) until some process holds its lease.
+func TestBackgroundUnclaimedUntilHeld(t *testing.T) {
+	h := newHarness(t, Options{LeaseOwner: "server-a", LeaseTTL: time.Minute})
+	r := h.planBackground(bgSpec)
+	info, err := h.e.BackgroundInfo(h.ctx, r.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Unclaimed || info.Since.IsZero() {
+		t.Fatalf("just planned: unclaimed %v since %v", info.Unclaimed, info.Since)
+	}
+	hd := hold(t, h.e, r.RunID)
+	if info, err = h.e.BackgroundInfo(h.ctx, r.RunID); err != nil || info.Unclaimed {
+		t.Fatalf("held: unclaimed %v (%v)", info.Unclaimed, err)
+	}
+	hd.Release()
+}
