@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,23 +43,7 @@ func TestProgressNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, ct := sdk.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var got []*sdk.ProgressNotificationParams
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, &sdk.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			mu.Lock()
-			defer mu.Unlock()
-			got = append(got, req.Params)
-		}}).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	cs, got := progressClient(t, srv)
 
 	args := map[string]any{"agent": "claude", "prompt": "Think. SLEEP_MS: 300", "cwd": root}
 	params := &sdk.CallToolParams{Name: "stratum_agent_run", Arguments: args}
@@ -67,9 +52,9 @@ func TestProgressNotifications(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("agent run: %v %+v", err, res)
 	}
-	mu.Lock()
 	ticks, forwarded := 0, 0
-	for i, p := range got {
+	seen := got()
+	for i, p := range seen {
 		if p.ProgressToken != "p1" || p.Progress != float64(i+1) {
 			t.Errorf("notification %d: %+v", i, p)
 		}
@@ -80,8 +65,7 @@ func TestProgressNotifications(t *testing.T) {
 			forwarded++
 		}
 	}
-	n := len(got)
-	mu.Unlock()
+	n := len(seen)
 	if ticks < 2 || forwarded < 1 {
 		t.Errorf("%d ticks and %d agent lines in %d notifications", ticks, forwarded, n)
 	}
@@ -90,10 +74,8 @@ func TestProgressNotifications(t *testing.T) {
 	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "stratum_agent_run", Arguments: args}); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != n {
-		t.Errorf("%d notifications for a call without a progress token", len(got)-n)
+	if len(got()) != n {
+		t.Errorf("%d notifications for a call without a progress token", len(got())-n)
 	}
 }
 
@@ -113,23 +95,7 @@ func TestProgressJudgedStepDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, ct := sdk.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var got []*sdk.ProgressNotificationParams
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, &sdk.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			mu.Lock()
-			defer mu.Unlock()
-			got = append(got, req.Params)
-		}}).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	cs, got := progressClient(t, srv)
 
 	spec := `version: 1
 contracts:
@@ -162,15 +128,42 @@ flows:
 	if s := res.StructuredContent.(map[string]any)["status"]; s != "completed" {
 		t.Fatalf("step_done: status %v", s)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	ticks := 0
-	for _, p := range got {
+	for _, p := range got() {
 		if strings.Contains(p.Message, "stratum_step_done is still working") {
 			ticks++
 		}
 	}
 	if ticks < 2 {
 		t.Errorf("%d progress notifications during a judged step_done of 300 ms (every 20 ms)", ticks)
+	}
+}
+
+// progressClient connects an in-memory client to srv that records the
+// progress notifications it receives; got returns those so far.
+func progressClient(t *testing.T, srv *sdk.Server) (cs *sdk.ClientSession, got func() []*sdk.ProgressNotificationParams) {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []*sdk.ProgressNotificationParams
+	cs, err = sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, req.Params)
+		}}).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return cs, func() []*sdk.ProgressNotificationParams {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
 }
