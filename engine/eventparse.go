@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/stratum-go/stratum/expr"
 )
 
 // An audit reads every record of a run's log (docs/engine.md, "Cost").
@@ -133,7 +134,8 @@ func recordJSON(detail []byte) ([]byte, bool) {
 			lit = lit[:i]
 		}
 	}
-	return unquote(lit)
+	text, ok := expr.UnquoteJSON(lit)
+	return []byte(text), ok
 }
 
 // loggedResultOf is detail.result of an accepted result's detail
@@ -154,79 +156,6 @@ func loggedResultOf(detail []byte) ([]byte, bool) {
 	r := rest[n+len(mid) : len(rest)-1]
 	// A member after result (sorted after it) would be in r.
 	return r, len(r) > 0 && valueEnd(r) == len(r)
-}
-
-// unquote decodes the JSON string literal s (quotes included); ok is
-// false for anything that is not one.
-func unquote(s []byte) ([]byte, bool) {
-	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
-		return nil, false
-	}
-	s = s[1 : len(s)-1]
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); {
-		j := i
-		for j < len(s) && s[j] != '\\' && s[j] != '"' && s[j] >= 0x20 {
-			j++
-		}
-		out = append(out, s[i:j]...)
-		if j == len(s) {
-			break
-		}
-		if s[j] != '\\' || j+1 == len(s) {
-			return nil, false // a raw quote or control character
-		}
-		switch c := s[j+1]; c {
-		case '"', '\\', '/':
-			out = append(out, c)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(s, j+2)
-			if !ok {
-				return nil, false
-			}
-			n := 6 // the escape's length
-			if utf16.IsSurrogate(r) {
-				if j+12 > len(s) || s[j+6] != '\\' || s[j+7] != 'u' {
-					return nil, false
-				}
-				r2, ok := hex4(s, j+8)
-				dec := utf16.DecodeRune(r, r2)
-				if !ok || dec == utf8.RuneError {
-					return nil, false
-				}
-				r, n = dec, 12
-			}
-			out = utf8.AppendRune(out, r)
-			i = j + n
-			continue
-		default:
-			return nil, false
-		}
-		i = j + 2
-	}
-	if !utf8.Valid(out) {
-		return nil, false // encoding/json replaces invalid bytes: let it
-	}
-	return out, true
-}
-
-// hex4 reads the four hex digits at s[i:].
-func hex4(s []byte, i int) (rune, bool) {
-	if i+4 > len(s) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(s[i:i+4]), 16, 32)
-	return rune(n), err == nil
 }
 
 // blobPayload is the JSON text an internal record's data holds

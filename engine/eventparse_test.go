@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/stratum-go/stratum/expr"
 )
 
 // The hand-written readers of event data agree with encoding/json on the
@@ -65,7 +67,7 @@ func FuzzEventParse(f *testing.F) {
 		}
 		var s string
 		serr := json.Unmarshal(want.Detail, &s)
-		if u, ok := unquote(want.Detail); ok && (serr != nil || string(u) != s) {
+		if u, ok := expr.UnquoteJSON(want.Detail); ok && (serr != nil || u != s) {
 			t.Fatalf("%s: unquoted %q, encoding/json %q %v", want.Detail, u, s, serr)
 		}
 	})

@@ -31,6 +31,19 @@ func scanJSON(data []byte) (any, error) {
 	return v, nil
 }
 
+// UnquoteJSON decodes lit, which must be exactly one JSON string literal
+// (quotes included, nothing around it), as encoding/json unquotes it:
+// invalid UTF-8 bytes and lone surrogate escapes become U+FFFD. ok is false
+// for anything else.
+func UnquoteJSON(lit []byte) (s string, ok bool) {
+	if len(lit) < 2 || lit[0] != '"' {
+		return "", false
+	}
+	sc := jsonScanner{data: lit}
+	s, err := sc.string()
+	return s, err == nil && sc.pos == len(lit)
+}
+
 // jsonScanner reads one document. keys, vals and elems are stacks shared by
 // the open containers (each container's members sit above its parent's
 // until it closes and copies them out), so that building a container does

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -383,4 +384,23 @@ func FuzzDecodeJSONFast(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkAgainstReference(t, data)
 	})
+}
+
+// UnquoteJSON reads exactly one string literal as encoding/json does, and
+// refuses anything else.
+func TestUnquoteJSON(t *testing.T) {
+	for _, lit := range []string{`""`, `"plain"`, `"a\"b\\c\/d\n\t\u00e9"`, `"\ud83d\ude00"`, `"\ud800x"`, "\"\xff\"", `"é✓"`} {
+		var want string
+		if err := json.Unmarshal([]byte(lit), &want); err != nil {
+			t.Fatalf("%s: %v", lit, err)
+		}
+		if got, ok := UnquoteJSON([]byte(lit)); !ok || got != want {
+			t.Errorf("UnquoteJSON(%s) = %q, %v; want %q", lit, got, ok, want)
+		}
+	}
+	for _, lit := range []string{``, `"`, `"a`, `"a"b`, `"a" `, ` "a"`, `x`, `"\x"`, "\"a\nb\"", `"\u12"`} {
+		if got, ok := UnquoteJSON([]byte(lit)); ok {
+			t.Errorf("UnquoteJSON(%s) = %q, accepted", lit, got)
+		}
+	}
 }
