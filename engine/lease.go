@@ -579,9 +579,9 @@ type BackgroundRun struct {
 	// View is the background view (Background runs only).
 	View BackgroundView
 	// Unclaimed: a background run no process holds the lease of and none
-	// has driven yet, planned at Since. The server that started it takes it at once; a
-	// supervisor leaves it to that server for a lease ttl (see
-	// docs/mcp.md, "Take-over and restart").
+	// has driven yet, planned at Since. The server that started it takes
+	// it at once; a supervisor leaves it to that server for a lease ttl
+	// (docs/mcp.md, "Take-over and restart").
 	Unclaimed bool
 	Since     time.Time
 }
@@ -601,7 +601,7 @@ func (e *Engine) BackgroundInfo(ctx context.Context, runID string) (_ *Backgroun
 	}
 	if r.Background {
 		r.View = backgroundView(st, newTxn(ctx, e, st, c).response(), snap.Lease)
-		r.Unclaimed = snap.Lease == nil && st.Background.Epoch == 0 && st.Background.Owner == ""
+		r.Unclaimed = snap.Lease == nil && st.Background.Owner == "" // Owner is set by the first take-over
 		r.Since = st.Background.Since
 	}
 	return r, nil
