@@ -86,9 +86,12 @@ func (g *GitWorkspaces) Isolate(ctx context.Context, req engine.IsolateRequest) 
 	if err != nil {
 		return nil, err
 	}
+	// The anchor of the item's file functions (engine.Isolated.Anchor):
+	// without it, they would not be jailed as documented, so no worktree.
 	anchor, err := filepath.EvalSymlinks(filepath.Dir(wt.Dir))
 	if err != nil {
-		anchor = "" // the worktree's own os.Root still jails its paths
+		_ = wt.Remove(ctx)
+		return nil, fmt.Errorf("resolve the directory of worktree %s: %w", wt.Dir, err)
 	}
 	return &isolated{wt: wt, g: g, anchor: anchor}, nil
 }
