@@ -259,8 +259,12 @@ type refResolver func(*valueRef) (Value, error)
 func decodeStepRecord(runID, what string, raw []byte, resolve refResolver) (*stepState, error) {
 	ss := &stepState{}
 	rec := stepRecord{stepState: ss}
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, fmt.Errorf("run %s: %w: %s: %v", runID, ErrCorrupt, what, err)
+	if !fastStepRecord(raw, &rec) {
+		*ss = stepState{}
+		rec = stepRecord{stepState: ss}
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return nil, fmt.Errorf("run %s: %w: %s: %v", runID, ErrCorrupt, what, err)
+		}
 	}
 	resolved := map[int64]*valueRef{} // one value per event, shared as it was written
 	get := func(r *valueRef) (Value, error) {
