@@ -69,8 +69,8 @@ func TestFastStepRecordReadsWhatTheEngineWrites(t *testing.T) {
 
 func TestFastStepRecordLeavesTheRestToEncodingJSON(t *testing.T) {
 	for _, raw := range []string{
-		`{"status":"succeeded","status":"failed"}`,     // repeated
-		`{"Status":"succeeded"}`,                       // encoding/json matches keys case-insensitively
+		`{"status":"succeeded","status":"failed"}`,      // repeated
+		`{"Status":"succeeded"}`,                        // encoding/json matches keys case-insensitively
 		`{"status":"succeeded","failure":{"kind":"x"}}`, // a member it does not read
 		`{"status":null}`,
 		`{"output":null}`,
