@@ -134,8 +134,7 @@ func recordJSON(detail []byte) ([]byte, bool) {
 			lit = lit[:i]
 		}
 	}
-	text, ok := expr.UnquoteJSON(lit)
-	return []byte(text), ok
+	return expr.UnquoteJSONBytes(lit)
 }
 
 // loggedResultOf is detail.result of an accepted result's detail

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,4 +51,29 @@ func BenchmarkDecodeJSON(b *testing.B) {
 func BenchmarkDecodeJSONTokens(b *testing.B) {
 	b.Run("step300B", func(b *testing.B) { benchDecode(b, decodeJSONTokens, []byte(typicalStepOutput)) })
 	b.Run("doc64KiB", func(b *testing.B) { benchDecode(b, decodeJSONTokens, largeDocument(64<<10)) })
+}
+
+// BenchmarkUnquoteJSON measures UnquoteJSON and UnquoteJSONBytes on a
+// document held as a string (as the engine's records hold their JSON):
+// plain runs between escaped quotes.
+func BenchmarkUnquoteJSON(b *testing.B) {
+	lit := []byte(strconv.Quote(string(largeDocument(64 << 10))))
+	b.Run("string", func(b *testing.B) {
+		b.SetBytes(int64(len(lit)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := UnquoteJSON(lit); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("bytes", func(b *testing.B) {
+		b.SetBytes(int64(len(lit)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := UnquoteJSONBytes(lit); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
 }

@@ -44,6 +44,18 @@ func UnquoteJSON(lit []byte) (s string, ok bool) {
 	return s, err == nil && sc.pos == len(lit)
 }
 
+// UnquoteJSONBytes is UnquoteJSON giving the text as a new byte slice,
+// for a caller that wants bytes (a document held as a string) without a
+// second copy.
+func UnquoteJSONBytes(lit []byte) ([]byte, bool) {
+	if len(lit) < 2 || lit[0] != '"' {
+		return nil, false
+	}
+	sc := jsonScanner{data: lit, text: make([]byte, 0, len(lit)-2)}
+	b, err := sc.unquoteBytes(1, 1)
+	return b, err == nil && sc.pos == len(lit)
+}
+
 // jsonScanner reads one document. keys, vals and elems are stacks shared by
 // the open containers (each container's members sit above its parent's
 // until it closes and copies them out), so that building a container does
@@ -308,6 +320,16 @@ func (s *jsonScanner) string() (string, error) {
 // surrogate escape becomes U+FFFD (the next escape then read on its own);
 // each byte that is not part of valid UTF-8 becomes U+FFFD.
 func (s *jsonScanner) unquote(start, i int) (string, error) {
+	b, err := s.unquoteBytes(start, i)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// unquoteBytes is unquote leaving the text in s.text (reused by the next
+// string that needs unescaping).
+func (s *jsonScanner) unquoteBytes(start, i int) ([]byte, error) {
 	d := s.data
 	b := append(s.text[:0], d[start:i]...)
 	for i < len(d) {
@@ -316,12 +338,12 @@ func (s *jsonScanner) unquote(start, i int) (string, error) {
 		case c == '"':
 			s.pos = i + 1
 			s.text = b
-			return string(b), nil
+			return b, nil
 		case c < ' ':
-			return "", errScan
+			return nil, errScan
 		case c == '\\':
 			if i+1 >= len(d) {
-				return "", errScan
+				return nil, errScan
 			}
 			switch d[i+1] {
 			case '"', '\\', '/':
@@ -339,7 +361,7 @@ func (s *jsonScanner) unquote(start, i int) (string, error) {
 			case 'u':
 				r := hexEscape(d[i:])
 				if r < 0 {
-					return "", errScan
+					return nil, errScan
 				}
 				i += 6
 				if utf16.IsSurrogate(r) {
@@ -353,12 +375,18 @@ func (s *jsonScanner) unquote(start, i int) (string, error) {
 				b = utf8.AppendRune(b, r)
 				continue
 			default:
-				return "", errScan
+				return nil, errScan
 			}
 			i += 2
 		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
+			// Copy the run of plain ASCII at once: a nested document
+			// held as a string is mostly such runs between escapes.
+			j := i + 1
+			for j < len(d) && d[j] >= ' ' && d[j] != '"' && d[j] != '\\' && d[j] < utf8.RuneSelf {
+				j++
+			}
+			b = append(b, d[i:j]...)
+			i = j
 		default:
 			r, n := utf8.DecodeRune(d[i:])
 			if r == utf8.RuneError && n == 1 {
@@ -369,7 +397,7 @@ func (s *jsonScanner) unquote(start, i int) (string, error) {
 			i += n
 		}
 	}
-	return "", errScan
+	return nil, errScan
 }
 
 // hexEscape returns the code unit of a \uXXXX escape at the start of d, or

@@ -397,10 +397,16 @@ func TestUnquoteJSON(t *testing.T) {
 		if got, ok := UnquoteJSON([]byte(lit)); !ok || got != want {
 			t.Errorf("UnquoteJSON(%s) = %q, %v; want %q", lit, got, ok, want)
 		}
+		if got, ok := UnquoteJSONBytes([]byte(lit)); !ok || string(got) != want {
+			t.Errorf("UnquoteJSONBytes(%s) = %q, %v; want %q", lit, got, ok, want)
+		}
 	}
 	for _, lit := range []string{``, `"`, `"a`, `"a"b`, `"a" `, ` "a"`, `x`, `"\x"`, "\"a\nb\"", `"\u12"`} {
 		if got, ok := UnquoteJSON([]byte(lit)); ok {
 			t.Errorf("UnquoteJSON(%s) = %q, accepted", lit, got)
+		}
+		if got, ok := UnquoteJSONBytes([]byte(lit)); ok {
+			t.Errorf("UnquoteJSONBytes(%s) = %q, accepted", lit, got)
 		}
 	}
 }
