@@ -74,13 +74,13 @@ type cachedRun struct {
 }
 
 // The compiled-plan cache is bounded by count and by bytes: a compiled
-// plan takes about 20 bytes of heap per byte of its spec's JSON (measured:
-// 19.5 MB for a 10,000-step spec of 1 MB), so a count alone would let a
+// plan takes about 12 bytes of heap per byte of its spec's JSON (measured:
+// 7.6 MB for a 10,000-step spec of 657 KB), so a count alone would let a
 // few large specs hold gigabytes (docs/engine.md, "Cost").
 const (
 	maxPlans = 64
 	// planBytesPerSpecByte over-estimates a plan's heap from its spec.
-	planBytesPerSpecByte = 24
+	planBytesPerSpecByte = 14
 )
 
 // maxPlanBytes is the cache's budget (a variable for tests).
@@ -139,11 +139,10 @@ func randomUUID() string {
 
 // compile builds (or fetches) the compiled plan for a spec source.
 func (e *Engine) compileSource(src []byte) (*compiled, error) {
-	p, diags := ir.Build(src)
+	p, doc, diags := ir.BuildDocument(src)
 	if len(diags) > 0 {
 		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + diags.Error(), Diagnostics: diags}
 	}
-	doc := p.Document()
 	digest, err := digestOf(doc)
 	if err != nil {
 		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + err.Error(), Err: err}

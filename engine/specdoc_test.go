@@ -24,11 +24,10 @@ func FuzzSpecDocument(f *testing.F) {
 	f.Add([]byte(carrySpec))
 	f.Add([]byte("version: 1\ncontracts: {R: {v: string}}\nflows:\n  entry: m\n  m:\n    input: {n: number}\n    output: {from: \"${a.output}\", contract: R}\n    steps:\n      - {id: a, set: {v: \"'0x1F' + 'yes'\"}, out: R}\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		p, diags := ir.Build(src)
+		_, doc, diags := ir.BuildDocument(src)
 		if len(diags) > 0 {
 			return
 		}
-		doc := p.Document()
 		d1, err := digestOf(doc)
 		if err != nil {
 			return // e.g. a non-finite number in a free-form value: Plan refuses it
@@ -37,7 +36,7 @@ func FuzzSpecDocument(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p2, diags := ir.Build(snap)
+		_, doc2, diags := ir.BuildDocument(snap)
 		if len(diags) > 0 {
 			t.Fatalf("the persisted snapshot does not validate: %v\n%s", diags, snap)
 		}
@@ -45,7 +44,7 @@ func FuzzSpecDocument(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range []any{decoded, p2.Document()} {
+		for _, d := range []any{decoded, doc2} {
 			d2, _ := digestOf(d)
 			if d1 != d2 || !expr.Equal(doc, d) {
 				t.Fatalf("snapshot changed the document:\n%s\n%s", compactJSON(doc), compactJSON(d))

@@ -283,14 +283,14 @@ func auditSpec(n int) []byte {
 
 // specSnapshot is the spec snapshot a run persists for src: the loaded
 // document as the engine writes it (its canonicalOrdered is
-// expr.EncodeJSON of Plan.Document).
+// expr.EncodeJSON of the document BuildDocument returns).
 func specSnapshot(tb testing.TB, src []byte) []byte {
 	tb.Helper()
-	p, ds := Build(src)
+	_, doc, ds := BuildDocument(src)
 	if len(ds) > 0 {
 		tb.Fatal(formatDiags(ds))
 	}
-	snap, err := expr.EncodeJSON(p.Document())
+	snap, err := expr.EncodeJSON(doc)
 	if err != nil {
 		tb.Fatal(err)
 	}

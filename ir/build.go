@@ -7,18 +7,29 @@ import "sort"
 // Build never panics on bad input; the input is bounded (MaxSpecBytes,
 // MaxNesting, MaxNodes). YAML is read with the 1.2 core schema (so yes/no
 // are strings and 017 is 17); JSON text is YAML and is accepted as well.
+// The plan does not keep the loaded document (about a third of a large
+// spec's memory, docs/engine.md "Cancel, audit, poll"): BuildDocument
+// hands it to the one caller that needs it.
 func Build(src []byte) (*Plan, Diagnostics) {
+	p, _, diags := (&validator{}).buildPlan(src)
+	return p, diags
+}
+
+// BuildDocument is Build that also returns the spec as it was loaded: an
+// ordered JSON value in package expr's model (*expr.Object, []any,
+// string, float64, bool, nil), with aliases expanded and mapping keys in
+// document order. It is what a run persists as its spec snapshot and what
+// its revision digest covers. The value is the caller's to keep or change.
+func BuildDocument(src []byte) (*Plan, any, Diagnostics) {
 	return (&validator{}).buildPlan(src)
 }
 
-func (v *validator) buildPlan(src []byte) (*Plan, Diagnostics) {
+func (v *validator) buildPlan(src []byte) (*Plan, any, Diagnostics) {
 	root := v.check(src)
 	if !v.d.empty() {
-		return nil, v.d.sorted()
+		return nil, nil, v.d.sorted()
 	}
-	p := v.compile()
-	p.root = root
-	return p, nil
+	return v.compile(), nodeValue(root), nil
 }
 
 // Validate reports the problems of a spec (nil when it is valid). It does

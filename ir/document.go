@@ -2,13 +2,7 @@ package ir
 
 import "github.com/stratum-go/stratum/expr"
 
-// Document returns the spec as it was loaded: an ordered JSON value in
-// package expr's model (*expr.Object, []any, string, float64, bool, nil),
-// with aliases expanded and mapping keys in document order. It is what a
-// run persists as its spec snapshot and what its revision digest covers.
-// Each call builds a fresh value that the caller may keep or change.
-func (p *Plan) Document() any { return nodeValue(p.root) }
-
+// nodeValue is the loaded tree n as BuildDocument returns it.
 func nodeValue(n *node) any {
 	if n == nil {
 		return nil

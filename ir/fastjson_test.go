@@ -32,12 +32,12 @@ func checkJSONAgrees(t *testing.T, src []byte) bool {
 	if f, g := dumpTree(fast), dumpTree(general); f != g {
 		t.Fatalf("fast and general trees differ for:\n%.300s\n--- fast\n%.2000s--- general\n%.2000s", src, f, g)
 	}
-	fastPlan, fastDiags := Build(src)
-	slowPlan, slowDiags := (&validator{slowLoad: true}).buildPlan(src)
+	fastPlan, fastDoc, fastDiags := BuildDocument(src)
+	slowPlan, slowDoc, slowDiags := (&validator{slowLoad: true}).buildPlan(src)
 	if !slices.Equal(fastDiags, slowDiags) {
 		t.Fatalf("diagnostics differ for:\n%.300s\n--- fast\n%s--- general\n%s", src, formatDiags(fastDiags), formatDiags(slowDiags))
 	}
-	if !reflect.DeepEqual(fastPlan, slowPlan) {
+	if !reflect.DeepEqual(fastPlan, slowPlan) || !reflect.DeepEqual(fastDoc, slowDoc) {
 		t.Fatalf("plans differ for:\n%.300s", src)
 	}
 	return true
@@ -217,9 +217,9 @@ func TestFastJSONCases(t *testing.T) {
 				t.Fatalf("fast path took it: %v, want %v", got, c.fast)
 			}
 			// Whichever path loads it, Build gives what yaml.v3 does.
-			fastPlan, fastDiags := Build(src)
-			slowPlan, slowDiags := (&validator{slowLoad: true}).buildPlan(src)
-			if !slices.Equal(fastDiags, slowDiags) || !reflect.DeepEqual(fastPlan, slowPlan) {
+			fastPlan, fastDoc, fastDiags := BuildDocument(src)
+			slowPlan, slowDoc, slowDiags := (&validator{slowLoad: true}).buildPlan(src)
+			if !slices.Equal(fastDiags, slowDiags) || !reflect.DeepEqual(fastPlan, slowPlan) || !reflect.DeepEqual(fastDoc, slowDoc) {
 				t.Fatalf("Build differs from yaml.v3's:\n%s--- yaml.v3\n%s", formatDiags(fastDiags), formatDiags(slowDiags))
 			}
 			if c.code != "" && !slices.ContainsFunc(fastDiags, func(d Diagnostic) bool { return d.Code == c.code }) {

@@ -20,7 +20,6 @@ type Plan struct {
 
 	contracts map[string]*Contract
 	flows     map[string]*Flow
-	root      *node // the loaded document, for Document
 }
 
 // Contract returns the declared contract called name, or nil.
