@@ -111,11 +111,14 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 // maxKeptRecords bytes in all) so that the steps pass reads again only
 // the pages of those it could not keep.
 type stepRecords struct {
-	ids  map[int64]string      // seq of a finished step's record → step id
-	kept map[int64]store.Event // records read by the events pass
-	// steps are the ids of the steps of ids; results holds the data of
-	// their result events read by the events pass, which their records
-	// refer to (see record.go).
+	ids map[int64]string // seq of a finished step's record → step id
+	// kept holds the payloads of the records the events pass read (the
+	// record's JSON, without the event around it), until the steps pass
+	// decodes them.
+	kept map[int64][]byte
+	// steps are the ids of the steps of ids; results holds the logged
+	// results (detail.result) of their result events read by the events
+	// pass, which their records refer to (see record.go).
 	steps   map[string]bool
 	results map[int64][]byte
 	size    int
@@ -126,30 +129,39 @@ type stepRecords struct {
 // audit's memory stays bounded whatever the run's length.
 var maxKeptRecords = 16 << 20 // a variable for tests
 
-// keep holds on to raw if the steps pass will want it and there is room.
+// keep holds on to the payload of raw if the steps pass will want it and
+// there is room. A record that is not what it should be is not kept: the
+// steps pass reads it again and says what is wrong.
 func (r *stepRecords) keep(raw store.Event) {
-	if _, ok := r.ids[raw.Seq]; !ok || r.size+len(raw.Data) > maxKeptRecords {
+	if _, ok := r.ids[raw.Seq]; !ok || raw.Type != string(evStepState) || r.size+len(raw.Data) > maxKeptRecords {
+		return
+	}
+	payload, err := blobPayload(raw.Data) // a new slice, not the page's
+	if err != nil {
 		return
 	}
 	if r.kept == nil {
-		r.kept = map[int64]store.Event{}
+		r.kept = map[int64][]byte{}
 	}
-	raw.Data = bytes.Clone(raw.Data) // not the page it was read with
-	r.kept[raw.Seq] = raw
-	r.size += len(raw.Data)
+	r.kept[raw.Seq] = payload
+	r.size += len(payload)
 }
 
-// keepResult holds on to the data of a result event of one of the steps
-// if there is room.
-func (r *stepRecords) keepResult(raw store.Event, stepID string) {
+// keepResult holds on to the logged result of a result event of one of
+// the steps if there is room.
+func (r *stepRecords) keepResult(runID string, raw store.Event, stepID string) {
 	if !r.steps[stepID] || r.size+len(raw.Data) > maxKeptRecords {
 		return
+	}
+	logged, err := resultOf(runID, raw)
+	if err != nil {
+		return // read again, and refused, if a record refers to it
 	}
 	if r.results == nil {
 		r.results = map[int64][]byte{}
 	}
-	r.results[raw.Seq] = bytes.Clone(raw.Data)
-	r.size += len(raw.Data)
+	r.results[raw.Seq] = bytes.Clone(logged) // not the page it was read with
+	r.size += len(logged)
 }
 
 // resolver gives the values the steps' records refer to: from the result
@@ -157,13 +169,9 @@ func (r *stepRecords) keepResult(raw store.Event, stepID string) {
 func (r *stepRecords) resolver(ctx context.Context, e *Engine, runID string) refResolver {
 	fromStore := e.storeResolver(ctx, runID)
 	return func(ref *valueRef) (Value, error) {
-		data, ok := r.results[ref.Seq]
+		logged, ok := r.results[ref.Seq]
 		if !ok {
 			return fromStore(ref)
-		}
-		logged, err := resultOf(runID, store.Event{Seq: ref.Seq, Type: string(EventResult), Data: data})
-		if err != nil {
-			return Value{}, err
 		}
 		return refValue(runID, ref, logged)
 	}
@@ -193,7 +201,7 @@ func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptio
 				continue
 			}
 			if ev.Type == EventResult {
-				records.keepResult(raw, ev.StepID)
+				records.keepResult(runID, raw, ev.StepID)
 			}
 			if opts.EventsLimit > 0 && sent == opts.EventsLimit {
 				return ev.Seq - 1, nil
@@ -335,10 +343,13 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 	var page []store.Event // the last page read (consecutive seqs)
 	inPage := func(seq int64) bool { return len(page) > 0 && page[0].Seq <= seq && seq <= page[len(page)-1].Seq }
 	for _, seq := range seqs {
-		raw, ok := records.kept[seq]
-		if !ok {
+		var ss *stepState
+		var err error
+		if payload, ok := records.kept[seq]; ok {
+			delete(records.kept, seq) // decoded once: its memory can go
+			ss, err = t.e.stepRecordPayload(t.ctx, t.st.ID, seq, payload, resolve)
+		} else {
 			if !inPage(seq) {
-				var err error
 				if page, err = t.e.store.Events(t.ctx, t.st.ID, seq-1, min(auditPage, int(head-seq+1))); err != nil {
 					return mapStoreErr(t.st.ID, err)
 				}
@@ -346,9 +357,8 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 					return fmt.Errorf("run %s: %w: the log ends before event %d, the record of step %s", t.st.ID, ErrCorrupt, seq, records.ids[seq])
 				}
 			}
-			raw = page[seq-page[0].Seq]
+			ss, err = t.e.stepRecord(t.ctx, t.st.ID, page[seq-page[0].Seq], resolve)
 		}
-		ss, err := t.e.stepRecord(t.ctx, t.st.ID, raw, resolve)
 		if err != nil {
 			return err
 		}
@@ -370,7 +380,12 @@ func (e *Engine) stepRecord(ctx context.Context, runID string, raw store.Event, 
 	if raw.Type != string(evStepState) || err != nil {
 		return nil, fmt.Errorf("run %s: %w: event %d is not a step record", runID, ErrCorrupt, raw.Seq)
 	}
-	ss, err := decodeStepRecord(runID, fmt.Sprintf("step record %d", raw.Seq), payload, resolve)
+	return e.stepRecordPayload(ctx, runID, raw.Seq, payload, resolve)
+}
+
+// stepRecordPayload decodes the payload of step record seq.
+func (e *Engine) stepRecordPayload(ctx context.Context, runID string, seq int64, payload []byte, resolve refResolver) (*stepState, error) {
+	ss, err := decodeStepRecord(runID, fmt.Sprintf("step record %d", seq), payload, resolve)
 	if err != nil {
 		return nil, err
 	}
