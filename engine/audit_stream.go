@@ -179,16 +179,42 @@ func (r *stepRecords) resolver(ctx context.Context, e *Engine, runID string) ref
 
 // streamEvents passes the events after opts.EventsAfter to fn, a page at
 // a time; it returns the cursor of the next page when opts.EventsLimit
-// stopped it (0 when every event was read).
+// stopped it (0 when every event was read). The next page is read and
+// checked by the store while this one is passed on, so that the two
+// halves of the work overlap (docs/engine.md, "Cancel, audit, poll").
 func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptions, head int64, fn func(Event) error, records *stepRecords) (int64, error) {
-	sent := 0
-	for after := opts.EventsAfter; after < head; {
-		page, err := e.store.Events(ctx, runID, after, min(auditPage, int(head-after)))
-		if err != nil {
-			return 0, mapStoreErr(runID, err)
+	ctx, cancel := context.WithCancel(ctx)
+	var pending <-chan eventPage
+	defer func() {
+		cancel()
+		if pending != nil {
+			<-pending // the store is not read after the audit returns
 		}
+	}()
+	sent := 0
+	read := func(after int64) <-chan eventPage {
+		ch := make(chan eventPage, 1)
+		go func() {
+			page, err := e.store.Events(ctx, runID, after, min(auditPage, int(head-after)))
+			ch <- eventPage{page, err}
+		}()
+		return ch
+	}
+	if opts.EventsAfter < head {
+		pending = read(opts.EventsAfter)
+	}
+	for after := opts.EventsAfter; after < head; {
+		got := <-pending
+		pending = nil
+		if got.err != nil {
+			return 0, mapStoreErr(runID, got.err)
+		}
+		page := got.events
 		if len(page) == 0 {
 			return 0, fmt.Errorf("run %s: %w: the log ends at event %d, before the head %d", runID, ErrCorrupt, after, head)
+		}
+		if last := page[len(page)-1].Seq; last < head && (opts.EventsLimit == 0 || sent+len(page) <= opts.EventsLimit) {
+			pending = read(last)
 		}
 		for _, raw := range page {
 			after = raw.Seq
@@ -211,8 +237,17 @@ func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptio
 			}
 			sent++
 		}
+		if pending == nil && after < head {
+			pending = read(after)
+		}
 	}
 	return 0, nil
+}
+
+// eventPage is a page of the log read ahead, or why it could not be.
+type eventPage struct {
+	events []store.Event
+	err    error
 }
 
 // toEvent is a log record as an audit event; ok is false for the
