@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,17 +112,28 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 // maxKeptRecords bytes in all) so that the steps pass reads again only
 // the pages of those it could not keep.
 type stepRecords struct {
-	ids map[int64]string // seq of a finished step's record → step id
+	// records are the finished steps' records, by seq (slices, not maps:
+	// an audit of 10,000 steps holds 10,000 of them); next is the events
+	// pass's place in them, since it reads the log in order.
+	records []stepRecordAt
+	next    int
+	// steps are the ids of the steps of records, sorted.
+	steps []string
 	// kept holds the payloads of the records the events pass read (the
 	// record's JSON, without the event around it), until the steps pass
 	// decodes them.
 	kept map[int64][]byte
-	// steps are the ids of the steps of ids; results holds the logged
-	// results (detail.result) of their result events read by the events
-	// pass, which their records refer to (see record.go).
-	steps   map[string]bool
+	// results holds the logged results (detail.result) of the steps'
+	// result events read by the events pass, which their records refer
+	// to (see record.go).
 	results map[int64][]byte
 	size    int
+}
+
+// stepRecordAt is where a finished step's record is in the log.
+type stepRecordAt struct {
+	seq  int64
+	step string
 }
 
 // maxKeptRecords bounds the record data an audit keeps between its two
@@ -133,7 +145,10 @@ var maxKeptRecords = 16 << 20 // a variable for tests
 // there is room. A record that is not what it should be is not kept: the
 // steps pass reads it again and says what is wrong.
 func (r *stepRecords) keep(raw store.Event) {
-	if _, ok := r.ids[raw.Seq]; !ok || raw.Type != string(evStepState) || r.size+len(raw.Data) > maxKeptRecords {
+	for r.next < len(r.records) && r.records[r.next].seq < raw.Seq {
+		r.next++
+	}
+	if r.next == len(r.records) || r.records[r.next].seq != raw.Seq || raw.Type != string(evStepState) || r.size+len(raw.Data) > maxKeptRecords {
 		return
 	}
 	payload, err := blobPayload(raw.Data) // a new slice, not the page's
@@ -150,7 +165,7 @@ func (r *stepRecords) keep(raw store.Event) {
 // keepResult holds on to the logged result of a result event of one of
 // the steps if there is room.
 func (r *stepRecords) keepResult(runID string, raw store.Event, stepID string) {
-	if !r.steps[stepID] || r.size+len(raw.Data) > maxKeptRecords {
+	if _, found := slices.BinarySearch(r.steps, stepID); !found || r.size+len(raw.Data) > maxKeptRecords {
 		return
 	}
 	logged, err := resultOf(runID, raw)
@@ -323,15 +338,17 @@ func (t *txn) stepsPage(steps []*ir.Step, opts AuditOptions) ([]*ir.Step, string
 // stepRecordSeqs finds the records of the finished steps among steps.
 func (t *txn) stepRecordSeqs(steps []*ir.Step) stepRecords {
 	root := t.rootScope()
-	r := stepRecords{ids: map[int64]string{}, steps: map[string]bool{}}
+	var r stepRecords
 	for _, s := range steps {
 		if root.steps[s.ID] == nil {
 			if ref, ok := t.st.cold[s.ID]; ok {
-				r.ids[ref.Seq] = s.ID
-				r.steps[s.ID] = true
+				r.records = append(r.records, stepRecordAt{ref.Seq, s.ID})
+				r.steps = append(r.steps, s.ID)
 			}
 		}
 	}
+	slices.SortFunc(r.records, func(a, b stepRecordAt) int { return cmp.Compare(a.seq, b.seq) })
+	slices.Sort(r.steps)
 	return r
 }
 
@@ -343,11 +360,6 @@ func (t *txn) stepRecordSeqs(steps []*ir.Step) stepRecords {
 // written as steps finish, mostly in declaration order).
 func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn func(string, *StepView) error) error {
 	root := t.rootScope()
-	seqs := make([]int64, 0, len(records.ids))
-	for seq := range records.ids {
-		seqs = append(seqs, seq)
-	}
-	slices.Sort(seqs)
 	read := make(map[string]*stepState, 8)
 	next := 0
 	flush := func() error {
@@ -377,7 +389,8 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 	resolve := records.resolver(t.ctx, t.e, t.st.ID)
 	var page []store.Event // the last page read (consecutive seqs)
 	inPage := func(seq int64) bool { return len(page) > 0 && page[0].Seq <= seq && seq <= page[len(page)-1].Seq }
-	for _, seq := range seqs {
+	for _, at := range records.records {
+		seq := at.seq
 		var ss *stepState
 		var err error
 		if payload, ok := records.kept[seq]; ok {
@@ -389,7 +402,7 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 					return mapStoreErr(t.st.ID, err)
 				}
 				if !inPage(seq) {
-					return fmt.Errorf("run %s: %w: the log ends before event %d, the record of step %s", t.st.ID, ErrCorrupt, seq, records.ids[seq])
+					return fmt.Errorf("run %s: %w: the log ends before event %d, the record of step %s", t.st.ID, ErrCorrupt, seq, at.step)
 				}
 			}
 			ss, err = t.e.stepRecord(t.ctx, t.st.ID, page[seq-page[0].Seq], resolve)
@@ -397,7 +410,7 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 		if err != nil {
 			return err
 		}
-		read[records.ids[seq]] = ss
+		read[at.step] = ss
 		if err := flush(); err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import "sort"
 // spec's memory, docs/engine.md "Cancel, audit, poll"): BuildDocument
 // hands it to the one caller that needs it.
 func Build(src []byte) (*Plan, Diagnostics) {
-	p, _, diags := (&validator{}).buildPlan(src)
+	p, _, diags := (&validator{}).buildPlan(src, false)
 	return p, diags
 }
 
@@ -21,13 +21,17 @@ func Build(src []byte) (*Plan, Diagnostics) {
 // document order. It is what a run persists as its spec snapshot and what
 // its revision digest covers. The value is the caller's to keep or change.
 func BuildDocument(src []byte) (*Plan, any, Diagnostics) {
-	return (&validator{}).buildPlan(src)
+	return (&validator{}).buildPlan(src, true)
 }
 
-func (v *validator) buildPlan(src []byte) (*Plan, any, Diagnostics) {
+// buildPlan compiles src, and returns its document too when doc is set.
+func (v *validator) buildPlan(src []byte, doc bool) (*Plan, any, Diagnostics) {
 	root := v.check(src)
 	if !v.d.empty() {
 		return nil, nil, v.d.sorted()
+	}
+	if !doc {
+		return v.compile(), nil, nil
 	}
 	return v.compile(), nodeValue(root), nil
 }

@@ -33,7 +33,7 @@ func checkJSONAgrees(t *testing.T, src []byte) bool {
 		t.Fatalf("fast and general trees differ for:\n%.300s\n--- fast\n%.2000s--- general\n%.2000s", src, f, g)
 	}
 	fastPlan, fastDoc, fastDiags := BuildDocument(src)
-	slowPlan, slowDoc, slowDiags := (&validator{slowLoad: true}).buildPlan(src)
+	slowPlan, slowDoc, slowDiags := (&validator{slowLoad: true}).buildPlan(src, true)
 	if !slices.Equal(fastDiags, slowDiags) {
 		t.Fatalf("diagnostics differ for:\n%.300s\n--- fast\n%s--- general\n%s", src, formatDiags(fastDiags), formatDiags(slowDiags))
 	}
@@ -218,7 +218,7 @@ func TestFastJSONCases(t *testing.T) {
 			}
 			// Whichever path loads it, Build gives what yaml.v3 does.
 			fastPlan, fastDoc, fastDiags := BuildDocument(src)
-			slowPlan, slowDoc, slowDiags := (&validator{slowLoad: true}).buildPlan(src)
+			slowPlan, slowDoc, slowDiags := (&validator{slowLoad: true}).buildPlan(src, true)
 			if !slices.Equal(fastDiags, slowDiags) || !reflect.DeepEqual(fastPlan, slowPlan) || !reflect.DeepEqual(fastDoc, slowDoc) {
 				t.Fatalf("Build differs from yaml.v3's:\n%s--- yaml.v3\n%s", formatDiags(fastDiags), formatDiags(slowDiags))
 			}

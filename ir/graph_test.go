@@ -76,7 +76,7 @@ func TestCycleEdgesMatchNaive(t *testing.T) {
 		}
 		for _, budget := range []int{0, 1} {
 			v := &validator{cycleBudget: budget}
-			_, _, ds := v.buildPlan([]byte(b.String()))
+			_, _, ds := v.buildPlan([]byte(b.String()), false)
 			var got []string
 			for _, d := range ds {
 				if d.Code == CodeCycle {
