@@ -24,7 +24,7 @@ func fastStepRecord(raw []byte, rec *stepRecord) bool {
 	p := &summaryScan{b: raw}
 	ss := rec.stepState
 	var seen uint32
-	p.object(func(key string) {
+	p.members(func(key []byte) {
 		bit := scanRecordMember(p, rec, ss, key)
 		if bit == 0 || seen&bit != 0 {
 			p.bad = true
@@ -36,8 +36,8 @@ func fastStepRecord(raw []byte, rec *stepRecord) bool {
 
 // scanRecordMember reads the value of member key and returns its bit (0:
 // a member left to encoding/json, whose value is not read).
-func scanRecordMember(p *summaryScan, rec *stepRecord, ss *stepState, key string) uint32 {
-	switch key {
+func scanRecordMember(p *summaryScan, rec *stepRecord, ss *stepState, key []byte) uint32 {
+	switch string(key) {
 	case "status":
 		ss.Status = StepStatus(p.text())
 		return 1 << 0
@@ -91,9 +91,9 @@ func scanRecordMember(p *summaryScan, rec *stepRecord, ss *stepState, key string
 func scanRecordAttempt(p *summaryScan) (ra recordAttempt) {
 	a := &ra.Attempt
 	var seen uint32
-	p.object(func(key string) {
+	p.members(func(key []byte) {
 		var bit uint32
-		switch key {
+		switch string(key) {
 		case "attempt":
 			a.Attempt, bit = p.int(), 1<<0
 		case "at":
@@ -133,9 +133,9 @@ func scanRecordAttempt(p *summaryScan) (ra recordAttempt) {
 // scanLedger reads a ledger's members (each a number).
 func scanLedger(p *summaryScan) (l Ledger) {
 	var seen uint32
-	p.object(func(key string) {
+	p.members(func(key []byte) {
 		var bit uint32
-		switch key {
+		switch string(key) {
 		case "usd":
 			l.USD, bit = p.float(), 1<<0
 		case "tokens":
@@ -158,8 +158,8 @@ func scanLedger(p *summaryScan) (l Ledger) {
 func scanRef(p *summaryScan) *valueRef {
 	r := &valueRef{}
 	var seen bool
-	p.object(func(key string) {
-		if key != "seq" || seen {
+	p.members(func(key []byte) {
+		if string(key) != "seq" || seen {
 			p.bad = true
 			return
 		}
@@ -167,6 +167,39 @@ func scanRef(p *summaryScan) *valueRef {
 		r.Seq = int64(p.int())
 	})
 	return r
+}
+
+// members reads {"key":value,...} as object does, passing each key as
+// the bytes of the text (compared without a string of its own: keys are
+// plain in the records the engine writes; one that is not is refused).
+func (p *summaryScan) members(member func(key []byte)) {
+	if !p.expect('{') {
+		return
+	}
+	if p.peek() == '}' {
+		p.i++
+		return
+	}
+	for !p.bad {
+		if !p.expect('"') {
+			return
+		}
+		start := p.i
+		for p.i < len(p.b) && p.b[p.i] != '"' && p.b[p.i] != '\\' && p.b[p.i] >= 0x20 {
+			p.i++
+		}
+		key := p.b[start:p.i]
+		if !p.expect('"') || !p.expect(':') {
+			return
+		}
+		member(key)
+		if p.peek() == ',' {
+			p.i++
+			continue
+		}
+		p.expect('}')
+		return
+	}
 }
 
 // text reads a JSON string as encoding/json decodes it, escapes included
