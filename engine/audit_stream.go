@@ -357,7 +357,10 @@ func (t *txn) stepRecordSeqs(steps []*ir.Step) stepRecords {
 // pass kept, and pages read from the first record it did not, so that a
 // few steps cost a few pages. Each record is decoded when reached and
 // dropped once passed on; one reached before its turn waits (records are
-// written as steps finish, mostly in declaration order).
+// written as steps finish, mostly in declaration order). The records are
+// decoded by a second goroutine a few ahead of the one passing steps on,
+// so that the two halves of the work overlap (docs/engine.md, "Cancel,
+// audit, poll").
 func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn func(string, *StepView) error) error {
 	root := t.rootScope()
 	read := make(map[string]*stepState, 8)
@@ -386,7 +389,48 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 	if err := flush(); err != nil {
 		return err
 	}
-	resolve := records.resolver(t.ctx, t.e, t.st.ID)
+	ctx, cancel := context.WithCancel(t.ctx)
+	decoded := make(chan decodedRecord, decodeAhead)
+	go t.decodeRecords(ctx, head, records, decoded)
+	defer func() {
+		cancel()
+		for range decoded { // the store is not read after the audit returns
+		}
+	}()
+	for d := range decoded {
+		if d.err != nil {
+			return d.err
+		}
+		read[d.step] = d.state
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	if err := t.ctx.Err(); err != nil {
+		return err // the decoding stopped for it
+	}
+	if next < len(steps) {
+		return fmt.Errorf("run %s: %w: the record of step %s is missing from the log", t.st.ID, ErrCorrupt, steps[next].ID)
+	}
+	return nil
+}
+
+// decodeAhead is how many decoded step records may wait for their turn.
+const decodeAhead = 64
+
+// decodedRecord is a finished step's state decoded from its record, or
+// why it could not be.
+type decodedRecord struct {
+	step  string
+	state *stepState
+	err   error
+}
+
+// decodeRecords decodes the records, in the order of the log, into out,
+// which it closes; it stops at the first error (sent) or when ctx ends.
+func (t *txn) decodeRecords(ctx context.Context, head int64, records stepRecords, out chan<- decodedRecord) {
+	defer close(out)
+	resolve := records.resolver(ctx, t.e, t.st.ID)
 	var page []store.Event // the last page read (consecutive seqs)
 	inPage := func(seq int64) bool { return len(page) > 0 && page[0].Seq <= seq && seq <= page[len(page)-1].Seq }
 	for _, at := range records.records {
@@ -395,30 +439,28 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn 
 		var err error
 		if payload, ok := records.kept[seq]; ok {
 			delete(records.kept, seq) // decoded once: its memory can go
-			ss, err = t.e.stepRecordPayload(t.ctx, t.st.ID, seq, payload, resolve)
+			ss, err = t.e.stepRecordPayload(ctx, t.st.ID, seq, payload, resolve)
 		} else {
 			if !inPage(seq) {
-				if page, err = t.e.store.Events(t.ctx, t.st.ID, seq-1, min(auditPage, int(head-seq+1))); err != nil {
-					return mapStoreErr(t.st.ID, err)
-				}
-				if !inPage(seq) {
-					return fmt.Errorf("run %s: %w: the log ends before event %d, the record of step %s", t.st.ID, ErrCorrupt, seq, at.step)
+				if page, err = t.e.store.Events(ctx, t.st.ID, seq-1, min(auditPage, int(head-seq+1))); err != nil {
+					err = mapStoreErr(t.st.ID, err)
+				} else if !inPage(seq) {
+					err = fmt.Errorf("run %s: %w: the log ends before event %d, the record of step %s", t.st.ID, ErrCorrupt, seq, at.step)
 				}
 			}
-			ss, err = t.e.stepRecord(t.ctx, t.st.ID, page[seq-page[0].Seq], resolve)
+			if err == nil {
+				ss, err = t.e.stepRecord(ctx, t.st.ID, page[seq-page[0].Seq], resolve)
+			}
+		}
+		select {
+		case out <- decodedRecord{at.step, ss, err}:
+		case <-ctx.Done():
+			return
 		}
 		if err != nil {
-			return err
-		}
-		read[at.step] = ss
-		if err := flush(); err != nil {
-			return err
+			return
 		}
 	}
-	if next < len(steps) {
-		return fmt.Errorf("run %s: %w: the record of step %s is missing from the log", t.st.ID, ErrCorrupt, steps[next].ID)
-	}
-	return nil
 }
 
 // stepRecord decodes an engine.step_state record read from the log.

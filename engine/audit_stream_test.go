@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -103,4 +105,66 @@ func TestAuditStreamOrderAndPages(t *testing.T) {
 	}
 	_, err = e2.AuditWith(h.ctx, r.RunID, AuditOptions{EventsAfter: 1 << 40})
 	wantCode(t, err, ErrInvalidCursor)
+}
+
+// An audit stopped by its visitor or by its context, in the events pass or
+// the steps pass (both read ahead on a second goroutine), returns why it
+// stopped: the visitor's error, or the context's, never a corrupt run.
+func TestAuditStreamStops(t *testing.T) {
+	h := newFileHarness(t, Options{})
+	var spec strings.Builder
+	spec.WriteString("version: 1\ncontracts:\n  V: {v: string}\nflows:\n  entry: main\n  main:\n    input: {}\n    output: {from: \"${s399.output}\", contract: V}\n    steps:\n")
+	for i := 0; i < 400; i++ { // more than a page of events
+		fmt.Fprintf(&spec, "      - {id: s%d, do: \"task %d\", out: V}\n", i, i)
+	}
+	r := h.plan(spec.String(), map[string]any{})
+	for i := 0; i < 400; i++ {
+		r = h.report(r, fmt.Sprintf("s%d", i), StepResult{Output: js(map[string]any{"v": "out"})})
+	}
+	wantStatus(t, r, StatusCompleted)
+	e2 := h.reopen(Options{})
+	full, err := e2.Audit(h.ctx, r.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := full.Events[len(full.Events)-10]
+	if last.Seq <= auditPage {
+		t.Fatalf("event %d is on the first page", last.Seq)
+	}
+	errStop := errors.New("stop here")
+	for _, c := range []struct {
+		name string
+		at   int // the call of the visitor that stops it
+		step bool
+		stop func(cancel context.CancelFunc) error
+	}{
+		{"event error", len(full.Events) - 10, false, func(context.CancelFunc) error { return errStop }},
+		{"event cancel", 5, false, func(cancel context.CancelFunc) error { cancel(); return nil }},
+		{"step error", 3, true, func(context.CancelFunc) error { return errStop }},
+		{"step cancel", 3, true, func(cancel context.CancelFunc) error { cancel(); return nil }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(h.ctx)
+			defer cancel()
+			calls := 0
+			visit := func() error {
+				if calls++; calls == c.at {
+					return c.stop(cancel)
+				}
+				return nil
+			}
+			v := AuditVisitor{Event: func(Event) error { return visit() }}
+			if c.step {
+				v = AuditVisitor{Step: func(string, *StepView) error { return visit() }}
+			}
+			_, err := e2.AuditStream(ctx, r.RunID, AuditOptions{}, v)
+			want := errStop
+			if strings.HasSuffix(c.name, "cancel") {
+				want = context.Canceled
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("audit stopped with %v, want %v", err, want)
+			}
+		})
+	}
 }
