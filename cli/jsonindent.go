@@ -21,18 +21,20 @@ var errNotJSON = errors.New("internal error: not a JSON value")
 // than json.Indent's scanner on a long audit (docs/cli.md, "stratum
 // audit"); FuzzAppendIndent holds the two to the same bytes.
 //
-// On input whose strings or brackets do not close it returns dst as it
-// was and errNotJSON; other invalid input is not detected.
+// On input that is empty or whose strings or brackets do not close it
+// returns dst as it was and errNotJSON; other invalid input is not
+// detected.
 func appendIndent(dst, src []byte, prefix, indent string) ([]byte, error) {
 	nl := newlines{prefix: prefix, indent: indent}
-	return nl.appendIndent(dst, src)
+	return nl.appendIndent(dst, src, 0)
 }
 
-// appendIndent is [appendIndent] with n's prefix and indent, reusing n's
-// line from one call to the next.
-func (n *newlines) appendIndent(dst, src []byte) ([]byte, error) {
+// appendIndent is [appendIndent] with n's prefix and indent, for a value
+// that begins depth levels in (its members are depth+1 indents in, its
+// closer depth), reusing n's line from one call to the next.
+func (n *newlines) appendIndent(dst, src []byte, depth int) ([]byte, error) {
 	orig := len(dst)
-	depth, open := 0, 0
+	open := 0
 	needIndent := false // a container just opened: indent unless it closes at once
 	for i := 0; i < len(src); {
 		c := src[i]
@@ -89,7 +91,7 @@ func (n *newlines) appendIndent(dst, src []byte) ([]byte, error) {
 		}
 		i++
 	}
-	if open != 0 {
+	if open != 0 || len(dst) == orig {
 		return dst[:orig], errNotJSON
 	}
 	return dst, nil

@@ -49,12 +49,21 @@ func checkIndent(t *testing.T, src []byte, prefix, indent string) {
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("appendIndent(%q, %q, %q)\n got %q\nwant %q", src, prefix, indent, got, want.Bytes())
 	}
+	// Two levels in is two more indents of prefix.
+	want.Reset()
+	if err := json.Indent(&want, src, prefix+indent+indent, indent); err != nil {
+		t.Fatal(err)
+	}
+	n := newlines{prefix: prefix, indent: indent}
+	if got, err = n.appendIndent(nil, src, 2); err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("appendIndent(%q, %q, %q) at depth 2: %v\n got %q\nwant %q", src, prefix, indent, err, got, want.Bytes())
+	}
 }
 
 // TestAppendIndentRefuses: input whose strings or brackets do not close
 // is an error, and dst is left as it was.
 func TestAppendIndentRefuses(t *testing.T) {
-	for _, src := range []string{`"open`, `{"a":"b}`, `[1,2`, `{"a":{}`, `]`, `{}}`, `"\"`, `[`} {
+	for _, src := range []string{"", " \n", `"open`, `{"a":"b}`, `[1,2`, `{"a":{}`, `]`, `{}}`, `"\"`, `[`} {
 		got, err := appendIndent([]byte("kept"), []byte(src), "", "  ")
 		if !errors.Is(err, errNotJSON) {
 			t.Errorf("appendIndent(%q): err %v, want errNotJSON", src, err)
@@ -75,7 +84,7 @@ func TestNewlinesReused(t *testing.T) {
 		if err := json.Indent(&want, []byte(src), "  ", "  "); err != nil {
 			t.Fatal(err)
 		}
-		got, err := n.appendIndent(nil, []byte(src))
+		got, err := n.appendIndent(nil, []byte(src), 0)
 		if err != nil || !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("appendIndent(%.40q): %v\n got %q\nwant %q", src, err, got, want.Bytes())
 		}
