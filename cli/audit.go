@@ -1,19 +1,13 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/internal/eventtext"
-	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -230,67 +224,6 @@ func printHead(ctx context.Context, env *Env, st store.Store, runID string, asJS
 	}
 	_, err = fmt.Fprintf(env.Stdout, "head: seq %d, hash %s\n", snap.Head.Seq, snap.Head.Hash)
 	return err
-}
-
-// streamAuditText writes the trace as it is read (docs/cli.md, "stratum
-// audit"): a long run's events and steps are never all in memory.
-func streamAuditText(ctx context.Context, out io.Writer, e *engine.Engine, runID, chain string) error {
-	w := bufio.NewWriter(out)
-	var plan *ir.Plan
-	var flow *ir.Flow
-	var head *engine.AuditReport
-	stepsBegun := false
-	rep, err := e.AuditStream(ctx, runID, engine.AuditOptions{}, engine.AuditVisitor{
-		Header: func(a *engine.AuditReport) error {
-			head = a
-			if p, err := e.RunPlan(ctx, runID); err == nil {
-				plan, flow = p, p.Flow(a.Flow)
-			}
-			fmt.Fprintf(w, "run %s (flow %s): %s\n", a.RunID, a.Flow, a.Status)
-			fmt.Fprintf(w, "created %s, updated %s, revision %s\n", a.CreatedAt.UTC().Format(time.RFC3339), a.UpdatedAt.UTC().Format(time.RFC3339), a.RevisionDigest)
-			return nil
-		},
-		Event: func(ev engine.Event) error {
-			desc := eventtext.Describe(ev)
-			if desc == "" {
-				desc = describeDebit(ev)
-			}
-			_, err := fmt.Fprintf(w, "%5d  %s  %s\n", ev.Seq, ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), printable(desc))
-			return err
-		},
-		Step: func(id string, sv *engine.StepView) error {
-			if !stepsBegun {
-				stepsBegun = true
-				fmt.Fprintln(w, "steps:")
-			}
-			var decl *ir.Step
-			if flow != nil {
-				decl = flow.Step(id)
-			}
-			writeStep(w, head, plan, decl, id, sv, "  ")
-			return nil
-		},
-	})
-	if err != nil {
-		return err
-	}
-	if !stepsBegun {
-		fmt.Fprintln(w, "steps:")
-	}
-	switch {
-	case rep.Output.Present:
-		fmt.Fprintf(w, "output: %s\n", compactJSON(rep.Output))
-	case rep.Failure != nil:
-		fmt.Fprintf(w, "failure: %s%s\n", printable(rep.Failure.Reason), eventtext.CauseNote(rep.Failure.Cause, rep.Failure.Step))
-	}
-	if l := rep.Ledger.Spent; !l.IsZero() {
-		b, _ := json.Marshal(l)
-		fmt.Fprintf(w, "spent: %s\n", b)
-	}
-	if chain != "" {
-		fmt.Fprintln(w, chain)
-	}
-	return w.Flush()
 }
 
 // describeDebit renders a ledger debit, which progress views leave out
