@@ -15,7 +15,7 @@ import (
 // writes them (two-space indent, HTML not escaped) without its
 // reflection and re-indenting, which were a quarter of a long run's
 // audit (docs/cli.md, "stratum audit"). The fields written by hand are
-// the ones every event and step has (TestAuditJSONFields lists them, and
+// the ones every event and step has (auditjsonfields.go lists them, and
 // a type whose fields are not those is written by encoding/json, whole);
 // the rarer parts (a failure, a fanout, a subflow, changes) are encoded
 // compactly by encoding/json and indented by appendIndent.

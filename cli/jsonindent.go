@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// errNotJSON is appendIndent's answer to input whose strings or brackets
-// do not close: it indents JSON known to be valid (what the engine and
-// encoding/json produce), and says so when it sees that it is not.
+// errNotJSON is appendIndent's answer to input that is empty or whose
+// strings or brackets do not close: it indents JSON known to be valid
+// (what the engine and encoding/json produce), and says so when it sees
+// that it is not.
 var errNotJSON = errors.New("internal error: not a JSON value")
 
 // appendIndent appends src, one valid JSON value, to dst laid out as
