@@ -1,19 +1,13 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/stratum-go/stratum/engine"
-	"github.com/stratum-go/stratum/internal/eventtext"
-	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -230,152 +224,6 @@ func printHead(ctx context.Context, env *Env, st store.Store, runID string, asJS
 	}
 	_, err = fmt.Fprintf(env.Stdout, "head: seq %d, hash %s\n", snap.Head.Seq, snap.Head.Hash)
 	return err
-}
-
-// streamAuditText writes the trace as it is read (docs/cli.md, "stratum
-// audit"): a long run's events and steps are never all in memory.
-func streamAuditText(ctx context.Context, out io.Writer, e *engine.Engine, runID, chain string) error {
-	w := bufio.NewWriter(out)
-	var plan *ir.Plan
-	var flow *ir.Flow
-	var head *engine.AuditReport
-	stepsBegun := false
-	rep, err := e.AuditStream(ctx, runID, engine.AuditOptions{}, engine.AuditVisitor{
-		Header: func(a *engine.AuditReport) error {
-			head = a
-			if p, err := e.RunPlan(ctx, runID); err == nil {
-				plan, flow = p, p.Flow(a.Flow)
-			}
-			fmt.Fprintf(w, "run %s (flow %s): %s\n", a.RunID, a.Flow, a.Status)
-			fmt.Fprintf(w, "created %s, updated %s, revision %s\n", a.CreatedAt.UTC().Format(time.RFC3339), a.UpdatedAt.UTC().Format(time.RFC3339), a.RevisionDigest)
-			return nil
-		},
-		Event: func(ev engine.Event) error {
-			desc := eventtext.Describe(ev)
-			if desc == "" {
-				desc = describeDebit(ev)
-			}
-			_, err := fmt.Fprintf(w, "%5d  %s  %s\n", ev.Seq, ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), printable(desc))
-			return err
-		},
-		Step: func(id string, sv *engine.StepView) error {
-			if !stepsBegun {
-				stepsBegun = true
-				fmt.Fprintln(w, "steps:")
-			}
-			var decl *ir.Step
-			if flow != nil {
-				decl = flow.Step(id)
-			}
-			writeStep(w, head, plan, decl, id, sv, "  ")
-			return nil
-		},
-	})
-	if err != nil {
-		return err
-	}
-	if !stepsBegun {
-		fmt.Fprintln(w, "steps:")
-	}
-	switch {
-	case rep.Output.Present:
-		fmt.Fprintf(w, "output: %s\n", compactJSON(rep.Output))
-	case rep.Failure != nil:
-		fmt.Fprintf(w, "failure: %s%s\n", printable(rep.Failure.Reason), eventtext.CauseNote(rep.Failure.Cause, rep.Failure.Step))
-	}
-	if l := rep.Ledger.Spent; !l.IsZero() {
-		b, _ := json.Marshal(l)
-		fmt.Fprintf(w, "spent: %s\n", b)
-	}
-	if chain != "" {
-		fmt.Fprintln(w, chain)
-	}
-	return w.Flush()
-}
-
-// streamAuditJSON writes the audit document (the answer of stratum_audit)
-// as it is read: the header, then each event, then each step (in
-// declaration order), in the layout writeJSON gives.
-func streamAuditJSON(ctx context.Context, out io.Writer, e *engine.Engine, runID string) error {
-	w := bufio.NewWriter(out)
-	var between, after string // the header between "events": [ … ] and "steps": { … }, and after it
-	steps, events := 0, 0
-	closeEvents := func() {
-		if events > 0 {
-			w.WriteString("\n  ")
-		}
-		w.WriteString("]" + between)
-		events = -1
-	}
-	_, err := e.AuditStream(ctx, runID, engine.AuditOptions{}, engine.AuditVisitor{
-		Header: func(a *engine.AuditReport) error {
-			doc, err := indentedJSON(a, "")
-			if err != nil {
-				return err
-			}
-			const eventsAt, stepsAt = "\n  \"events\": []", "\n  \"steps\": {}"
-			i, j := strings.Index(doc, eventsAt), strings.Index(doc, stepsAt)
-			if i < 0 || j < i {
-				return fmt.Errorf("internal error: audit document without events and steps")
-			}
-			w.WriteString(doc[:i+len(eventsAt)-1]) // up to "events": [
-			between = doc[i+len(eventsAt) : j+len(stepsAt)-1]
-			after = doc[j+len(stepsAt):]
-			return nil
-		},
-		Event: func(ev engine.Event) error {
-			b, err := indentedJSON(ev, "    ")
-			if err != nil {
-				return err
-			}
-			if events > 0 {
-				w.WriteByte(',')
-			}
-			events++
-			fmt.Fprintf(w, "\n    %s", b)
-			return nil
-		},
-		Step: func(id string, sv *engine.StepView) error {
-			if events >= 0 {
-				closeEvents()
-			}
-			b, err := indentedJSON(sv, "    ")
-			if err != nil {
-				return err
-			}
-			if steps > 0 {
-				w.WriteByte(',')
-			}
-			steps++
-			k, _ := json.Marshal(id)
-			fmt.Fprintf(w, "\n    %s: %s", k, b)
-			return nil
-		},
-	})
-	if err != nil {
-		return err
-	}
-	if events >= 0 {
-		closeEvents()
-	}
-	if steps > 0 {
-		w.WriteString("\n  ")
-	}
-	w.WriteString("}" + after)
-	return w.Flush()
-}
-
-// indentedJSON is v as writeJSON writes it (two-space indent, HTML not
-// escaped), each line after the first prefixed, without the newline.
-func indentedJSON(v any, prefix string) (string, error) {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent(prefix, "  ")
-	if err := enc.Encode(v); err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // describeDebit renders a ledger debit, which progress views leave out

@@ -2,13 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/expr"
-	"github.com/stratum-go/stratum/internal/eventtext"
 	"github.com/stratum-go/stratum/ir"
 )
 
@@ -16,11 +15,13 @@ import (
 // each step with its status, each of its attempts with the result it
 // reported (accepted or not) or its failure, what it changed in the
 // workspace, and its output; values are JSON as recorded, `&`, `<` and `>`
-// as they are, control characters made visible.
+// as they are, control characters made visible. Lines are appended to a
+// byte slice the caller reuses from step to step: fmt's formatting was
+// most of what writing a long run's steps cost.
 
-// writeSteps writes the steps of a scope in declaration order (by id when
-// the flow is not known), indented by depth.
-func writeSteps(w io.Writer, a *engine.AuditReport, plan *ir.Plan, flow *ir.Flow, steps map[string]*engine.StepView, prefix string, depth int) {
+// appendSteps appends the steps of a scope in declaration order (by id
+// when the flow is not known), indented by depth.
+func appendSteps(b []byte, a *engine.AuditReport, plan *ir.Plan, flow *ir.Flow, steps map[string]*engine.StepView, prefix string, depth int) []byte {
 	ids := make([]string, 0, len(steps))
 	if flow != nil {
 		for _, s := range flow.Steps {
@@ -43,62 +44,111 @@ func writeSteps(w io.Writer, a *engine.AuditReport, plan *ir.Plan, flow *ir.Flow
 		if flow != nil {
 			decl = flow.Step(id)
 		}
-		writeStep(w, a, plan, decl, prefix+id, sv, ind)
+		b = appendStep(b, a, plan, decl, prefix+id, sv, ind)
 	}
+	return b
 }
 
-// writeStep writes one step.
-func writeStep(w io.Writer, a *engine.AuditReport, plan *ir.Plan, decl *ir.Step, id string, sv *engine.StepView, ind string) {
-	head := fmt.Sprintf("%s%s: %s", ind, id, sv.Status)
+// appendStep appends one step.
+func appendStep(b []byte, a *engine.AuditReport, plan *ir.Plan, decl *ir.Step, id string, sv *engine.StepView, ind string) []byte {
+	line := len(b)
+	b = append(b, ind...)
+	b = append(b, id...)
+	b = append(b, ": "...)
+	b = append(b, sv.Status...)
 	switch {
 	case sv.Decision != "":
-		head += " (" + string(sv.Decision) + ")"
+		b = append(b, " ("...)
+		b = append(b, sv.Decision...)
+		b = append(b, ')')
 	case sv.Skip != nil:
-		head += " (" + eventtext.OneLine(sv.Skip.Reason) + ")"
+		b = append(b, " ("...)
+		b = appendOneLine(b, sv.Skip.Reason)
+		b = append(b, ')')
 	}
 	if sv.Epoch > 0 {
-		head += fmt.Sprintf(", round %d", sv.Epoch+1)
+		b = append(b, ", round "...)
+		b = strconv.AppendInt(b, int64(sv.Epoch)+1, 10)
 	}
-	fmt.Fprintln(w, printable(head))
+	b = printableFrom(b, line)
+	b = append(b, '\n')
 	in := ind + "  "
 	if r := sv.Revision; r != nil {
-		note := ""
-		if r.Note != "" {
-			note = ": " + eventtext.OneLine(r.Note)
-		}
-		by := ""
+		b = append(b, in...)
+		b = append(b, "sent back by gate "...)
+		b = append(b, r.Gate...)
 		if r.ResolvedBy != "" {
-			by = " by " + r.ResolvedBy
+			b = append(b, " by "...)
+			b = append(b, r.ResolvedBy...)
 		}
-		fmt.Fprintf(w, "%ssent back by gate %s%s (revision %d)%s\n", in, r.Gate, by, r.Round, printable(note))
+		b = append(b, " (revision "...)
+		b = strconv.AppendInt(b, int64(r.Round), 10)
+		b = append(b, ')')
+		if r.Note != "" {
+			note := len(b)
+			b = append(b, ": "...)
+			b = appendOneLine(b, r.Note)
+			b = printableFrom(b, note)
+		}
+		b = append(b, '\n')
 	}
 	if r := sv.Routed; r != nil {
-		fmt.Fprintf(w, "%srouted here by: %s\n", in, printable(eventtext.OneLine(r.Reason)))
+		b = append(b, in...)
+		b = append(b, "routed here by: "...)
+		b = appendPrintableOneLine(b, r.Reason)
+		b = append(b, '\n')
 	}
 	if s := sv.Interrupted; s != nil {
-		fmt.Fprintf(w, "%san earlier attempt was interrupted (started %s%s)\n", in, s.At.UTC().Format("2006-01-02T15:04:05Z"), byText(s.By))
+		b = append(b, in...)
+		b = append(b, "an earlier attempt was interrupted (started "...)
+		b = s.At.UTC().AppendFormat(b, "2006-01-02T15:04:05Z")
+		b = append(b, byText(s.By)...)
+		b = append(b, ")\n"...)
 	}
-	for _, at := range sv.Attempts {
-		writeAttempt(w, a.RunID, id, at, in)
+	for i := range sv.Attempts {
+		b = appendAttempt(b, a.RunID, id, &sv.Attempts[i], in)
 	}
 	if f := sv.Failure; f != nil && sv.Status == engine.StepFailed && len(sv.Attempts) == 0 {
-		fmt.Fprintf(w, "%sfailure: %s\n", in, printable(eventtext.OneLine(f.Reason)))
+		b = append(b, in...)
+		b = append(b, "failure: "...)
+		b = appendPrintableOneLine(b, f.Reason)
+		b = append(b, '\n')
 	}
 	if sv.Status == engine.StepWaitingGate || sv.Status == engine.StepInterrupted {
-		fmt.Fprintf(w, "%swaiting for a decision: stratum gate show %s %s\n", in, a.RunID, id)
+		b = append(b, in...)
+		b = append(b, "waiting for a decision: stratum gate show "...)
+		b = append(b, a.RunID...)
+		b = append(b, ' ')
+		b = append(b, id...)
+		b = append(b, '\n')
 	}
 	if fo := sv.Fanout; fo != nil {
 		for _, it := range fo.Items {
-			line := fmt.Sprintf("%s[%d]: %s", in, it.Index, it.Status)
+			b = append(b, in...)
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(it.Index), 10)
+			b = append(b, "]: "...)
+			b = append(b, it.Status...)
 			if it.PatchBytes > 0 {
-				line += fmt.Sprintf(", a patch of %s (stratum diff %s %s/%d)", sizeText(it.PatchBytes), a.RunID, id, it.Index)
+				b = append(b, ", a patch of "...)
+				b = append(b, sizeText(it.PatchBytes)...)
+				b = append(b, " (stratum diff "...)
+				b = append(b, a.RunID...)
+				b = append(b, ' ')
+				b = append(b, id...)
+				b = append(b, '/')
+				b = strconv.AppendInt(b, int64(it.Index), 10)
+				b = append(b, ')')
 			}
-			fmt.Fprintln(w, line)
-			for _, at := range it.Attempts {
-				writeAttempt(w, "", "", at, in+"  ")
+			b = append(b, '\n')
+			for i := range it.Attempts {
+				b = appendAttempt(b, "", "", &it.Attempts[i], in+"  ")
 			}
 			if it.Output.Present {
-				fmt.Fprintf(w, "%s  output: %s\n", in, compactJSON(it.Output))
+				b = append(b, in...)
+				b = append(b, "  output: "...)
+				b = appendCompactJSON(b, it.Output)
+				b = append(b, '\n')
 			}
 		}
 	}
@@ -107,66 +157,112 @@ func writeStep(w io.Writer, a *engine.AuditReport, plan *ir.Plan, decl *ir.Step,
 		if plan != nil && decl != nil {
 			flow = plan.Flow(decl.Run)
 		}
-		writeSteps(w, a, plan, flow, sub.Steps, id+"/", len(in)/2)
+		b = appendSteps(b, a, plan, flow, sub.Steps, id+"/", len(in)/2)
 	}
 	if sv.Output.Present && sv.Fanout == nil {
-		fmt.Fprintf(w, "%soutput: %s\n", in, compactJSON(sv.Output))
+		b = append(b, in...)
+		b = append(b, "output: "...)
+		b = appendCompactJSON(b, sv.Output)
+		b = append(b, '\n')
 	}
+	return b
 }
 
-// writeAttempt writes one attempt: its outcome, what it was asked, what
-// it reported, what it changed. runID and id, when set, name the step for
-// stratum diff.
-func writeAttempt(w io.Writer, runID, id string, at engine.Attempt, ind string) {
-	line := fmt.Sprintf("%sattempt %d", ind, at.Attempt)
+// appendAttempt appends one attempt: its outcome, what it was asked,
+// what it reported, what it changed. runID and id, when set, name the
+// step for stratum diff.
+func appendAttempt(b []byte, runID, id string, at *engine.Attempt, ind string) []byte {
+	line := len(b)
+	b = append(b, ind...)
+	b = append(b, "attempt "...)
+	b = strconv.AppendInt(b, int64(at.Attempt), 10)
 	if at.Stage != nil {
-		line += fmt.Sprintf(" (stage %d)", *at.Stage+1)
+		b = append(b, " (stage "...)
+		b = strconv.AppendInt(b, int64(*at.Stage)+1, 10)
+		b = append(b, ')')
 	}
-	var facts []string
-	if at.Model != "" {
-		facts = append(facts, at.Model)
-	}
-	if at.DurationMs != nil {
-		facts = append(facts, fmt.Sprintf("%.0f ms", *at.DurationMs))
-	}
-	if len(facts) > 0 {
-		line += " [" + strings.Join(facts, ", ") + "]"
+	if at.Model != "" || at.DurationMs != nil {
+		b = append(b, " ["...)
+		b = append(b, at.Model...)
+		if at.DurationMs != nil {
+			if at.Model != "" {
+				b = append(b, ", "...)
+			}
+			b = strconv.AppendFloat(b, *at.DurationMs, 'f', 0, 64) // as %.0f
+			b = append(b, " ms"...)
+		}
+		b = append(b, ']')
 	}
 	if f := at.Failure; f != nil {
-		kind := ""
+		b = append(b, ": rejected"...)
 		if at.FailureKind != "" {
-			kind = " (" + at.FailureKind + ")"
+			b = append(b, " ("...)
+			b = append(b, at.FailureKind...)
+			b = append(b, ')')
 		}
-		line += ": rejected" + kind + ": " + eventtext.OneLine(f.Reason)
+		b = append(b, ": "...)
+		b = appendOneLine(b, f.Reason)
 	} else {
-		line += ": accepted"
+		b = append(b, ": accepted"...)
 	}
-	fmt.Fprintln(w, printable(line))
+	b = printableFrom(b, line)
+	b = append(b, '\n')
 	in := ind + "  "
 	if at.Task != "" {
-		fmt.Fprintf(w, "%stask: %s\n", in, printable(eventtext.OneLine(at.Task)))
+		b = append(b, in...)
+		b = append(b, "task: "...)
+		b = appendPrintableOneLine(b, at.Task)
+		b = append(b, '\n')
 	}
 	if at.Result.Present {
-		fmt.Fprintf(w, "%sresult: %s\n", in, compactJSON(at.Result))
+		b = append(b, in...)
+		b = append(b, "result: "...)
+		b = appendCompactJSON(b, at.Result)
+		b = append(b, '\n')
 	}
 	if c := at.Changes; c != nil {
+		b = append(b, in...)
 		switch {
 		case !changed(c):
-			fmt.Fprintf(w, "%schanges: none\n", in)
+			b = append(b, "changes: none\n"...)
 		default:
-			where := ""
+			b = append(b, "changes"...)
 			if patchKept(c) && id != "" {
-				where = fmt.Sprintf(" (stratum diff %s %s --attempt %d)", runID, id, at.Attempt)
+				b = append(b, " (stratum diff "...)
+				b = append(b, runID...)
+				b = append(b, ' ')
+				b = append(b, id...)
+				b = append(b, " --attempt "...)
+				b = strconv.AppendInt(b, int64(at.Attempt), 10)
+				b = append(b, ')')
 			}
-			fmt.Fprintf(w, "%schanges%s:\n", in, where)
+			b = append(b, ":\n"...)
 			for _, l := range strings.Split(strings.TrimRight(printable(c.Stat), "\n"), "\n") {
-				fmt.Fprintf(w, "%s  %s\n", in, l)
+				b = append(b, in...)
+				b = append(b, "  "...)
+				b = append(b, l...)
+				b = append(b, '\n')
 			}
 		}
 	}
 	if at.Stderr != "" {
-		fmt.Fprintf(w, "%sstderr (end): %s\n", in, printable(eventtext.OneLine(at.Stderr)))
+		b = append(b, in...)
+		b = append(b, "stderr (end): "...)
+		b = appendPrintableOneLine(b, at.Stderr)
+		b = append(b, '\n')
 	}
+	return b
+}
+
+// appendCompactJSON appends a recorded value as one line of JSON, `&`,
+// `<` and `>` as they are, control characters in strings escaped as
+// JSON does (compactJSON).
+func appendCompactJSON(b []byte, v engine.Value) []byte {
+	s, err := expr.EncodeJSON(v.Data)
+	if err != nil {
+		return append(b, compactJSON(v)...)
+	}
+	return appendPrintable(b, s)
 }
 
 // compactJSON is a recorded value as one line of JSON, `&`, `<` and `>`

@@ -2,6 +2,7 @@ package eventtext
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/stratum-go/stratum/engine"
@@ -23,10 +24,11 @@ func Describe(ev engine.Event) string {
 		}
 		return "planned"
 	case engine.EventReady:
-		var d engine.ReadyDetail
-		_ = ev.DecodeDetail(&d)
-		return fmt.Sprintf("%s: ready (attempt %d)", step, d.Attempt)
+		return step + ": ready (attempt " + strconv.Itoa(attemptOf(ev)) + ")"
 	case engine.EventResult:
+		if n, ok := plainAttempt(ev.Detail); ok {
+			return step + ": attempt " + strconv.Itoa(n) + " accepted"
+		}
 		var d engine.ResultDetail
 		_ = ev.DecodeDetail(&d)
 		if d.Failure != nil {
@@ -128,13 +130,9 @@ func Describe(ev engine.Event) string {
 		}
 		return s + "; the fanout waits: fix that, then resume the run"
 	case engine.EventEvaluateStarted:
-		var d engine.ReadyDetail
-		_ = ev.DecodeDetail(&d)
-		return fmt.Sprintf("%s: evaluate command started (attempt %d)", step, d.Attempt)
+		return fmt.Sprintf("%s: evaluate command started (attempt %d)", step, attemptOf(ev))
 	case engine.EventEffectInterrupted:
-		var d engine.ReadyDetail
-		_ = ev.DecodeDetail(&d)
-		return fmt.Sprintf("%s: its command (attempt %d) was interrupted: the process running it died; it runs again", step, d.Attempt)
+		return fmt.Sprintf("%s: its command (attempt %d) was interrupted: the process running it died; it runs again", step, attemptOf(ev))
 	case engine.EventFlowCancelled:
 		var d engine.CancelledDetail
 		_ = ev.DecodeDetail(&d)
