@@ -405,3 +405,40 @@ func BenchmarkMemoryUpdate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeEvent checks one typical stored line: the fast check
+// (as a page of Events does it, with its scratch reused), decodeEvent and
+// the rebuilding reference.
+func BenchmarkDecodeEvent(b *testing.B) {
+	ev := resultEvent(12345)
+	line, _, err := encodeEvent(12345, genesisHash("r"), ev, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("fast", func(b *testing.B) {
+		var body []byte
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			var ok bool
+			if _, body, ok = checkLineFast(line, body); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("decodeEvent", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			if _, err := decodeEvent(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("rebuilt", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			if _, err := decodeEventRebuilt(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

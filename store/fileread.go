@@ -113,7 +113,8 @@ func (s *FileStore) Events(ctx context.Context, runID string, afterSeq int64, li
 	if limit > 0 && int64(limit) < want {
 		return s.eventsWindow(runID, env, f, afterSeq, limit)
 	}
-	lines, err := lastLines(f, env.LogSize, want)
+	lines, buf, err := lastLines(f, env.LogSize, want)
+	defer putReadBuffer(buf)
 	if err != nil {
 		return nil, s.corrupt(runID, eventsFile, env.Seq, env.LogSize, err.Error())
 	}
@@ -323,7 +324,8 @@ func (s *FileStore) eventsWindow(runID string, env envelope, f io.ReaderAt, afte
 		}
 		off = end
 	}
-	lines, err := firstLines(f, off, env.LogSize, int64(limit))
+	lines, buf, err := firstLines(f, off, env.LogSize, int64(limit))
+	defer putReadBuffer(buf)
 	if err != nil {
 		return nil, s.corrupt(runID, eventsFile, afterSeq+1, off, err.Error())
 	}
