@@ -362,6 +362,79 @@ func mustHash(t *testing.T, line []byte) string {
 	return h
 }
 
+// TestCheckLineEveryByte replaces every byte of the base lines by every
+// other value, and inserts before every byte each byte that means
+// something in a line, each time with the hash of the changed body put
+// in: the fast check and decodeEvent must say exactly what the rebuild
+// says of each.
+func TestCheckLineEveryByte(t *testing.T) {
+	inserts := []byte("\x00\x1f \"\\+-.019:,[]{}aefgAEFTtZz\x7f\x80\xe2\xff")
+	var body []byte
+	for name, base := range checkBases(t) {
+		changed := make([]byte, 0, len(base)+1)
+		for i := 0; i <= len(base); i++ {
+			for v := range 256 {
+				if i < len(base) && byte(v) != base[i] {
+					changed = append(append(append(changed[:0], base[:i]...), byte(v)), base[i+1:]...)
+					body = agreesWithRebuild(t, withBodyHash(changed), body, false)
+				}
+			}
+			for _, v := range inserts {
+				changed = append(append(append(changed[:0], base[:i]...), v), base[i:]...)
+				body = agreesWithRebuild(t, withBodyHash(changed), body, false)
+			}
+			if t.Failed() {
+				t.Fatalf("%s: stopped at byte %d", name, i)
+			}
+		}
+	}
+}
+
+// agreesWithRebuild checks that the fast check, decodeEvent and (with
+// pages) pages of one line, forwards and back, say of line what the
+// rebuild says. body is the fast check's scratch.
+func agreesWithRebuild(t *testing.T, line, body []byte, pages bool) []byte {
+	t.Helper()
+	ref, refErr := decodeEventRebuilt(line)
+	p, body, ok := checkLineFast(line, body)
+	if ok {
+		if refErr != nil {
+			t.Fatalf("fast check sure of %q, the rebuild refuses it: %v", line, refErr)
+		}
+		got := Event{Seq: p.seq, Type: string(p.typ), At: p.at, Data: p.data, PrevHash: string(p.prevHash), Hash: string(p.hash), Begin: p.begin}
+		if !sameEvent(got, ref) {
+			t.Fatalf("fast check of %q gives %+v, the rebuild %+v", line, got, ref)
+		}
+	}
+	ev, err := decodeEvent(line)
+	switch {
+	case (err == nil) != (refErr == nil) || err != nil && err.Error() != refErr.Error():
+		t.Fatalf("decodeEvent(%q): %v, the rebuild %v", line, err, refErr)
+	case err == nil && !sameEvent(ev, ref):
+		t.Fatalf("decodeEvent(%q) = %+v, the rebuild %+v", line, ev, ref)
+	}
+	if !pages {
+		return body
+	}
+	seq := ref.Seq
+	if refErr != nil || seq == 1 {
+		seq = 2 // not event 1, whose prevHash is checked against the genesis hash
+	}
+	fwd, ferr := checkChainForward(vectorRunID, []logLine{{text: line}}, seq, ref.PrevHash)
+	back, berr := checkChainBack(vectorRunID, []logLine{{text: line}}, seq, ref.Hash)
+	switch {
+	case refErr != nil:
+		if ferr == nil || ferr.Reason != refErr.Error() || berr == nil || berr.Reason != refErr.Error() {
+			t.Fatalf("pages of %q: %v, %v; the rebuild %v", line, ferr, berr, refErr)
+		}
+	case ref.Seq == seq:
+		if ferr != nil || berr != nil || !sameEvent(fwd[0], ref) || !sameEvent(back[0], ref) {
+			t.Fatalf("pages of %q: %+v %v, %+v %v; the rebuild %+v", line, fwd, ferr, back, berr, ref)
+		}
+	}
+	return body
+}
+
 // FuzzCheckLineFast holds the fast check to the rebuild on arbitrary
 // lines, as they are and with the hash of their body put in (so the
 // canonical checks, not the hash, decide): whatever the fast check is
@@ -380,45 +453,7 @@ func FuzzCheckLineFast(f *testing.F) {
 	f.Add([]byte(`{"at":"0000-01-01T00:00:00Z","data":0,"hash":"` + strings.Repeat("0", 64) + `","prevHash":"` + strings.Repeat("0", 64) + `","seq":0,"type":"-"}`))
 	var body []byte
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, line := range [][]byte{b, withBodyHash(b)} {
-			ref, refErr := decodeEventRebuilt(line)
-			var p lineParts
-			var ok bool
-			p, body, ok = checkLineFast(line, body)
-			if ok {
-				if refErr != nil {
-					t.Fatalf("fast check sure of %q, the rebuild refuses it: %v", line, refErr)
-				}
-				got := Event{Seq: p.seq, Type: string(p.typ), At: p.at, Data: p.data, PrevHash: string(p.prevHash), Hash: string(p.hash), Begin: p.begin}
-				if !sameEvent(got, ref) {
-					t.Fatalf("fast check of %q gives %+v, the rebuild %+v", line, got, ref)
-				}
-			}
-			ev, err := decodeEvent(line)
-			switch {
-			case (err == nil) != (refErr == nil) || err != nil && err.Error() != refErr.Error():
-				t.Fatalf("decodeEvent(%q): %v, the rebuild %v", line, err, refErr)
-			case err == nil && !sameEvent(ev, ref):
-				t.Fatalf("decodeEvent(%q) = %+v, the rebuild %+v", line, ev, ref)
-			}
-			seq := ref.Seq
-			if refErr != nil || seq == 1 {
-				seq = 2 // not event 1, whose prevHash is checked against the genesis hash
-			}
-			fwd, ferr := checkChainForward(vectorRunID, []logLine{{text: line}}, seq, ref.PrevHash)
-			back, berr := checkChainBack(vectorRunID, []logLine{{text: line}}, seq, ref.Hash)
-			if refErr != nil {
-				if ferr == nil || ferr.Reason != refErr.Error() || berr == nil || berr.Reason != refErr.Error() {
-					t.Fatalf("pages of %q: %v, %v; the rebuild %v", line, ferr, berr, refErr)
-				}
-				continue
-			}
-			if ref.Seq != seq {
-				continue
-			}
-			if ferr != nil || berr != nil || !sameEvent(fwd[0], ref) || !sameEvent(back[0], ref) {
-				t.Fatalf("pages of %q: %+v %v, %+v %v; the rebuild %+v", line, fwd, ferr, back, berr, ref)
-			}
-		}
+		body = agreesWithRebuild(t, b, body, true)
+		body = agreesWithRebuild(t, withBodyHash(b), body, true)
 	})
 }

@@ -151,11 +151,8 @@ func firstLines(r io.ReaderAt, off, end int64, n int64) ([]logLine, *[]byte, err
 	if int64(len(lines)) < n && scanned < len(buf) {
 		return nil, bp, errors.New("the acknowledged part of the log does not end with a newline")
 	}
-	// Growing the buffer may have moved it: the lines are where it is now.
-	for i := range lines {
-		at := int(lines[i].offset - off)
-		lines[i].text = buf[at : at+len(lines[i].text)]
-	}
+	// Lines read before the buffer last grew alias the array it grew
+	// from, which only they hold: it is not reused.
 	return lines, bp, nil
 }
 
