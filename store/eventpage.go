@@ -8,7 +8,7 @@ import "strings"
 // every event's data and one string holding every hash; types are
 // interned ([eventType]) and each prevHash is the hash before it. Nothing
 // of the events aliases the lines read, so the buffer they were read
-// into can be reused ([readBuffer]) while callers keep the events, as
+// into can be reused ([getReadBuffer]) while callers keep the events, as
 // the Store contract lets them.
 type eventPage struct {
 	events  []Event

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -102,6 +103,77 @@ func TestEventsPagesAgree(t *testing.T) {
 			for i := range got {
 				if !sameEvent(got[i], want[i]) {
 					t.Fatalf("index %v, limit %d: event %d is %+v, want %+v", index, limit, i+1, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestEventIndexWrong: an index that points where it should not (inside
+// a line, at the line after, across two lines, past the end, nowhere)
+// changes nothing Event and Events return: what it points at is checked,
+// and the log bisected instead.
+func TestEventIndexWrong(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, nil)
+	const n = 30
+	want := pagedRun(t, s, n)
+	path := s.runPath("r", indexFile)
+	good, err := os.ReadFile(path)
+	if err != nil || len(good) != n*indexEntrySize {
+		t.Fatalf("index: %d bytes, %v", len(good), err)
+	}
+	entry := func(idx []byte, seq int) int64 {
+		return int64(binary.LittleEndian.Uint64(idx[(seq-1)*indexEntrySize:]))
+	}
+	set := func(idx []byte, seq int, off int64) {
+		binary.LittleEndian.PutUint64(idx[(seq-1)*indexEntrySize:], uint64(off))
+	}
+	for name, change := range map[string]func(idx []byte) []byte{
+		"starts inside a line": func(idx []byte) []byte {
+			for seq := 2; seq <= n; seq++ {
+				set(idx, seq, entry(idx, seq)+5)
+			}
+			return idx
+		},
+		"ends inside a line": func(idx []byte) []byte {
+			for seq := 2; seq <= n; seq++ {
+				set(idx, seq, entry(idx, seq)-5)
+			}
+			return idx
+		},
+		"one line on": func(idx []byte) []byte {
+			return append(idx[indexEntrySize:], make([]byte, indexEntrySize)...)
+		},
+		"across two lines": func(idx []byte) []byte {
+			for seq := 2; seq < n; seq += 2 {
+				set(idx, seq, entry(idx, seq+1))
+			}
+			return idx
+		},
+		"past the end":  func(idx []byte) []byte { return bytes.Repeat([]byte{0x7f}, len(idx)) },
+		"short":         func(idx []byte) []byte { return idx[:len(idx)/2] },
+		"empty":         func([]byte) []byte { return nil },
+		"all zero":      func(idx []byte) []byte { return make([]byte, len(idx)) },
+		"as it is, too": func(idx []byte) []byte { return idx },
+	} {
+		if err := os.WriteFile(path, change(bytes.Clone(good)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for seq := 1; seq <= n; seq++ {
+			e, err := s.Event(ctx, "r", int64(seq))
+			if err != nil || !sameEvent(e, want[seq-1]) {
+				t.Fatalf("%s: Event(%d) = %+v, %v, want %+v", name, seq, e, err, want[seq-1])
+			}
+		}
+		for after := 0; after < n; after += 7 {
+			page, err := s.Events(ctx, "r", int64(after), 7)
+			if err != nil {
+				t.Fatalf("%s: Events after %d: %v", name, after, err)
+			}
+			for _, e := range page {
+				if !sameEvent(e, want[e.Seq-1]) {
+					t.Fatalf("%s: Events after %d: event %d is %+v", name, after, e.Seq, e)
 				}
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
+	"sync/atomic"
 )
 
 // firstReadWindow is the first amount read backwards from the head (or
@@ -14,17 +14,19 @@ import (
 // usually finds the head line.
 const firstReadWindow = 8 << 10
 
-// readBuffers holds the buffers lines are read into (*[]byte).
-var readBuffers sync.Pool
+// spareReadBuffer is a buffer lines were read into, kept for the next
+// read: a reader paging through a log (stratum audit) reads every page
+// into the same buffer. One slot, not a sync.Pool: a pool is emptied by
+// every collection, and reading pages makes several.
+var spareReadBuffer atomic.Pointer[[]byte]
 
-// maxPooledRead bounds a buffer kept for the next read; a larger one (a
-// page of huge events) is left to the collector.
-const maxPooledRead = 4 << 20
+// maxSpareRead bounds the buffer kept; a larger one (a page of large
+// events) is left to the collector.
+const maxSpareRead = 2 << 20
 
-// getReadBuffer returns a buffer from readBuffers (or a new one) of
-// length 0.
+// getReadBuffer returns the spare buffer (or a new one), of length 0.
 func getReadBuffer() *[]byte {
-	if p, _ := readBuffers.Get().(*[]byte); p != nil {
+	if p := spareReadBuffer.Swap(nil); p != nil {
 		*p = (*p)[:0]
 		return p
 	}
@@ -41,11 +43,11 @@ func growReadBuffer(p *[]byte, n int) []byte {
 	return *p
 }
 
-// putReadBuffer returns a buffer from getReadBuffer once nothing aliases
-// it. A nil p is ignored.
+// putReadBuffer keeps a buffer from getReadBuffer for the next read once
+// nothing aliases it. A nil p is ignored.
 func putReadBuffer(p *[]byte) {
-	if p != nil && cap(*p) <= maxPooledRead {
-		readBuffers.Put(p)
+	if p != nil && cap(*p) <= maxSpareRead {
+		spareReadBuffer.Store(p)
 	}
 }
 
@@ -55,7 +57,7 @@ type logLine struct {
 	offset int64
 }
 
-// Lines are read into a buffer from [readBuffers] that the caller puts
+// Lines are read into a buffer from [getReadBuffer] that the caller puts
 // back once it has checked them: the events it returns own their memory
 // ([eventPage]), so reading a page allocates nothing for the bytes read.
 
