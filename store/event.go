@@ -193,8 +193,8 @@ type wireEvent struct {
 // A line [checkLineFast] is sure of costs one allocation (the two hashes);
 // any other is decided, and its error written, by [decodeEventRebuilt].
 func decodeEvent(line []byte) (Event, error) {
-	var scratch [512]byte
-	p, _, ok := checkLineFast(line, scratch[:0])
+	var h bodyHasher
+	p, ok := checkLineFast(line, &h)
 	if !ok {
 		return decodeEventRebuilt(line)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"time"
 )
 
@@ -30,35 +31,61 @@ type lineParts struct {
 // checkLineFast reports whether line is an event line in canonical form
 // whose hash is right, taking it apart. False means "not sure": the line
 // may still be good (data the canonical scan is unsure of, see
-// [isCanonical]); only [decodeEventRebuilt] decides. body is scratch for
-// the hashed body, returned grown for the next call.
+// [isCanonical]); only [decodeEventRebuilt] decides. h hashes the body.
 //
 // With the layout of splitLayout matched, the line equals the line its
 // fields rebuild to exactly when the time is in its one stored form, the
 // seq digits are canonical, data is canonical, the hashes are lowercase
 // hex and the type is valid: the rest of the rebuilt line is the layout's
 // fixed text.
-func checkLineFast(line, body []byte) (p lineParts, _ []byte, ok bool) {
+func checkLineFast(line []byte, h *bodyHasher) (p lineParts, ok bool) {
 	l, ok := splitLayout(line)
 	if !ok {
-		return p, body, false
+		return p, false
 	}
 	seq, ok := canonicalSeq(l.seq)
 	if !ok || !validEventTypeBytes(l.typ) || !isHashHexBytes(l.hash) || !isHashHexBytes(l.prevHash) {
-		return p, body, false
+		return p, false
 	}
 	at, ok := parseStoredAt(l.at)
 	if !ok || !isCanonical(l.data) {
-		return p, body, false
+		return p, false
 	}
-	// The body is the line without its hash member.
-	body = append(append(body[:0], line[:l.hashAt]...), line[l.hashAt+hashMemberLen:]...)
-	sum := sha256.Sum256(body)
 	var stored [sha256.Size]byte
-	if _, err := hex.Decode(stored[:], l.hash); err != nil || stored != sum {
-		return p, body, false
+	if _, err := hex.Decode(stored[:], l.hash); err != nil || stored != h.sum(line, l.hashAt) {
+		return p, false
 	}
-	return lineParts{seq: seq, at: at, begin: l.begin, typ: l.typ, data: l.data, hash: l.hash, prevHash: l.prevHash}, body, true
+	return lineParts{seq: seq, at: at, begin: l.begin, typ: l.typ, data: l.data, hash: l.hash, prevHash: l.prevHash}, true
+}
+
+// bodyHasher hashes the bodies of event lines (the line without its hash
+// member) without allocating for each: a body that fits is copied into
+// small and summed, a longer one streamed through a digest made once.
+// The zero value is ready; on the stack it costs no allocation until a
+// body does not fit.
+type bodyHasher struct {
+	small  [1 << 10]byte
+	digest hash.Hash
+	out    []byte // the digest's Sum buffer
+}
+
+// sum returns the SHA-256 of line without line[hashAt:hashAt+hashMemberLen].
+func (h *bodyHasher) sum(line []byte, hashAt int) (sum [sha256.Size]byte) {
+	head, tail := line[:hashAt], line[hashAt+hashMemberLen:]
+	if len(head)+len(tail) <= len(h.small) {
+		n := copy(h.small[:], head)
+		n += copy(h.small[n:], tail)
+		return sha256.Sum256(h.small[:n])
+	}
+	if h.digest == nil {
+		h.digest = sha256.New()
+	}
+	h.digest.Reset()
+	h.digest.Write(head)
+	h.digest.Write(tail)
+	h.out = h.digest.Sum(h.out[:0])
+	copy(sum[:], h.out)
+	return sum
 }
 
 // canonicalSeq reads a seq spelled as strconv.AppendInt spells it: digits

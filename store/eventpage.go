@@ -14,7 +14,7 @@ type eventPage struct {
 	events  []Event
 	hashes  strings.Builder // the hashes, in the order the lines were checked
 	dataLen int
-	body    []byte // scratch of checkLineFast
+	hasher  bodyHasher
 }
 
 func newEventPage(n int) *eventPage {
@@ -25,8 +25,7 @@ func newEventPage(n int) *eventPage {
 
 // check checks one line completely, as [decodeEvent] does.
 func (pg *eventPage) check(line []byte) (lineParts, error) {
-	p, body, ok := checkLineFast(line, pg.body)
-	pg.body = body
+	p, ok := checkLineFast(line, &pg.hasher)
 	if ok {
 		return p, nil
 	}

@@ -127,7 +127,7 @@ func moreToRead(read, scanned, got, want int64) int64 {
 func firstLines(r io.ReaderAt, off, end int64, n int64) ([]logLine, *[]byte, error) {
 	bp := getReadBuffer()
 	buf := *bp
-	var lines []logLine
+	lines := make([]logLine, 0, min(n, 1<<14))
 	scanned := 0 // buf[:scanned] is split into lines
 	for int64(len(lines)) < n && off+int64(len(buf)) < end {
 		size := int64(firstReadWindow)
