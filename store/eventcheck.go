@@ -13,8 +13,8 @@ import (
 // the line and comparing; [checkLineFast] checks the same without
 // rebuilding anything, in one pass over the line and without allocating,
 // and says "not sure" for anything unusual, which then takes the rebuild
-// (and gets its error text). FuzzCheckLineFast holds the two to the same
-// answer.
+// (and gets its error text). TestCheckLineEveryByte and FuzzCheckLineFast
+// hold the two to the same answer (docs/storage.md, "Reading").
 
 // lineParts is an event line checked by [checkLineFast]: its fields, the
 // byte slices aliasing the line.

@@ -22,7 +22,7 @@ var spareReadBuffer atomic.Pointer[[]byte]
 
 // maxSpareRead bounds the buffer kept; a larger one (a page of large
 // events) is left to the collector.
-const maxSpareRead = 2 << 20
+const maxSpareRead = 1 << 20
 
 // getReadBuffer returns the spare buffer (or a new one), of length 0.
 func getReadBuffer() *[]byte {
