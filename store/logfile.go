@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync/atomic"
 )
 
@@ -33,11 +32,14 @@ func getReadBuffer() *[]byte {
 	return new([]byte)
 }
 
-// growReadBuffer makes *p n bytes long and returns it; the contents are
-// not kept.
+// growReadBuffer makes *p n bytes long, keeping its contents, and returns
+// it. A buffer that must grow grows by a quarter more than asked, so that
+// the next page, a little longer, fits it too.
 func growReadBuffer(p *[]byte, n int) []byte {
 	if cap(*p) < n {
-		*p = make([]byte, n)
+		b := make([]byte, len(*p), n+n/4)
+		copy(b, *p)
+		*p = b
 	}
 	*p = (*p)[:n]
 	return *p
@@ -75,6 +77,7 @@ func lastLines(r io.ReaderAt, end int64, n int64) ([]logLine, *[]byte, error) {
 	window := int64(firstReadWindow)
 	for {
 		start := max(0, end-window)
+		*bp = (*bp)[:0] // each window is read whole
 		buf := growReadBuffer(bp, int(end-start))
 		if _, err := r.ReadAt(buf, start); err != nil {
 			return nil, bp, fmt.Errorf("read event log: %w", err)
@@ -111,10 +114,10 @@ func lastLines(r io.ReaderAt, end int64, n int64) ([]logLine, *[]byte, error) {
 // moreToRead is how many more bytes to read when read bytes gave only
 // got < want whole lines, together scanned bytes long: what the lines
 // still wanted take at the average length so far and an eighth more (so
-// one more read usually does), but at least a window and as much again
-// as the partial line read (so a long line takes a few reads, not many).
+// one more read usually does), but at least a window and three times the
+// partial line read (so a long line takes a few reads, not many).
 func moreToRead(read, scanned, got, want int64) int64 {
-	more := max(firstReadWindow, read-scanned)
+	more := max(firstReadWindow, 3*(read-scanned))
 	if got > 0 {
 		more = max(more, (want-got)*(scanned/got)*9/8)
 	}
@@ -136,8 +139,7 @@ func firstLines(r io.ReaderAt, off, end int64, n int64) ([]logLine, *[]byte, err
 		}
 		size = min(size, end-off-int64(len(buf)))
 		at := len(buf)
-		buf = slices.Grow(buf, int(size))[:at+int(size)]
-		*bp = buf
+		buf = growReadBuffer(bp, at+int(size))
 		if _, err := r.ReadAt(buf[at:], off+int64(at)); err != nil {
 			return nil, bp, fmt.Errorf("read event log: %w", err)
 		}
