@@ -120,12 +120,28 @@ func canonicalArray(b []byte, i, depth int) (int, bool) {
 	}
 }
 
+// plainStringByte says which bytes stand for themselves in a canonical
+// string: printable ASCII but the quote and the backslash.
+var plainStringByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // canonicalString checks the string starting at the quote b[i].
 func canonicalString(b []byte, i int) (int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, false
 	}
 	for i++; i < len(b); {
+		// Most bytes of a string are plain: skip them a run at a time.
+		for i < len(b) && plainStringByte[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -197,58 +213,86 @@ func canonicalNumber(b []byte, i int) (int, bool) {
 }
 
 // splitLine takes a stored event line apart by the fixed layout of its
-// canonical form, from the end (the members after data have no escapes):
-// `{"at":"A",["begin":true,]"data":D,"hash":"H","prevHash":"P","seq":N,"type":"T"}`.
+// canonical form ([splitLayout]) into the fields encoding/json would give.
 // ok is false when the line does not have that shape; the caller then
 // decodes it with encoding/json, which says what is wrong.
 func splitLine(line []byte) (w wireEvent, ok bool) {
-	rest, ok := bytes.CutSuffix(line, []byte(`"}`))
+	l, ok := splitLayout(line)
 	if !ok {
 		return w, false
 	}
-	i := bytes.LastIndex(rest, []byte(`,"type":"`))
-	if i < 0 {
-		return w, false
-	}
-	w.Type, rest = string(rest[i+len(`,"type":"`):]), rest[:i]
-	i = bytes.LastIndex(rest, []byte(`,"seq":`))
-	if i < 0 {
-		return w, false
-	}
-	seq := rest[i+len(`,"seq":`):]
-	if len(seq) == 0 || len(seq) > 1 && seq[0] == '0' || seq[0] == '-' {
-		return w, false
-	}
-	n, err := strconv.ParseInt(string(seq), 10, 64)
+	n, err := strconv.ParseInt(string(l.seq), 10, 64)
 	if err != nil {
 		return w, false
 	}
-	w.Seq, rest = n, rest[:i]
-	const hashes = len(`,"hash":"`) + hashHexLen + len(`","prevHash":"`) + hashHexLen + len(`"`)
+	return wireEvent{At: string(l.at), Begin: l.begin, Data: l.data, Hash: string(l.hash), PrevHash: string(l.prevHash), Seq: n, Type: string(l.typ)}, true
+}
+
+// lineLayout is an event line taken apart by its layout, every part
+// aliasing the line, nothing checked but the layout.
+type lineLayout struct {
+	at, data, hash, prevHash, seq, typ []byte
+	begin                              bool
+	// hashAt is where the hash member (`,"hash":"H"`) starts: the line
+	// without line[hashAt:hashAt+hashMemberLen] is the body its hash
+	// covers.
+	hashAt int
+}
+
+// hashMemberLen is the length of `,"hash":"H"`.
+const hashMemberLen = len(`,"hash":"`) + hashHexLen + len(`"`)
+
+// splitLayout takes a stored event line apart by the fixed layout of its
+// canonical form, from the end (the members after data have no escapes):
+// `{"at":"A",["begin":true,]"data":D,"hash":"H","prevHash":"P","seq":N,"type":"T"}`.
+// ok is false when the line does not have that shape. N is digits not
+// beginning with 0 (unless it is 0) or '-'; it may still begin with '+'
+// or overflow.
+func splitLayout(line []byte) (l lineLayout, ok bool) {
+	rest, ok := bytes.CutSuffix(line, []byte(`"}`))
+	if !ok {
+		return l, false
+	}
+	i := bytes.LastIndex(rest, []byte(`,"type":"`))
+	if i < 0 {
+		return l, false
+	}
+	l.typ, rest = rest[i+len(`,"type":"`):], rest[:i]
+	i = bytes.LastIndex(rest, []byte(`,"seq":`))
+	if i < 0 {
+		return l, false
+	}
+	seq := rest[i+len(`,"seq":`):]
+	if len(seq) == 0 || len(seq) > 1 && seq[0] == '0' || seq[0] == '-' {
+		return l, false
+	}
+	l.seq, rest = seq, rest[:i]
+	const hashes = hashMemberLen + len(`,"prevHash":"`) + hashHexLen + len(`"`)
 	if len(rest) < hashes {
-		return w, false
+		return l, false
 	}
 	tail := rest[len(rest)-hashes:]
 	if !bytes.HasPrefix(tail, []byte(`,"hash":"`)) || !bytes.HasPrefix(tail[len(`,"hash":"`)+hashHexLen:], []byte(`","prevHash":"`)) || tail[len(tail)-1] != '"' {
-		return w, false
+		return l, false
 	}
-	w.Hash = string(tail[len(`,"hash":"`):][:hashHexLen])
-	w.PrevHash = string(tail[len(tail)-1-hashHexLen : len(tail)-1])
+	l.hash = tail[len(`,"hash":"`):][:hashHexLen]
+	l.prevHash = tail[len(tail)-1-hashHexLen : len(tail)-1]
 	rest = rest[:len(rest)-hashes]
+	l.hashAt = len(rest)
 	head, ok := bytes.CutPrefix(rest, []byte(`{"at":"`))
 	if !ok {
-		return w, false
+		return l, false
 	}
 	q := bytes.IndexByte(head, '"')
 	if q < 0 {
-		return w, false
+		return l, false
 	}
-	w.At, head = string(head[:q]), head[q+1:]
+	l.at, head = head[:q], head[q+1:]
 	if after, ok := bytes.CutPrefix(head, []byte(`,"begin":true`)); ok {
-		w.Begin, head = true, after
+		l.begin, head = true, after
 	}
-	if w.Data, ok = bytes.CutPrefix(head, []byte(`,"data":`)); !ok || len(w.Data) == 0 {
-		return w, false
+	if l.data, ok = bytes.CutPrefix(head, []byte(`,"data":`)); !ok || len(l.data) == 0 {
+		return l, false
 	}
-	return w, true
+	return l, true
 }

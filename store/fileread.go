@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -113,7 +114,8 @@ func (s *FileStore) Events(ctx context.Context, runID string, afterSeq int64, li
 	if limit > 0 && int64(limit) < want {
 		return s.eventsWindow(runID, env, f, afterSeq, limit)
 	}
-	lines, err := lastLines(f, env.LogSize, want)
+	lines, buf, err := lastLines(f, env.LogSize, want)
+	defer putReadBuffer(buf)
 	if err != nil {
 		return nil, s.corrupt(runID, eventsFile, env.Seq, env.LogSize, err.Error())
 	}
@@ -323,7 +325,8 @@ func (s *FileStore) eventsWindow(runID string, env envelope, f io.ReaderAt, afte
 		}
 		off = end
 	}
-	lines, err := firstLines(f, off, env.LogSize, int64(limit))
+	lines, buf, err := firstLines(f, off, env.LogSize, int64(limit))
+	defer putReadBuffer(buf)
 	if err != nil {
 		return nil, s.corrupt(runID, eventsFile, afterSeq+1, off, err.Error())
 	}
@@ -343,9 +346,10 @@ func (s *FileStore) eventsWindow(runID string, env envelope, f io.ReaderAt, afte
 // points at the start of a line holding seq, otherwise by bisection.
 func (s *FileStore) lineOf(runID string, env envelope, f io.ReaderAt, seq int64) ([]byte, int64, error) {
 	if off, end, ok := s.indexLookup(runID, env, seq); ok {
-		start, line, err := lineFrom(f, off, env.LogSize)
-		if got, serr := lineSeq(line); err == nil && start == off && serr == nil && got == seq && start+int64(len(line))+1 == end {
-			return line, end, nil
+		if line, ok := indexedLine(f, off, end); ok {
+			if got, err := lineSeq(line); err == nil && got == seq {
+				return line, end, nil
+			}
 		}
 	}
 	off, end, err := bisectLog(f, env.LogSize, seq)
@@ -357,4 +361,26 @@ func (s *FileStore) lineOf(runID string, env envelope, f io.ReaderAt, seq int64)
 		return nil, 0, s.corrupt(runID, eventsFile, seq, off, err.Error())
 	}
 	return line, end, nil
+}
+
+// indexedLine reads the line the index says is at [off, end) with one read of
+// it and the byte before: off must start a line (be 0 or follow a
+// newline) and the line's only newline be the byte before end.
+func indexedLine(f io.ReaderAt, off, end int64) ([]byte, bool) {
+	from := max(off-1, 0)
+	buf := make([]byte, end-from)
+	if _, err := f.ReadAt(buf, from); err != nil {
+		return nil, false
+	}
+	if off > 0 {
+		if buf[0] != '\n' {
+			return nil, false
+		}
+		buf = buf[1:]
+	}
+	line := buf[:len(buf)-1]
+	if buf[len(buf)-1] != '\n' || bytes.IndexByte(line, '\n') >= 0 {
+		return nil, false
+	}
+	return line, true
 }

@@ -269,7 +269,8 @@ func (s *FileStore) checkHead(id string, env envelope, f io.ReaderAt) (int64, er
 	if env.Seq == 0 {
 		return -1, nil
 	}
-	lines, err := lastLines(f, env.LogSize, 1)
+	lines, buf, err := lastLines(f, env.LogSize, 1)
+	defer putReadBuffer(buf)
 	if err != nil {
 		return 0, s.corrupt(id, eventsFile, env.Seq, env.LogSize, err.Error())
 	}

@@ -271,7 +271,7 @@ func TestLastLines(t *testing.T) {
 	}
 	r := bytes.NewReader(log)
 	for _, n := range []int64{1, 2, 17, 49, 50, 51, 100} {
-		lines, err := lastLines(r, int64(len(log)), n)
+		lines, _, err := lastLines(r, int64(len(log)), n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +286,7 @@ func TestLastLines(t *testing.T) {
 			}
 		}
 	}
-	if _, err := lastLines(r, int64(len(log)-1), 1); err == nil {
+	if _, _, err := lastLines(r, int64(len(log)-1), 1); err == nil {
 		t.Error("an end inside a line was accepted")
 	}
 }
