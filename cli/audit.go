@@ -186,6 +186,7 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 			chain += fmt.Sprintf("\nunacknowledged tail: %d bytes (%d events) after the head, written by an interrupted update; the next update keeps it aside and records a store.repair event", rep.Tail.Bytes, rep.Tail.Events)
 		}
 	}
+	defer tightenGC()()
 	if c.json {
 		err = streamAuditJSON(ctx, env.Stdout, e, runID)
 	} else {
