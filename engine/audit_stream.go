@@ -141,6 +141,23 @@ type stepRecordAt struct {
 // audit's memory stays bounded whatever the run's length.
 var maxKeptRecords = 16 << 20 // a variable for tests
 
+// keepPage keeps what the steps pass will want of a page of the log.
+func (r *stepRecords) keepPage(runID string, page []store.Event) {
+	if len(r.records) == 0 {
+		return
+	}
+	for _, raw := range page {
+		switch raw.Type {
+		case string(evStepState):
+			r.keep(raw)
+		case string(EventResult):
+			if stepID, _, err := eventData(raw.Data); err == nil {
+				r.keepResult(runID, raw, stepID)
+			}
+		}
+	}
+}
+
 // keep holds on to the payload of raw if the steps pass will want it and
 // there is room. A record that is not what it should be is not kept: the
 // steps pass reads it again and says what is wrong.
@@ -207,10 +224,15 @@ func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptio
 		}
 	}()
 	sent := 0
+	// Only one read is in flight, and the next starts after this one
+	// was received, so records is used by one goroutine at a time.
 	read := func(after int64) <-chan eventPage {
 		ch := make(chan eventPage, 1)
 		go func() {
 			page, err := e.store.Events(ctx, runID, after, min(auditPage, int(head-after)))
+			if err == nil {
+				records.keepPage(runID, page)
+			}
 			ch <- eventPage{page, err}
 		}()
 		return ch
@@ -233,16 +255,12 @@ func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptio
 		}
 		for _, raw := range page {
 			after = raw.Seq
-			records.keep(raw)
 			ev, ok, err := e.toEvent(ctx, runID, raw)
 			if err != nil {
 				return 0, err
 			}
 			if !ok {
 				continue
-			}
-			if ev.Type == EventResult {
-				records.keepResult(runID, raw, ev.StepID)
 			}
 			if opts.EventsLimit > 0 && sent == opts.EventsLimit {
 				return ev.Seq - 1, nil
@@ -338,7 +356,7 @@ func (t *txn) stepsPage(steps []*ir.Step, opts AuditOptions) ([]*ir.Step, string
 // stepRecordSeqs finds the records of the finished steps among steps.
 func (t *txn) stepRecordSeqs(steps []*ir.Step) stepRecords {
 	root := t.rootScope()
-	var r stepRecords
+	r := stepRecords{records: make([]stepRecordAt, 0, len(steps)), steps: make([]string, 0, len(steps))}
 	for _, s := range steps {
 		if root.steps[s.ID] == nil {
 			if ref, ok := t.st.cold[s.ID]; ok {

@@ -266,18 +266,22 @@ func decodeStepRecord(runID, what string, raw []byte, resolve refResolver) (*ste
 			return nil, fmt.Errorf("run %s: %w: %s: %v", runID, ErrCorrupt, what, err)
 		}
 	}
-	resolved := map[int64]*valueRef{} // one value per event, shared as it was written
+	// One value per event, shared as it was written; a record refers to
+	// one or two (an attempt's result and the output), so a slice.
+	var resolved []*valueRef
 	get := func(r *valueRef) (Value, error) {
-		if was, ok := resolved[r.Seq]; ok && orderEqual(was.Order, r.Order) {
-			r.data = was.data
-			return Some(was.data), nil
+		for _, was := range resolved {
+			if was.Seq == r.Seq && orderEqual(was.Order, r.Order) {
+				r.data = was.data
+				return Some(was.data), nil
+			}
 		}
 		v, err := resolve(r)
 		if err != nil {
 			return Value{}, err
 		}
 		r.data = v.Data
-		resolved[r.Seq] = r
+		resolved = append(resolved, r)
 		return v, nil
 	}
 	ss.Attempts = make([]Attempt, len(rec.Attempts))
