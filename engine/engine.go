@@ -183,6 +183,9 @@ func (e *Engine) storePlan(c *compiled) {
 // planFor returns the compiled plan of a persisted run, rebuilding it
 // from the persisted spec snapshot when this process has not seen it.
 func (e *Engine) planFor(st *runState) (*compiled, error) {
+	if c := st.plan; c != nil && c.digest == st.RevisionDigest {
+		return c, nil
+	}
 	e.mu.Lock()
 	c, ok := e.plans[st.RevisionDigest]
 	e.mu.Unlock()
@@ -192,15 +195,20 @@ func (e *Engine) planFor(st *runState) (*compiled, error) {
 	if st.Spec == nil {
 		return nil, fmt.Errorf("%w: run %s: the spec snapshot was not loaded", ErrCorrupt, st.ID)
 	}
+	return e.compileSnapshot(st.ID, st.RevisionDigest, st.Spec)
+}
+
+// compileSnapshot compiles a run's spec snapshot and caches the plan.
+func (e *Engine) compileSnapshot(runID, digest string, spec []byte) (*compiled, error) {
 	// Escaped again on reading: a snapshot written before snapshots were
 	// escaped (yamlSafeJSON) loads, with the text it was written with.
-	p, diags := ir.Build(yamlSafeJSON(st.Spec))
+	p, diags := ir.Build(yamlSafeJSON(spec))
 	if len(diags) > 0 {
-		return nil, fmt.Errorf("%w: run %s: persisted run contains an invalid spec: %v", ErrCorrupt, st.ID, diags)
+		return nil, fmt.Errorf("%w: run %s: persisted run contains an invalid spec: %v", ErrCorrupt, runID, diags)
 	}
-	c = newCompiled(p, st.RevisionDigest, st.Spec)
+	c := newCompiled(p, digest, spec)
 	e.mu.Lock()
-	if old, ok := e.plans[st.RevisionDigest]; ok {
+	if old, ok := e.plans[digest]; ok {
 		c = old
 	} else {
 		e.storePlan(c)

@@ -320,11 +320,55 @@ func (e *Engine) decodeRun(ctx context.Context, snap *store.Snapshot) (*runState
 	if err != nil {
 		return nil, err
 	}
-	if err := e.buildCold(ctx, snap.RunID, st); err != nil {
+	e.mu.Lock()
+	_, havePlan := e.plans[st.RevisionDigest]
+	e.mu.Unlock()
+	var compiling chan planResult
+	if !havePlan {
+		raw, err := e.blob(ctx, snap.RunID, st.SpecSeq)
+		if err != nil {
+			return nil, err
+		}
+		st.Spec = raw
+		// A large spec takes longer to compile than the rest of the
+		// state takes to read (docs/engine.md, "Cost"): both at once.
+		compiling = make(chan planResult, 1)
+		go func(runID, digest string) {
+			c, err := e.compileSnapshot(runID, digest, raw)
+			compiling <- planResult{c, err}
+		}(st.ID, st.RevisionDigest)
+	}
+	if err := e.decodeRest(ctx, snap, st); err != nil {
+		if compiling != nil {
+			<-compiling
+		}
 		return nil, err
 	}
+	if compiling != nil {
+		r := <-compiling
+		if r.err != nil {
+			return nil, r.err
+		}
+		st.plan = r.c
+	}
+	return st, nil
+}
+
+// planResult is a plan compiled on another goroutine, or why it could not
+// be.
+type planResult struct {
+	c   *compiled
+	err error
+}
+
+// decodeRest reads what a decoded state refers to: the cold index, the
+// steps' parts held in records, the input.
+func (e *Engine) decodeRest(ctx context.Context, snap *store.Snapshot, st *runState) error {
+	if err := e.buildCold(ctx, snap.RunID, st); err != nil {
+		return err
+	}
 	if err := e.hydrateSteps(ctx, snap.RunID, st.Steps); err != nil {
-		return nil, err
+		return err
 	}
 	if st.InputSeq != 0 { // shared read-only, as a fanout's array
 		v, err := e.parsedBlob(ctx, snap.RunID, st.InputSeq, "input", func(raw []byte) (any, error) {
@@ -333,21 +377,11 @@ func (e *Engine) decodeRun(ctx context.Context, snap *store.Snapshot) (*runState
 			return in, err
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		st.Input = v.(Value)
 	}
-	e.mu.Lock()
-	_, havePlan := e.plans[st.RevisionDigest]
-	e.mu.Unlock()
-	if !havePlan {
-		raw, err := e.blob(ctx, snap.RunID, st.SpecSeq)
-		if err != nil {
-			return nil, err
-		}
-		st.Spec = raw
-	}
-	return st, nil
+	return nil
 }
 
 // buildCold builds a decoded state's cold index: the chunks in order,

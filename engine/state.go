@@ -119,6 +119,10 @@ type runState struct {
 	// coldDone counts its entries that succeeded or were skipped.
 	cold     map[string]coldRef
 	coldDone int
+	// plan is the plan decodeRun compiled from Spec while it read the
+	// rest of the state, for planFor (a plan too large for the cache is
+	// not found there).
+	plan *compiled
 	// Checkpoints map labels (in commit order) to the seq of the internal
 	// event holding the snapshot.
 	Checkpoints       []checkpointRef `json:"checkpoints,omitempty"`
