@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"cmp"
+	"sync/atomic"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -82,7 +83,7 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 		}
 	}
 	var steps []*ir.Step
-	var records stepRecords
+	records := &stepRecords{}
 	if v.Step != nil {
 		if steps, err = t.auditSteps(opts.Steps); err != nil {
 			return nil, err
@@ -93,7 +94,7 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 		records = t.stepRecordSeqs(steps)
 	}
 	if v.Event != nil {
-		next, err := e.streamEvents(ctx, runID, opts, head.Seq, v.Event, &records)
+		next, err := e.streamEvents(ctx, runID, opts, head.Seq, v.Event, records)
 		if err != nil {
 			return nil, err
 		}
@@ -113,21 +114,21 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 // the pages of those it could not keep.
 type stepRecords struct {
 	// records are the finished steps' records, by seq (slices, not maps:
-	// an audit of 10,000 steps holds 10,000 of them); next is the events
-	// pass's place in them, since it reads the log in order.
+	// an audit of 10,000 steps holds 10,000 of them), and steps their
+	// ids, sorted; neither changes once made, and the goroutines reading
+	// pages share them.
 	records []stepRecordAt
-	next    int
-	// steps are the ids of the steps of records, sorted.
-	steps []string
+	steps   []string
 	// kept holds the payloads of the records the events pass read (the
 	// record's JSON, without the event around it), until the steps pass
-	// decodes them.
-	kept map[int64][]byte
-	// results holds the logged results (detail.result) of the steps'
-	// result events read by the events pass, which their records refer
-	// to (see record.go).
-	results map[int64][]byte
-	size    int
+	// decodes them; results holds the logged results (detail.result) of
+	// the steps' result events, which their records refer to (see
+	// record.go). Both are in the order of the log (pages are merged in
+	// order), so slices searched by seq. Only the goroutine calling the
+	// visitor writes them; size, the bytes they hold, is shared.
+	kept    []keptData
+	results []keptData
+	size    atomic.Int64
 }
 
 // stepRecordAt is where a finished step's record is in the log.
@@ -141,59 +142,73 @@ type stepRecordAt struct {
 // audit's memory stays bounded whatever the run's length.
 var maxKeptRecords = 16 << 20 // a variable for tests
 
-// keepPage keeps what the steps pass will want of a page of the log.
-func (r *stepRecords) keepPage(runID string, page []store.Event) {
-	if len(r.records) == 0 {
-		return
+// pageKeep is what the steps pass will want of one page of the log,
+// taken by the goroutine that read the page.
+type pageKeep struct {
+	payloads, results []keptData
+}
+
+type keptData struct {
+	seq  int64
+	data []byte
+}
+
+// keepOf takes from a page the payloads of the steps' records and the
+// logged results they refer to, while there is room. A record or result
+// that is not what it should be is not kept: the steps pass reads it
+// again and says what is wrong.
+func (r *stepRecords) keepOf(runID string, page []store.Event) (k pageKeep) {
+	if len(r.records) == 0 || len(page) == 0 {
+		return k
 	}
+	next, _ := slices.BinarySearchFunc(r.records, page[0].Seq, func(a stepRecordAt, seq int64) int { return cmp.Compare(a.seq, seq) })
 	for _, raw := range page {
 		switch raw.Type {
 		case string(evStepState):
-			r.keep(raw)
+			for next < len(r.records) && r.records[next].seq < raw.Seq {
+				next++
+			}
+			if next == len(r.records) || r.records[next].seq != raw.Seq || !r.room(len(raw.Data)) {
+				continue
+			}
+			if payload, err := blobPayload(raw.Data); err == nil { // a new slice, not the page's
+				k.payloads = append(k.payloads, keptData{raw.Seq, payload})
+			}
 		case string(EventResult):
-			if stepID, _, err := eventData(raw.Data); err == nil {
-				r.keepResult(runID, raw, stepID)
+			stepID, _, err := eventData(raw.Data)
+			if _, found := slices.BinarySearch(r.steps, stepID); err != nil || !found || !r.room(len(raw.Data)) {
+				continue
+			}
+			if logged, err := resultOf(runID, raw); err == nil {
+				k.results = append(k.results, keptData{raw.Seq, bytes.Clone(logged)}) // not the page it was read with
 			}
 		}
 	}
+	return k
 }
 
-// keep holds on to the payload of raw if the steps pass will want it and
-// there is room. A record that is not what it should be is not kept: the
-// steps pass reads it again and says what is wrong.
-func (r *stepRecords) keep(raw store.Event) {
-	for r.next < len(r.records) && r.records[r.next].seq < raw.Seq {
-		r.next++
+// room reserves n bytes of the budget, if there are n left.
+func (r *stepRecords) room(n int) bool {
+	if r.size.Add(int64(n)) > int64(maxKeptRecords) {
+		r.size.Add(-int64(n))
+		return false
 	}
-	if r.next == len(r.records) || r.records[r.next].seq != raw.Seq || raw.Type != string(evStepState) || r.size+len(raw.Data) > maxKeptRecords {
-		return
-	}
-	payload, err := blobPayload(raw.Data) // a new slice, not the page's
-	if err != nil {
-		return
-	}
-	if r.kept == nil {
-		r.kept = map[int64][]byte{}
-	}
-	r.kept[raw.Seq] = payload
-	r.size += len(payload)
+	return true
 }
 
-// keepResult holds on to the logged result of a result event of one of
-// the steps if there is room.
-func (r *stepRecords) keepResult(runID string, raw store.Event, stepID string) {
-	if _, found := slices.BinarySearch(r.steps, stepID); !found || r.size+len(raw.Data) > maxKeptRecords {
-		return
+// merge adds what was taken from the next page of the log.
+func (r *stepRecords) merge(k pageKeep) {
+	r.kept = append(r.kept, k.payloads...)
+	r.results = append(r.results, k.results...)
+}
+
+// keptAt is the kept data of event seq (kept is in seq order).
+func keptAt(kept []keptData, seq int64) ([]byte, bool) {
+	i, ok := slices.BinarySearchFunc(kept, seq, func(k keptData, seq int64) int { return cmp.Compare(k.seq, seq) })
+	if !ok {
+		return nil, false
 	}
-	logged, err := resultOf(runID, raw)
-	if err != nil {
-		return // read again, and refused, if a record refers to it
-	}
-	if r.results == nil {
-		r.results = map[int64][]byte{}
-	}
-	r.results[raw.Seq] = bytes.Clone(logged) // not the page it was read with
-	r.size += len(logged)
+	return kept[i].data, true
 }
 
 // resolver gives the values the steps' records refer to: from the result
@@ -201,7 +216,7 @@ func (r *stepRecords) keepResult(runID string, raw store.Event, stepID string) {
 func (r *stepRecords) resolver(ctx context.Context, e *Engine, runID string) refResolver {
 	fromStore := e.storeResolver(ctx, runID)
 	return func(ref *valueRef) (Value, error) {
-		logged, ok := r.results[ref.Seq]
+		logged, ok := keptAt(r.results, ref.Seq)
 		if !ok {
 			return fromStore(ref)
 		}
@@ -211,48 +226,55 @@ func (r *stepRecords) resolver(ctx context.Context, e *Engine, runID string) ref
 
 // streamEvents passes the events after opts.EventsAfter to fn, a page at
 // a time; it returns the cursor of the next page when opts.EventsLimit
-// stopped it (0 when every event was read). The next page is read and
-// checked by the store while this one is passed on, so that the two
-// halves of the work overlap (docs/engine.md, "Cancel, audit, poll").
-func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptions, head int64, fn func(Event) error, records *stepRecords) (int64, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	var pending <-chan eventPage
+// stopped it (0 when every event was read). The next pages are read and
+// checked by the store, and what the steps pass wants is taken from them,
+// on other goroutines while this one passes a page on, so that the work
+// is spread over two cores (docs/engine.md, "Cancel, audit, poll"). Pages
+// have the store's fixed length up to the head, so where each starts is
+// known before the one before it is read.
+func (e *Engine) streamEvents(parent context.Context, runID string, opts AuditOptions, head int64, fn func(Event) error, records *stepRecords) (int64, error) {
+	ctx, cancel := context.WithCancel(parent)
+	var pending []<-chan eventPage // in the order of the log
 	defer func() {
 		cancel()
-		if pending != nil {
-			<-pending // the store is not read after the audit returns
+		for _, ch := range pending {
+			<-ch // the store is not read after the audit returns
 		}
 	}()
+	nextRead := opts.EventsAfter
+	readAhead := func(sent int) {
+		for len(pending) < pagesAhead && nextRead < head && (opts.EventsLimit == 0 || sent+len(pending)*auditPage <= opts.EventsLimit) {
+			after, n := nextRead, min(auditPage, int(head-nextRead))
+			nextRead += int64(n)
+			ch := make(chan eventPage, 1)
+			go func() {
+				page, err := e.store.Events(ctx, runID, after, n)
+				var k pageKeep
+				if err == nil {
+					k = records.keepOf(runID, page)
+				}
+				ch <- eventPage{page, k, err}
+			}()
+			pending = append(pending, ch)
+		}
+	}
 	sent := 0
-	// Only one read is in flight, and the next starts after this one
-	// was received, so records is used by one goroutine at a time.
-	read := func(after int64) <-chan eventPage {
-		ch := make(chan eventPage, 1)
-		go func() {
-			page, err := e.store.Events(ctx, runID, after, min(auditPage, int(head-after)))
-			if err == nil {
-				records.keepPage(runID, page)
-			}
-			ch <- eventPage{page, err}
-		}()
-		return ch
-	}
-	if opts.EventsAfter < head {
-		pending = read(opts.EventsAfter)
-	}
 	for after := opts.EventsAfter; after < head; {
-		got := <-pending
-		pending = nil
+		if err := parent.Err(); err != nil {
+			return 0, err // even if the pages were read already
+		}
+		readAhead(sent)
+		got := <-pending[0]
+		pending = pending[1:]
 		if got.err != nil {
 			return 0, mapStoreErr(runID, got.err)
 		}
 		page := got.events
-		if len(page) == 0 {
+		if len(page) == 0 || page[0].Seq != after+1 {
 			return 0, fmt.Errorf("run %s: %w: the log ends at event %d, before the head %d", runID, ErrCorrupt, after, head)
 		}
-		if last := page[len(page)-1].Seq; last < head && (opts.EventsLimit == 0 || sent+len(page) <= opts.EventsLimit) {
-			pending = read(last)
-		}
+		records.merge(got.keep)
+		readAhead(sent)
 		for _, raw := range page {
 			after = raw.Seq
 			ev, ok, err := e.toEvent(ctx, runID, raw)
@@ -270,16 +292,17 @@ func (e *Engine) streamEvents(ctx context.Context, runID string, opts AuditOptio
 			}
 			sent++
 		}
-		if pending == nil && after < head {
-			pending = read(after)
-		}
 	}
 	return 0, nil
 }
 
+// pagesAhead is how many pages of the log an audit reads ahead.
+const pagesAhead = 2
+
 // eventPage is a page of the log read ahead, or why it could not be.
 type eventPage struct {
 	events []store.Event
+	keep   pageKeep
 	err    error
 }
 
@@ -354,9 +377,9 @@ func (t *txn) stepsPage(steps []*ir.Step, opts AuditOptions) ([]*ir.Step, string
 }
 
 // stepRecordSeqs finds the records of the finished steps among steps.
-func (t *txn) stepRecordSeqs(steps []*ir.Step) stepRecords {
+func (t *txn) stepRecordSeqs(steps []*ir.Step) *stepRecords {
 	root := t.rootScope()
-	r := stepRecords{records: make([]stepRecordAt, 0, len(steps)), steps: make([]string, 0, len(steps))}
+	r := &stepRecords{records: make([]stepRecordAt, 0, len(steps)), steps: make([]string, 0, len(steps))}
 	for _, s := range steps {
 		if root.steps[s.ID] == nil {
 			if ref, ok := t.st.cold[s.ID]; ok {
@@ -379,7 +402,7 @@ func (t *txn) stepRecordSeqs(steps []*ir.Step) stepRecords {
 // decoded by a second goroutine a few ahead of the one passing steps on,
 // so that the two halves of the work overlap (docs/engine.md, "Cancel,
 // audit, poll").
-func (t *txn) streamSteps(head int64, steps []*ir.Step, records stepRecords, fn func(string, *StepView) error) error {
+func (t *txn) streamSteps(head int64, steps []*ir.Step, records *stepRecords, fn func(string, *StepView) error) error {
 	root := t.rootScope()
 	read := make(map[string]*stepState, 8)
 	next := 0
@@ -446,7 +469,7 @@ type decodedRecord struct {
 
 // decodeRecords decodes the records, in the order of the log, into out,
 // which it closes; it stops at the first error (sent) or when ctx ends.
-func (t *txn) decodeRecords(ctx context.Context, head int64, records stepRecords, out chan<- decodedRecord) {
+func (t *txn) decodeRecords(ctx context.Context, head int64, records *stepRecords, out chan<- decodedRecord) {
 	defer close(out)
 	resolve := records.resolver(ctx, t.e, t.st.ID)
 	var page []store.Event // the last page read (consecutive seqs)
@@ -455,8 +478,12 @@ func (t *txn) decodeRecords(ctx context.Context, head int64, records stepRecords
 		seq := at.seq
 		var ss *stepState
 		var err error
-		if payload, ok := records.kept[seq]; ok {
-			delete(records.kept, seq) // decoded once: its memory can go
+		for len(records.kept) > 0 && records.kept[0].seq < seq {
+			records.kept = records.kept[1:]
+		}
+		if len(records.kept) > 0 && records.kept[0].seq == seq {
+			payload := records.kept[0].data
+			records.kept[0].data = nil // decoded once: its memory can go
 			ss, err = t.e.stepRecordPayload(ctx, t.st.ID, seq, payload, resolve)
 		} else {
 			if !inPage(seq) {
