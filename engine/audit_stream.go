@@ -92,6 +92,10 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 			return nil, err
 		}
 		records = t.stepRecordSeqs(steps)
+		// The audit's own state (not shared: load decodes it afresh)
+		// needs no more of the index than records holds; let the index
+		// go (about 2 MB for 10,000 steps).
+		t.st.cold = nil
 	}
 	if v.Event != nil {
 		next, err := e.streamEvents(ctx, runID, opts, head.Seq, v.Event, records)
@@ -411,7 +415,7 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records *stepRecords, fn
 			s := steps[next]
 			ss := root.steps[s.ID]
 			if ss == nil {
-				if _, cold := t.st.cold[s.ID]; cold {
+				if _, cold := slices.BinarySearch(records.steps, s.ID); cold {
 					if ss = read[s.ID]; ss == nil {
 						return nil // its record is further on
 					}
