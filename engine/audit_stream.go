@@ -3,11 +3,11 @@ package engine
 import (
 	"bytes"
 	"cmp"
-	"sync/atomic"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/stratum-go/stratum/ir"
 	"github.com/stratum-go/stratum/store"
