@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -190,17 +191,23 @@ func decodeSummary(raw json.RawMessage) (*storedSummary, bool) {
 	return &s, true
 }
 
-// runSummary returns a run's summary: the stored one, or one built from
-// the run when the store has none of this format.
-func (e *Engine) runSummary(ctx context.Context, info store.RunInfo) (*storedSummary, error) {
-	if s, ok := decodeSummary(info.Summary); ok {
-		return s, nil
+// listSummary reads into s a run's summary, for a listing: the stored
+// one (read by d, without its gates), or one built from the run when the
+// store has none of this format.
+func (e *Engine) listSummary(ctx context.Context, info store.RunInfo, d *listDecoder, s *storedSummary) error {
+	if d.decode(info.Summary, info.ID, s) {
+		return nil
 	}
 	st, c, _, err := e.load(ctx, info.ID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return newTxn(ctx, e, st, c).summary()
+	built, err := newTxn(ctx, e, st, c).summary()
+	if err != nil {
+		return err
+	}
+	*s = *built
+	return nil
 }
 
 // ListRuns lists every run of the store, newest first, from the runs'
@@ -219,9 +226,12 @@ func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
+			var d listDecoder
+			var s storedSummary // one per worker: json.Unmarshal's target is on the heap
 			for i := w; i < len(infos); i += workers {
 				info := infos[i]
-				s, err := e.runSummary(ctx, info)
+				s = storedSummary{}
+				err := e.listSummary(ctx, info, &d, &s)
 				switch {
 				case errors.Is(err, ErrRunNotFound):
 					gone[i] = true
@@ -237,21 +247,69 @@ func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
 		})
 	}
 	wg.Wait()
-	// Newest first, ties in the store's order: the order is sorted as
-	// indices, since moving a RunSummary (about 200 bytes) costs more than
-	// comparing two.
-	order := make([]int, 0, len(infos))
+	return newestFirst(all, gone), nil
+}
+
+// newestKey is what a listing sorts a run by: its creation time (as
+// seconds and nanoseconds, the order of time.Time.Compare for times
+// without a monotonic reading, which decoded times never have) and its
+// place in the store's order.
+type newestKey struct {
+	sec  int64
+	nsec int32
+	i    int32
+}
+
+// newestFirst is all without the gone runs, newest first and ties in the
+// store's order. The keys are sorted, 16 bytes each, rather than the
+// summaries (about 200 bytes) or indices into them (each comparison two
+// reads far apart), and the summaries then moved into place, in all
+// itself when no run is gone (docs/engine.md, "Listings").
+func newestFirst(all []RunSummary, gone []bool) []RunSummary {
+	keys := make([]newestKey, 0, len(all))
 	for i := range all {
 		if !gone[i] {
-			order = append(order, i)
+			t := all[i].CreatedAt
+			keys = append(keys, newestKey{sec: t.Unix(), nsec: int32(t.Nanosecond()), i: int32(i)})
 		}
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return all[b].CreatedAt.Compare(all[a].CreatedAt) })
-	out := make([]RunSummary, len(order))
-	for k, i := range order {
-		out[k] = all[i]
+	// Unstable, but with the index as the last key no two keys are equal:
+	// the order is the one a stable sort on the time alone gives.
+	slices.SortFunc(keys, func(a, b newestKey) int {
+		if c := cmp.Compare(b.sec, a.sec); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.nsec, a.nsec); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	if len(keys) < len(all) {
+		out := make([]RunSummary, len(keys))
+		for k, key := range keys {
+			out[k] = all[key.i]
+		}
+		return out
 	}
-	return out, nil
+	// Every run stays: all[k] = all[keys[k].i] for every k, one cycle of
+	// the permutation at a time (a key whose i is -1 is in place).
+	for start := range keys {
+		if keys[start].i < 0 {
+			continue
+		}
+		held := all[start]
+		for k := start; ; {
+			from := int(keys[k].i)
+			keys[k].i = -1
+			if from == start {
+				all[k] = held
+				break
+			}
+			all[k] = all[from]
+			k = from
+		}
+	}
+	return all
 }
 
 // ListGates lists the gates awaiting a decision: of one run (read from
