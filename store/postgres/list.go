@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,7 +55,7 @@ func (s *Store) List(ctx context.Context) ([]store.RunInfo, error) {
 	var l listing
 	for rr.NextRow() {
 		var err error
-		if len(l.rows) == 0 { // the first row: its columns are known now
+		if l.n == 0 { // the first row: its columns are known now
 			err = checkListColumns(rr.FieldDescriptions())
 		}
 		if err == nil {
@@ -90,26 +92,32 @@ func checkListColumns(fields []pgconn.FieldDescription) error {
 	return nil
 }
 
-// listing collects List's rows: the ids and hashes appended to one
-// buffer each (made strings at the end, with one copy), the summaries to
-// chunks of summaryChunk bytes.
+// listing collects List's rows in chunks that are filled and never
+// moved: rows of rowChunk, text (the ids and hashes) and summaries of
+// textChunk bytes. A listing of 10,000 runs grew one slice of each by
+// appending, copying everything at every growth (five times over, at the
+// quarter more a long slice grows by) and then once more into strings
+// (docs/storage.md, "Costs on PostgreSQL").
 type listing struct {
-	rows      []listRow
-	ids       []byte
-	hashes    []byte
-	summaries []byte // the current chunk
+	rows      [][]listRow
+	n         int
+	text      []byte // the current chunk of ids and hashes
+	summaries []byte // the current chunk of summaries
 }
 
+// listRow is a row; id and hash are strings over a text chunk (see
+// textOf).
 type listRow struct {
-	id, hash span
+	id, hash string
 	summary  []byte
 	savedAt  int64 // microseconds since 2000-01-01 UTC, PostgreSQL's epoch
 	seq      int64
 }
 
-type span struct{ from, to int }
-
-const summaryChunk = 1 << 20
+const (
+	rowChunk  = 1024
+	textChunk = 1 << 20
+)
 
 // pgEpochMicros is where PostgreSQL's binary timestamps count from
 // (2000-01-01 UTC), in microseconds since 1970.
@@ -131,42 +139,79 @@ func (l *listing) add(vals [][]byte) error {
 	if r.savedAt > math.MaxInt64-pgEpochMicros || r.savedAt < math.MinInt64+pgEpochMicros {
 		return fmt.Errorf("run %s: saved_at is infinite or out of range", vals[0])
 	}
-	r.id = span{len(l.ids), len(l.ids) + len(vals[0])}
-	l.ids = append(l.ids, vals[0]...)
-	r.hash = span{len(l.hashes), len(l.hashes) + len(vals[3])}
-	l.hashes = append(l.hashes, vals[3]...)
+	r.id, r.hash = l.textOf(vals[0]), l.textOf(vals[3])
 	if sum := vals[4]; len(sum) == 0 && sum != nil {
 		r.summary = []byte{}
 	} else if sum != nil {
-		if cap(l.summaries)-len(l.summaries) < len(sum) {
-			l.summaries = make([]byte, 0, max(summaryChunk, len(sum)))
-		}
-		n := len(l.summaries)
-		l.summaries = append(l.summaries, sum...)
-		r.summary = l.summaries[n:len(l.summaries):len(l.summaries)]
+		r.summary = appendChunk(&l.summaries, sum)
+		r.summary = r.summary[:len(r.summary):len(r.summary)] // an append by the caller copies
 	}
-	l.rows = append(l.rows, r)
+	if l.n%rowChunk == 0 {
+		l.rows = append(l.rows, make([]listRow, 0, rowChunk))
+	}
+	last := &l.rows[len(l.rows)-1]
+	*last = append(*last, r)
+	l.n++
 	return nil
 }
 
-// infos are the rows as RunInfos, sorted by id (an order of indices is
-// sorted: moving a RunInfo costs more than comparing two ids).
-func (l *listing) infos() []store.RunInfo {
-	ids, hashes := string(l.ids), string(l.hashes)
-	order := make([]int32, len(l.rows))
-	for i := range order {
-		order[i] = int32(i)
+// textOf copies b into the text chunks and returns it as a string over
+// the copy, without a second copy. That is safe because a text chunk is
+// only ever appended to within its capacity, never written where a
+// string was made, and never handed out as bytes.
+func (l *listing) textOf(b []byte) string {
+	if len(b) == 0 {
+		return ""
 	}
-	id := func(i int32) string { sp := l.rows[i].id; return ids[sp.from:sp.to] }
-	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(id(a), id(b)) })
-	out := make([]store.RunInfo, len(l.rows))
-	for k, i := range order {
-		r := &l.rows[i]
-		out[k] = store.RunInfo{ID: id(i), UpdatedAt: time.UnixMicro(pgEpochMicros + r.savedAt).UTC(),
-			Head: store.Head{Seq: r.seq, Hash: hashes[r.hash.from:r.hash.to]}}
-		if r.summary != nil {
-			out[k].Summary = r.summary
+	c := appendChunk(&l.text, b)
+	return unsafe.String(&c[0], len(c))
+}
+
+// appendChunk copies b to the end of *chunk, first starting a new chunk
+// (of textChunk bytes, or b's length when longer) when it has no room,
+// and returns the copy.
+func appendChunk(chunk *[]byte, b []byte) []byte {
+	if cap(*chunk)-len(*chunk) < len(b) {
+		*chunk = make([]byte, 0, max(textChunk, len(b)))
+	}
+	n := len(*chunk)
+	*chunk = append(*chunk, b...)
+	return (*chunk)[n:]
+}
+
+// idKey orders the rows by id: the id's first 8 bytes, big-endian (0
+// past its end), decide most comparisons without reading the id.
+type idKey struct {
+	prefix uint64
+	row    int32
+}
+
+func prefixOf(id string) uint64 {
+	var b [8]byte
+	copy(b[:], id)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// infos are the rows as RunInfos, sorted by id. Ids contain no NUL
+// (text cannot), so a prefix's zero padding sorts as the end of the
+// id does, and equal prefixes fall back to comparing the ids.
+func (l *listing) infos() []store.RunInfo {
+	row := func(i int32) *listRow { return &l.rows[i/rowChunk][i%rowChunk] }
+	keys := make([]idKey, l.n)
+	for i := range keys {
+		keys[i] = idKey{prefixOf(row(int32(i)).id), int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b idKey) int {
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
 		}
+		return strings.Compare(row(a.row).id, row(b.row).id)
+	})
+	out := make([]store.RunInfo, l.n)
+	for k, key := range keys {
+		r := row(key.row)
+		out[k] = store.RunInfo{ID: r.id, UpdatedAt: time.UnixMicro(pgEpochMicros + r.savedAt).UTC(),
+			Head: store.Head{Seq: r.seq, Hash: r.hash}, Summary: r.summary}
 	}
 	return out
 }
