@@ -89,12 +89,12 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 		// From the runs' summaries: a listing never reads a run's log.
 		out := make([]flowSummary, 0, len(runs))
-		for _, r := range runs {
-			if r.Error != "" {
+		for i := range runs {
+			if r := &runs[i]; r.Error != "" {
 				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %s\n", r.RunID, r.Error)
 				continue
 			}
-			out = append(out, listedFlow(r))
+			out = append(out, listedFlow(&runs[i]))
 		}
 		return writeFlows(env.Stdout, out)
 	case "flow":
@@ -248,7 +248,9 @@ func nullable(s string) *string {
 }
 
 // listedFlow is the query view of a run in a listing, from its summary.
-func listedFlow(r engine.RunSummary) flowSummary {
+// Its pointers are into r, not to copies (two allocations per run of a
+// listing otherwise): r must outlive it, unchanged.
+func listedFlow(r *engine.RunSummary) flowSummary {
 	name := r.Flow
 	if name == "" {
 		name = r.RunID
@@ -256,12 +258,10 @@ func listedFlow(r engine.RunSummary) flowSummary {
 	s := flowSummary{SchemaVersion: schemaVersion, FlowID: r.RunID, FlowName: name,
 		Status: projectedStatus(r.Status, r.FailureCause, r.GateWaits), StepCount: r.Steps, CompletedSteps: r.Done, Round: r.Rounds}
 	if r.Status != engine.StatusRunning {
-		status := string(r.Status)
-		s.TerminalStatus = &status
+		s.TerminalStatus = (*string)(&r.Status)
 	}
 	if r.Current != "" {
-		id := r.Current
-		s.CurrentStepID = &id
+		s.CurrentStepID = &r.Current
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
@@ -172,4 +173,25 @@ func FuzzFastSummary(f *testing.F) {
 			t.Fatalf("fastSummary(%q)\n got %+v\nwant %+v", raw, got, want)
 		}
 	})
+}
+
+// plain is exact: for every byte at every place of a word of plain
+// bytes (and of a word of bytes next to the special ones), it says
+// whether the byte is one a string may hold as it is.
+func TestPlain(t *testing.T) {
+	for _, fill := range []byte{'a', 0x21, 0x7f, 0x5b, 0x5d, 0x23} {
+		for pos := range 8 {
+			for c := range 256 {
+				w := make([]byte, 8)
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(c)
+				want := c >= 0x20 && c < 0x80 && c != '"' && c != '\\'
+				if got := plain(binary.LittleEndian.Uint64(w)); got != want {
+					t.Fatalf("plain(%q) = %v, want %v", w, got, want)
+				}
+			}
+		}
+	}
 }
