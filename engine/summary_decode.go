@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"time"
 	"unicode/utf8"
 )
@@ -324,17 +325,33 @@ func (p *summaryScan) expect(c byte) bool {
 
 // raw reads a string without escapes or control characters, in valid
 // UTF-8 (encoding/json would replace invalid bytes), and returns its
-// bytes (p.b's own: not to be kept). Eight bytes at a time are checked
-// for a byte that needs a closer look (see plain), then the rest one by
-// one.
+// bytes (p.b's own: not to be kept). Eight bytes at a time are looked at
+// (see special) up to the first that is not plain ASCII: the closing
+// quote ends the string, anything else is read by rawRest.
 func (p *summaryScan) raw() []byte {
 	if !p.expect('"') {
 		return nil
 	}
-	start, ascii := p.i, true
-	for p.i+8 <= len(p.b) && plain(binary.LittleEndian.Uint64(p.b[p.i:])) {
-		p.i += 8
+	b, start := p.b, p.i
+	i := start
+	for ; i+8 <= len(b); i += 8 {
+		if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			i += bits.TrailingZeros64(m) / 8
+			if b[i] == '"' {
+				p.i = i + 1
+				return b[start:i]
+			}
+			break
+		}
 	}
+	p.i = i
+	return p.rawRest(start)
+}
+
+// rawRest is raw from p.i on, one byte at a time, for a string that
+// started at start and is plain ASCII up to p.i.
+func (p *summaryScan) rawRest(start int) []byte {
+	ascii := true
 	for ; p.i < len(p.b); p.i++ {
 		c := p.b[p.i]
 		switch {
@@ -357,16 +374,17 @@ func (p *summaryScan) raw() []byte {
 	return nil
 }
 
-// plain reports that none of the eight bytes of w is '"', '\\', a
-// control character (below 0x20) or outside ASCII: with no byte at 0x80
-// or above, a byte below n borrows in w - n·0x0101… and sets its own top
-// bit there while its top bit in w is clear (the exact test of "Bit
-// Twiddling Hacks", hasless), and a byte equal to c is a byte below 1 in
-// w XOR c·0x0101….
-func plain(w uint64) bool {
+// special marks the bytes of w (eight, little-endian) that are '"',
+// '\\', control characters (below 0x20) or outside ASCII: the top bit of
+// each such byte is set, and the lowest set bit is in the first such
+// byte (a byte above it may be marked falsely). A byte x below n borrows
+// in x - n and has its top bit set there while clear in x ("Bit
+// Twiddling Hacks", hasless); no byte before the first such one borrows,
+// so none is marked. A byte equal to c is a byte below 1 in x XOR c.
+func special(w uint64) uint64 {
 	const ones, tops = 0x0101010101010101, 0x8080808080808080
 	below := func(x uint64, n uint64) uint64 { return (x - n*ones) &^ x & tops }
-	return w&tops == 0 && below(w, 0x20)|below(w^('"'*ones), 1)|below(w^('\\'*ones), 1) == 0
+	return w&tops | below(w, 0x20) | below(w^('"'*ones), 1) | below(w^('\\'*ones), 1)
 }
 
 // str reads a string (see raw).
@@ -453,13 +471,75 @@ func (p *summaryScan) bool() bool {
 }
 
 // time reads an RFC 3339 time in UTC ("Z"), parsed as time.Time's own
-// UnmarshalJSON parses it; another offset is left to encoding/json.
+// UnmarshalJSON parses it; another offset is left to encoding/json. The
+// shape the engine writes (2006-01-02T15:04:05.999999999Z, every field
+// in range) is read by hand, anything else by time.Time.UnmarshalText.
 func (p *summaryScan) time() time.Time {
 	s := p.raw()
+	if p.bad || len(s) == 0 || s[len(s)-1] != 'Z' {
+		p.bad = true
+		return time.Time{}
+	}
+	if t, ok := utcTime(s); ok {
+		return t
+	}
 	var t time.Time
-	if p.bad || len(s) == 0 || s[len(s)-1] != 'Z' || t.UnmarshalText(s) != nil {
+	if t.UnmarshalText(s) != nil {
 		p.bad = true
 		return time.Time{}
 	}
 	return t
+}
+
+// utcTime reads s, a time in the shape 2006-01-02T15:04:05Z with 1 to 9
+// digits of a fraction after the seconds or none, every field in the
+// range time.Parse checks; ok is false for anything else (which may still
+// be a time). The time is made by time.Date, as time.Parse makes it.
+func utcTime(s []byte) (_ time.Time, ok bool) {
+	if len(s) < len("2006-01-02T15:04:05Z") || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	ok = true
+	num := func(b []byte, lo, hi int) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				ok = false
+				return 0
+			}
+			n = n*10 + int(c-'0')
+		}
+		if n < lo || n > hi {
+			ok = false
+		}
+		return n
+	}
+	year, month := num(s[0:4], 0, 9999), num(s[5:7], 1, 12)
+	if !ok {
+		return time.Time{}, false
+	}
+	day, hour, minute, sec := num(s[8:10], 1, daysIn(month, year)), num(s[11:13], 0, 23), num(s[14:16], 0, 59), num(s[17:19], 0, 59)
+	nsec := 0
+	switch frac := s[19 : len(s)-1]; {
+	case len(frac) == 0:
+	case len(frac) < 2 || len(frac) > 10 || frac[0] != '.':
+		return time.Time{}, false
+	default:
+		nsec = num(frac[1:], 0, math.MaxInt)
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// daysIn is the number of days of month (1 to 12) in year.
+func daysIn(month, year int) int {
+	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		return 29
+	}
+	return [...]int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[month-1]
 }

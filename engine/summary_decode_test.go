@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -175,23 +176,58 @@ func FuzzFastSummary(f *testing.F) {
 	})
 }
 
-// plain is exact: for every byte at every place of a word of plain
-// bytes (and of a word of bytes next to the special ones), it says
-// whether the byte is one a string may hold as it is.
-func TestPlain(t *testing.T) {
-	for _, fill := range []byte{'a', 0x21, 0x7f, 0x5b, 0x5d, 0x23} {
+// special is exact where it must be: for every byte at every place of
+// a word of plain bytes, it marks the word when the byte is one a string
+// may not hold as it is, and its lowest mark is that byte's, whatever
+// follows it.
+func TestSpecial(t *testing.T) {
+	for _, fill := range []byte{'a', 0x20, 0x21, 0x7f, 0x5b, 0x5d, 0x23} {
 		for pos := range 8 {
 			for c := range 256 {
-				w := make([]byte, 8)
-				for i := range w {
-					w[i] = fill
-				}
-				w[pos] = byte(c)
-				want := c >= 0x20 && c < 0x80 && c != '"' && c != '\\'
-				if got := plain(binary.LittleEndian.Uint64(w)); got != want {
-					t.Fatalf("plain(%q) = %v, want %v", w, got, want)
+				for _, after := range []byte{fill, 0, '"', '\\', 0xff} {
+					w := make([]byte, 8)
+					for i := range w {
+						w[i] = fill
+						if i > pos {
+							w[i] = after
+						}
+					}
+					w[pos] = byte(c)
+					m := special(binary.LittleEndian.Uint64(w))
+					bad := c < 0x20 || c >= 0x80 || c == '"' || c == '\\'
+					switch {
+					case bad && (m == 0 || bits.TrailingZeros64(m)/8 != pos):
+						t.Fatalf("special(%q) = %#x: byte %d not the first marked", w, m, pos)
+					case !bad && after == fill && m != 0:
+						t.Fatalf("special(%q) = %#x, want 0", w, m)
+					case !bad && m != 0 && bits.TrailingZeros64(m)/8 <= pos:
+						t.Fatalf("special(%q) = %#x: marks byte %d or before", w, m, pos)
+					}
 				}
 			}
 		}
 	}
+}
+
+// utcTime reads every time it accepts as time.Time.UnmarshalText does.
+func FuzzUTCTime(f *testing.F) {
+	for _, s := range []string{"2026-01-02T03:04:05Z", "2026-01-02T03:04:05.1Z", "2026-01-02T03:04:05.123456789Z", "2026-01-02T03:04:05.1234567891Z",
+		"2024-02-29T00:00:00Z", "2023-02-29T00:00:00Z", "2000-02-29T23:59:59Z", "1900-02-29T00:00:00Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z",
+		"2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-04-31T00:00:00Z", "2026-01-02T24:00:00Z", "2026-01-02T03:60:00Z", "2026-01-02T03:04:60Z",
+		"2026-01-02T03:04:05.Z", "2026-01-02T03:04:05,1Z", "2026-01-02t03:04:05Z", "+026-01-02T03:04:05Z", "2026-1-02T03:04:05Z", "2026-01-02T03:04:05.-1Z"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		got, ok := utcTime(s)
+		if !ok {
+			return
+		}
+		var want time.Time
+		if err := want.UnmarshalText(s); err != nil {
+			t.Fatalf("utcTime(%q) = %v, UnmarshalText refuses it: %v", s, got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("utcTime(%q) = %#v, UnmarshalText %#v", s, got, want)
+		}
+	})
 }
