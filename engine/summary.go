@@ -1,13 +1,9 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/stratum-go/stratum/ir"
@@ -208,108 +204,6 @@ func (e *Engine) listSummary(ctx context.Context, info store.RunInfo, d *listDec
 	}
 	*s = *built
 	return nil
-}
-
-// ListRuns lists every run of the store, newest first, from the runs'
-// summaries. A run that cannot be read is listed with its error rather
-// than hiding the others.
-func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
-	infos, err := e.store.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// Decoding the summaries is most of a long listing's CPU: a few
-	// workers share it.
-	all := make([]RunSummary, len(infos))
-	gone := make([]bool, len(infos))
-	workers := min(4, max(1, len(infos)/512))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			var d listDecoder
-			var s storedSummary // one per worker: json.Unmarshal's target is on the heap
-			for i := w; i < len(infos); i += workers {
-				info := infos[i]
-				s = storedSummary{}
-				err := e.listSummary(ctx, info, &d, &s)
-				switch {
-				case errors.Is(err, ErrRunNotFound):
-					gone[i] = true
-				case err != nil:
-					all[i] = RunSummary{RunID: info.ID, UpdatedAt: info.UpdatedAt, Error: err.Error()}
-				default:
-					all[i] = s.RunSummary
-					if all[i].Status == StatusRunning && s.CancelRequested {
-						all[i].Status = StatusCancelled
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return newestFirst(all, gone), nil
-}
-
-// newestKey is what a listing sorts a run by: its creation time (as
-// seconds and nanoseconds, the order of time.Time.Compare for times
-// without a monotonic reading, which decoded times never have) and its
-// place in the store's order.
-type newestKey struct {
-	sec  int64
-	nsec int32
-	i    int32
-}
-
-// newestFirst is all without the gone runs, newest first and ties in the
-// store's order. The keys are sorted, 16 bytes each, rather than the
-// summaries (about 200 bytes) or indices into them (each comparison two
-// reads far apart), and the summaries then moved into place, in all
-// itself when no run is gone (docs/engine.md, "Listings").
-func newestFirst(all []RunSummary, gone []bool) []RunSummary {
-	keys := make([]newestKey, 0, len(all))
-	for i := range all {
-		if !gone[i] {
-			t := all[i].CreatedAt
-			keys = append(keys, newestKey{sec: t.Unix(), nsec: int32(t.Nanosecond()), i: int32(i)})
-		}
-	}
-	// Unstable, but with the index as the last key no two keys are equal:
-	// the order is the one a stable sort on the time alone gives.
-	slices.SortFunc(keys, func(a, b newestKey) int {
-		if c := cmp.Compare(b.sec, a.sec); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.nsec, a.nsec); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.i, b.i)
-	})
-	if len(keys) < len(all) {
-		out := make([]RunSummary, len(keys))
-		for k, key := range keys {
-			out[k] = all[key.i]
-		}
-		return out
-	}
-	// Every run stays: all[k] = all[keys[k].i] for every k, one cycle of
-	// the permutation at a time (a key whose i is -1 is in place).
-	for start := range keys {
-		if keys[start].i < 0 {
-			continue
-		}
-		held := all[start]
-		for k := start; ; {
-			from := int(keys[k].i)
-			keys[k].i = -1
-			if from == start {
-				all[k] = held
-				break
-			}
-			all[k] = all[from]
-			k = from
-		}
-	}
-	return all
 }
 
 // ListGates lists the gates awaiting a decision: of one run (read from

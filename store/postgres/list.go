@@ -43,33 +43,60 @@ var listColumns = [...]uint32{pgtype.TextOID, pgtype.TimestamptzOID, pgtype.Int8
 // binary, and they are decoded straight from the wire into a few large
 // buffers rather than a string or slice per value.
 func (s *Store) List(ctx context.Context) ([]store.RunInfo, error) {
-	if err := ctx.Err(); err != nil {
+	var l listing
+	if err := s.scanRows(ctx, &l.text, l.add); err != nil {
 		return nil, err
+	}
+	return l.infos(), nil
+}
+
+// ScanRuns implements store.Scanner: List's rows as they come off the
+// connection, each summary the connection's own bytes (no copy), so that
+// the caller decodes one run while the server sends the next.
+func (s *Store) ScanRuns(ctx context.Context, fn func(store.RunInfo) error) error {
+	var text []byte
+	return s.scanRows(ctx, &text, func(r listRow) error {
+		return fn(store.RunInfo{ID: r.id, UpdatedAt: r.updatedAt(), Head: store.Head{Seq: r.seq, Hash: r.hash}, Summary: r.summary})
+	})
+}
+
+// scanRows runs listSQL and calls row with each row, its id and hash
+// copied into text (see textOf), its summary the connection's bytes,
+// valid until row returns (capacity cut to its length: an append copies
+// it). An error from row is returned as it is.
+func (s *Store) scanRows(ctx context.Context, text *[]byte, row func(listRow) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+		return fmt.Errorf("list runs: %w", err)
 	}
 	defer conn.Release()
 	rr := conn.Conn().PgConn().ExecParams(ctx, listSQL, nil, nil, nil, []int16{pgx.BinaryFormatCode})
-	var l listing
+	first := true
 	for rr.NextRow() {
 		var err error
-		if l.n == 0 { // the first row: its columns are known now
-			err = checkListColumns(rr.FieldDescriptions())
+		if first { // its columns are known now
+			err, first = checkListColumns(rr.FieldDescriptions()), false
 		}
+		var r listRow
 		if err == nil {
-			err = l.add(rr.Values())
+			r, err = parseRow(rr.Values(), text)
 		}
 		if err != nil {
 			rr.Close()
-			return nil, fmt.Errorf("list runs: %w", err)
+			return fmt.Errorf("list runs: %w", err)
+		}
+		if err := row(r); err != nil {
+			rr.Close()
+			return err
 		}
 	}
 	if _, err := rr.Close(); err != nil {
-		return nil, fmt.Errorf("list runs: %w", dbErr(ctx, err))
+		return fmt.Errorf("list runs: %w", dbErr(ctx, err))
 	}
-	return l.infos(), nil
+	return nil
 }
 
 // dbErr is ctx's error once it is done, else err.
@@ -123,28 +150,39 @@ const (
 // (2000-01-01 UTC), in microseconds since 1970.
 const pgEpochMicros = 946684800 * 1000000
 
-func (l *listing) add(vals [][]byte) error {
+// parseRow reads a row of listSQL, copying its id and hash into text.
+func parseRow(vals [][]byte, text *[]byte) (listRow, error) {
 	if len(vals) != len(listColumns) {
-		return fmt.Errorf("a row of %d columns, want %d", len(vals), len(listColumns))
+		return listRow{}, fmt.Errorf("a row of %d columns, want %d", len(vals), len(listColumns))
 	}
 	if vals[0] == nil || vals[1] == nil || vals[2] == nil || vals[3] == nil {
-		return fmt.Errorf("a row with a NULL id, time, seq or hash")
+		return listRow{}, fmt.Errorf("a row with a NULL id, time, seq or hash")
 	}
 	if len(vals[1]) != 8 || len(vals[2]) != 8 {
-		return fmt.Errorf("run %s: a time of %d bytes or a seq of %d bytes, want 8", vals[0], len(vals[1]), len(vals[2]))
+		return listRow{}, fmt.Errorf("run %s: a time of %d bytes or a seq of %d bytes, want 8", vals[0], len(vals[1]), len(vals[2]))
 	}
 	r := listRow{savedAt: int64(binary.BigEndian.Uint64(vals[1])), seq: int64(binary.BigEndian.Uint64(vals[2]))}
 	// ±infinity (which no write stores) and the times that would overflow
 	// when counted from 1970.
 	if r.savedAt > math.MaxInt64-pgEpochMicros || r.savedAt < math.MinInt64+pgEpochMicros {
-		return fmt.Errorf("run %s: saved_at is infinite or out of range", vals[0])
+		return listRow{}, fmt.Errorf("run %s: saved_at is infinite or out of range", vals[0])
 	}
-	r.id, r.hash = l.textOf(vals[0]), l.textOf(vals[3])
+	r.id, r.hash = textOf(text, vals[0]), textOf(text, vals[3])
 	if sum := vals[4]; len(sum) == 0 && sum != nil {
 		r.summary = []byte{}
 	} else if sum != nil {
-		r.summary = appendChunk(&l.summaries, sum)
-		r.summary = r.summary[:len(r.summary):len(r.summary)] // an append by the caller copies
+		r.summary = sum[:len(sum):len(sum)]
+	}
+	return r, nil
+}
+
+func (r *listRow) updatedAt() time.Time { return time.UnixMicro(pgEpochMicros + r.savedAt).UTC() }
+
+// add keeps r, with a copy of its summary.
+func (l *listing) add(r listRow) error {
+	if len(r.summary) > 0 {
+		c := appendChunk(&l.summaries, r.summary)
+		r.summary = c[:len(c):len(c)] // an append by the caller copies
 	}
 	if l.n%rowChunk == 0 {
 		l.rows = append(l.rows, make([]listRow, 0, rowChunk))
@@ -155,15 +193,16 @@ func (l *listing) add(vals [][]byte) error {
 	return nil
 }
 
-// textOf copies b into the text chunks and returns it as a string over
-// the copy, without a second copy. That is safe because a text chunk is
-// only ever appended to within its capacity, never written where a
-// string was made, and never handed out as bytes.
-func (l *listing) textOf(b []byte) string {
+// textOf copies b into the text chunks (*text the current one) and
+// returns it as a string over the copy, without a second copy. That is
+// safe because a text chunk is only ever appended to within its
+// capacity, never written where a string was made, and never handed out
+// as bytes.
+func textOf(text *[]byte, b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	c := appendChunk(&l.text, b)
+	c := appendChunk(text, b)
 	return unsafe.String(&c[0], len(c))
 }
 
@@ -210,8 +249,7 @@ func (l *listing) infos() []store.RunInfo {
 	out := make([]store.RunInfo, l.n)
 	for k, key := range keys {
 		r := row(key.row)
-		out[k] = store.RunInfo{ID: r.id, UpdatedAt: time.UnixMicro(pgEpochMicros + r.savedAt).UTC(),
-			Head: store.Head{Seq: r.seq, Hash: r.hash}, Summary: r.summary}
+		out[k] = store.RunInfo{ID: r.id, UpdatedAt: r.updatedAt(), Head: store.Head{Seq: r.seq, Hash: r.hash}, Summary: r.summary}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 
 // TestListMatchesRows: List, which decodes its rows from the wire by
 // hand, returns what pgx's own scanning of the same rows gives, sorted by
-// id: for runs with large summaries (more than one of List's buffers),
+// id, and ScanRuns the same rows in the server's order: for runs with large summaries (more than one of List's buffers),
 // an empty summary, none, times far from now, a run without its head
 // record, a removed run, and ids shorter and longer than the 8 bytes
 // List sorts by first, sharing them.
@@ -79,12 +80,30 @@ ORDER BY 1`)
 	if n := 300 + len(extra); len(got) != len(want) || len(got) != n {
 		t.Fatalf("List: %d runs, the tables %d, want %d", len(got), len(want), n)
 	}
-	for i := range want {
+	var scanned []store.RunInfo
+	if err := s.ScanRuns(ctx, func(info store.RunInfo) error {
+		if info.Summary != nil {
+			info.Summary = slices.Clone(info.Summary)
+		}
+		scanned = append(scanned, info)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(scanned, func(a, b store.RunInfo) int { return strings.Compare(a.ID, b.ID) })
+	if len(scanned) != len(want) {
+		t.Fatalf("ScanRuns: %d runs, want %d", len(scanned), len(want))
+	}
+	check := func(name string, got []store.RunInfo, i int) {
 		g, w := got[i], want[i]
 		if g.ID != w.ID || g.UpdatedAt != w.UpdatedAt || g.Head != w.Head || !bytes.Equal(g.Summary, w.Summary) || (g.Summary == nil) != (w.Summary == nil) {
-			t.Errorf("List[%d] = %s %s %+v %.40q (nil %v)\nwant     %s %s %+v %.40q (nil %v)", i,
+			t.Errorf("%s[%d] = %s %s %+v %.40q (nil %v)\nwant     %s %s %+v %.40q (nil %v)", name, i,
 				g.ID, g.UpdatedAt, g.Head, g.Summary, g.Summary == nil, w.ID, w.UpdatedAt, w.Head, w.Summary, w.Summary == nil)
 		}
+	}
+	for i := range want {
+		check("List", got, i)
+		check("ScanRuns", scanned, i)
 	}
 	if err := s.exec(`UPDATE stratum_heads SET saved_at = 'infinity' WHERE run_id = 'run-007'`); err != nil {
 		t.Fatal(err)
