@@ -88,15 +88,18 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 			return fail(env, "INVALID", err.Error())
 		}
 		// From the runs' summaries: a listing never reads a run's log.
-		out := make([]flowSummary, 0, len(runs))
-		for i := range runs {
-			if r := &runs[i]; r.Error != "" {
+		for _, r := range runs {
+			if r.Error != "" {
 				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %s\n", r.RunID, r.Error)
-				continue
 			}
-			out = append(out, listedFlow(&runs[i]))
 		}
-		return writeFlows(env.Stdout, out)
+		return writeFlows(env.Stdout, func(yield func(flowSummary) bool) {
+			for i := range runs {
+				if runs[i].Error == "" && !yield(listedFlow(&runs[i])) {
+					return
+				}
+			}
+		})
 	case "flow":
 		id := args[1]
 		if err := checkRunID(env, id); err != nil {

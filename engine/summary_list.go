@@ -103,34 +103,42 @@ func (e *Engine) scanRuns(ctx context.Context, sc store.Scanner) ([]RunSummary, 
 	return runs.newestFirst(), nil
 }
 
-// scannedRuns collects a scan's summaries in chunks of scanChunk, never
-// moved (appending to one slice would copy 10,000 summaries several
-// times over as it grows), with the store's id and the sort key of each.
+// scannedRuns collects a scan's summaries, each with the store's id, in
+// chunks of scanChunk that are never moved (appending to one slice would
+// copy 10,000 summaries several times over as it grows).
 type scannedRuns struct {
-	chunks [][]RunSummary
-	ids    []string
-	keys   []newestKey
+	chunks [][]scannedRun
+	n      int
+}
+
+type scannedRun struct {
+	id string
+	s  RunSummary
 }
 
 const scanChunk = 1024
 
 func (r *scannedRuns) add(id string, s RunSummary) {
-	n := len(r.ids)
-	if n%scanChunk == 0 {
-		r.chunks = append(r.chunks, make([]RunSummary, 0, scanChunk))
+	if r.n%scanChunk == 0 {
+		r.chunks = append(r.chunks, make([]scannedRun, 0, scanChunk))
 	}
 	last := &r.chunks[len(r.chunks)-1]
-	*last = append(*last, s)
-	r.ids = append(r.ids, id)
-	r.keys = append(r.keys, keyOf(&s, n))
+	*last = append(*last, scannedRun{id, s})
+	r.n++
 }
+
+func (r *scannedRuns) at(i int32) *scannedRun { return &r.chunks[i/scanChunk][i%scanChunk] }
 
 // newestFirst is the runs newest first, ties by id.
 func (r *scannedRuns) newestFirst() []RunSummary {
-	sortNewest(r.keys, r.ids)
-	out := make([]RunSummary, len(r.keys))
-	for k, key := range r.keys {
-		out[k] = r.chunks[key.i/scanChunk][key.i%scanChunk]
+	keys := make([]newestKey, r.n)
+	for i := range keys {
+		keys[i] = keyOf(&r.at(int32(i)).s, i)
+	}
+	sortNewest(keys, func(a, b int32) int { return strings.Compare(r.at(a).id, r.at(b).id) })
+	out := make([]RunSummary, len(keys))
+	for k, key := range keys {
+		out[k] = r.at(key.i).s
 	}
 	return out
 }
@@ -149,13 +157,13 @@ func keyOf(s *RunSummary, i int) newestKey {
 	return newestKey{sec: s.CreatedAt.Unix(), nsec: int32(s.CreatedAt.Nanosecond()), i: int32(i)}
 }
 
-// sortNewest sorts keys newest first; ties by ids[i] when ids is not
-// nil, then by index. Unstable, but no two keys are equal: the order is
-// the one a stable sort on the time alone gives to runs in the order of
-// their index (of their ids). 16-byte keys are sorted rather than the
-// summaries (about 200 bytes) or indices into them (each comparison two
-// reads far apart).
-func sortNewest(keys []newestKey, ids []string) {
+// sortNewest sorts keys newest first; ties by tie of the two indices
+// when tie is not nil, then by index. Unstable, but no two keys are
+// equal: the order is the one a stable sort on the time alone gives to
+// runs in the order of their index (or of tie). 16-byte keys are sorted
+// rather than the summaries (about 200 bytes) or indices into them (each
+// comparison two reads far apart).
+func sortNewest(keys []newestKey, tie func(a, b int32) int) {
 	slices.SortFunc(keys, func(a, b newestKey) int {
 		if c := cmp.Compare(b.sec, a.sec); c != 0 {
 			return c
@@ -163,8 +171,8 @@ func sortNewest(keys []newestKey, ids []string) {
 		if c := cmp.Compare(b.nsec, a.nsec); c != 0 {
 			return c
 		}
-		if ids != nil {
-			if c := strings.Compare(ids[a.i], ids[b.i]); c != 0 {
+		if tie != nil {
+			if c := tie(a.i, b.i); c != 0 {
 				return c
 			}
 		}
