@@ -83,19 +83,19 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 	st := sys.store
 	switch args[0] {
 	case "flows":
-		runs, err := e.ListRuns(ctx)
+		runs, err := e.ListRunsSeq(ctx)
 		if err != nil {
 			return fail(env, "INVALID", err.Error())
 		}
 		// From the runs' summaries: a listing never reads a run's log.
-		for _, r := range runs {
+		for r := range runs {
 			if r.Error != "" {
 				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %s\n", r.RunID, r.Error)
 			}
 		}
 		return writeFlows(env.Stdout, func(yield func(flowSummary) bool) {
-			for i := range runs {
-				if runs[i].Error == "" && !yield(listedFlow(&runs[i])) {
+			for r := range runs {
+				if r.Error == "" && !yield(listedFlow(r)) {
 					return
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -18,8 +19,56 @@ import (
 // "Listings").
 func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
 	if sc, ok := e.store.(store.Scanner); ok {
-		return e.scanRuns(ctx, sc)
+		runs, err := e.scanRuns(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		keys := runs.sorted()
+		out := make([]RunSummary, len(keys))
+		for k, key := range keys {
+			out[k] = runs.at(key.i).s
+		}
+		return out, nil
 	}
+	return e.listRuns(ctx)
+}
+
+// ListRunsSeq is ListRuns as a sequence, without the slice: for a
+// listing printed once ("stratum query flows"), whose 10,000 summaries
+// would otherwise be copied into a new slice only to be read once. The
+// sequence may be ranged over more than once; the summaries are the
+// engine's, not to be changed.
+func (e *Engine) ListRunsSeq(ctx context.Context) (iter.Seq[*RunSummary], error) {
+	if sc, ok := e.store.(store.Scanner); ok {
+		runs, err := e.scanRuns(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		keys := runs.sorted()
+		return func(yield func(*RunSummary) bool) {
+			for _, key := range keys {
+				if !yield(&runs.at(key.i).s) {
+					return
+				}
+			}
+		}, nil
+	}
+	all, err := e.listRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func(*RunSummary) bool) {
+		for i := range all {
+			if !yield(&all[i]) {
+				return
+			}
+		}
+	}, nil
+}
+
+// listRuns is ListRuns from List: the summaries decoded by a few
+// workers once the store has read them all.
+func (e *Engine) listRuns(ctx context.Context) ([]RunSummary, error) {
 	infos, err := e.store.List(ctx)
 	if err != nil {
 		return nil, err
@@ -70,7 +119,7 @@ func listed(s *storedSummary) RunSummary {
 // scan, which may hold the store's connection. The store's order is
 // gone, so ties of the creation time go by the id List sorts by, as
 // ListRuns orders them from List.
-func (e *Engine) scanRuns(ctx context.Context, sc store.Scanner) ([]RunSummary, error) {
+func (e *Engine) scanRuns(ctx context.Context, sc store.Scanner) (*scannedRuns, error) {
 	var (
 		d      listDecoder
 		s      storedSummary
@@ -100,7 +149,7 @@ func (e *Engine) scanRuns(ctx context.Context, sc store.Scanner) ([]RunSummary, 
 			runs.add(info.ID, listed(&s))
 		}
 	}
-	return runs.newestFirst(), nil
+	return &runs, nil
 }
 
 // scannedRuns collects a scan's summaries, each with the store's id, in
@@ -129,18 +178,14 @@ func (r *scannedRuns) add(id string, s RunSummary) {
 
 func (r *scannedRuns) at(i int32) *scannedRun { return &r.chunks[i/scanChunk][i%scanChunk] }
 
-// newestFirst is the runs newest first, ties by id.
-func (r *scannedRuns) newestFirst() []RunSummary {
+// sorted are the keys of the runs, newest first, ties by id.
+func (r *scannedRuns) sorted() []newestKey {
 	keys := make([]newestKey, r.n)
 	for i := range keys {
 		keys[i] = keyOf(&r.at(int32(i)).s, i)
 	}
 	sortNewest(keys, func(a, b int32) int { return strings.Compare(r.at(a).id, r.at(b).id) })
-	out := make([]RunSummary, len(keys))
-	for k, key := range keys {
-		out[k] = r.at(key.i).s
-	}
-	return out
+	return keys
 }
 
 // newestKey is what a listing sorts a run by: its creation time (as

@@ -142,16 +142,38 @@ func TestListRunsFromAScanner(t *testing.T) {
 		t.Fatalf("%d ties of the creation time, want at least 10", ties)
 	}
 	for seed := range uint64(5) {
-		got, err := New(scanner{listOnly: plain, seed: seed}, withExecutors(Options{}, t.TempDir())).ListRuns(h.ctx)
+		e := New(scanner{listOnly: plain, seed: seed}, withExecutors(Options{}, t.TempDir()))
+		got, err := e.ListRuns(h.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("ListRuns from ScanRuns (seed %d):\n%s\nfrom List:\n%s", seed, dump(got), dump(want))
 		}
+		checkSeq(t, e, want)
 	}
+	checkSeq(t, New(plain, withExecutors(Options{}, t.TempDir())), want)
 	stop := errors.New("stop")
 	if _, err := New(scanner{listOnly: plain, err: stop}, withExecutors(Options{}, t.TempDir())).ListRuns(h.ctx); err != stop {
 		t.Errorf("ListRuns when ScanRuns fails: %v, want its error", err)
+	}
+}
+
+// checkSeq: ListRunsSeq yields what ListRuns lists, each time it is
+// ranged over.
+func checkSeq(t *testing.T, e *Engine, want []RunSummary) {
+	t.Helper()
+	seq, err := e.ListRunsSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		var got []RunSummary
+		for r := range seq {
+			got = append(got, *r)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("ListRunsSeq:\n%s\nListRuns:\n%s", dump(got), dump(want))
+		}
 	}
 }
