@@ -83,20 +83,23 @@ func (c *queryCmd) Run(ctx context.Context, env *Env, args []string) error {
 	st := sys.store
 	switch args[0] {
 	case "flows":
-		runs, err := e.ListRuns(ctx)
+		runs, err := e.ListRunsSeq(ctx)
 		if err != nil {
 			return fail(env, "INVALID", err.Error())
 		}
 		// From the runs' summaries: a listing never reads a run's log.
-		out := make([]flowSummary, 0, len(runs))
-		for _, r := range runs {
+		for r := range runs {
 			if r.Error != "" {
 				fmt.Fprintf(env.Stderr, "stratum: unable to load persisted flow '%s': %s\n", r.RunID, r.Error)
-				continue
 			}
-			out = append(out, listedFlow(r))
 		}
-		return writeFlows(env.Stdout, out)
+		return writeFlows(env.Stdout, func(yield func(flowSummary) bool) {
+			for r := range runs {
+				if r.Error == "" && !yield(listedFlow(r)) {
+					return
+				}
+			}
+		})
 	case "flow":
 		id := args[1]
 		if err := checkRunID(env, id); err != nil {
@@ -248,7 +251,9 @@ func nullable(s string) *string {
 }
 
 // listedFlow is the query view of a run in a listing, from its summary.
-func listedFlow(r engine.RunSummary) flowSummary {
+// Its pointers are into r, not to copies (two allocations per run of a
+// listing otherwise): r must outlive it, unchanged.
+func listedFlow(r *engine.RunSummary) flowSummary {
 	name := r.Flow
 	if name == "" {
 		name = r.RunID
@@ -256,12 +261,10 @@ func listedFlow(r engine.RunSummary) flowSummary {
 	s := flowSummary{SchemaVersion: schemaVersion, FlowID: r.RunID, FlowName: name,
 		Status: projectedStatus(r.Status, r.FailureCause, r.GateWaits), StepCount: r.Steps, CompletedSteps: r.Done, Round: r.Rounds}
 	if r.Status != engine.StatusRunning {
-		status := string(r.Status)
-		s.TerminalStatus = &status
+		s.TerminalStatus = (*string)(&r.Status)
 	}
 	if r.Current != "" {
-		id := r.Current
-		s.CurrentStepID = &id
+		s.CurrentStepID = &r.Current
 	}
 	return s
 }

@@ -5,32 +5,32 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"iter"
 	"strconv"
 )
 
-// writeFlows prints a query flows listing exactly as writeJSON prints it
-// (two-space indented, HTML characters literal), but appended by hand
-// into a buffered writer: encoding/json's reflection and re-indenting were
-// an eighth of a 10,000-run listing's CPU (docs/engine.md, "Listings"). TestWriteFlowsMatchesWriteJSON holds the two to the same
-// bytes.
-func writeFlows(w io.Writer, flows []flowSummary) error {
-	if len(flows) == 0 {
-		_, err := io.WriteString(w, "[]\n")
-		return err
-	}
+// writeFlows prints a query flows listing exactly as writeJSON prints
+// the slice of flows (two-space indented, HTML characters literal), but
+// appended by hand into a buffered writer: encoding/json's reflection and
+// re-indenting were an eighth of a 10,000-run listing's CPU
+// (docs/engine.md, "Listings"). TestWriteFlowsMatchesWriteJSON holds the
+// two to the same bytes. The flows are taken one at a time, as they are
+// made, rather than from a slice of them all.
+func writeFlows(w io.Writer, flows iter.Seq[flowSummary]) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.WriteString("[\n")
-	for i := range flows {
-		b := appendFlow(bw.AvailableBuffer(), &flows[i])
-		if i < len(flows)-1 {
-			b = append(b, ',')
-		}
-		b = append(b, '\n')
-		if _, err := bw.Write(b); err != nil {
+	sep := "[\n"
+	for f := range flows {
+		bw.WriteString(sep)
+		sep = ",\n"
+		if _, err := bw.Write(appendFlow(bw.AvailableBuffer(), &f)); err != nil {
 			return err
 		}
 	}
-	bw.WriteString("]\n")
+	if sep == "[\n" { // none
+		bw.WriteString("[]\n")
+	} else {
+		bw.WriteString("\n]\n")
+	}
 	return bw.Flush()
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 )
 
@@ -30,7 +31,7 @@ func TestWriteFlowsMatchesWriteJSON(t *testing.T) {
 			if err := writeJSON(&want, flows); err != nil {
 				t.Fatal(err)
 			}
-			if err := writeFlows(&got, flows); err != nil {
+			if err := writeFlows(&got, slices.Values(flows)); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got.Bytes(), want.Bytes()) {

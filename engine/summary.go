@@ -3,10 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/stratum-go/stratum/ir"
@@ -190,68 +187,23 @@ func decodeSummary(raw json.RawMessage) (*storedSummary, bool) {
 	return &s, true
 }
 
-// runSummary returns a run's summary: the stored one, or one built from
-// the run when the store has none of this format.
-func (e *Engine) runSummary(ctx context.Context, info store.RunInfo) (*storedSummary, error) {
-	if s, ok := decodeSummary(info.Summary); ok {
-		return s, nil
+// listSummary reads into s a run's summary, for a listing: the stored
+// one (read by d, without its gates), or one built from the run when the
+// store has none of this format.
+func (e *Engine) listSummary(ctx context.Context, info store.RunInfo, d *listDecoder, s *storedSummary) error {
+	if d.decode(info.Summary, info.ID, s) {
+		return nil
 	}
 	st, c, _, err := e.load(ctx, info.ID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return newTxn(ctx, e, st, c).summary()
-}
-
-// ListRuns lists every run of the store, newest first, from the runs'
-// summaries. A run that cannot be read is listed with its error rather
-// than hiding the others.
-func (e *Engine) ListRuns(ctx context.Context) ([]RunSummary, error) {
-	infos, err := e.store.List(ctx)
+	built, err := newTxn(ctx, e, st, c).summary()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Decoding the summaries is most of a long listing's CPU: a few
-	// workers share it.
-	all := make([]RunSummary, len(infos))
-	gone := make([]bool, len(infos))
-	workers := min(4, max(1, len(infos)/512))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(infos); i += workers {
-				info := infos[i]
-				s, err := e.runSummary(ctx, info)
-				switch {
-				case errors.Is(err, ErrRunNotFound):
-					gone[i] = true
-				case err != nil:
-					all[i] = RunSummary{RunID: info.ID, UpdatedAt: info.UpdatedAt, Error: err.Error()}
-				default:
-					all[i] = s.RunSummary
-					if all[i].Status == StatusRunning && s.CancelRequested {
-						all[i].Status = StatusCancelled
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	// Newest first, ties in the store's order: the order is sorted as
-	// indices, since moving a RunSummary (about 200 bytes) costs more than
-	// comparing two.
-	order := make([]int, 0, len(infos))
-	for i := range all {
-		if !gone[i] {
-			order = append(order, i)
-		}
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return all[b].CreatedAt.Compare(all[a].CreatedAt) })
-	out := make([]RunSummary, len(order))
-	for k, i := range order {
-		out[k] = all[i]
-	}
-	return out, nil
+	*s = *built
+	return nil
 }
 
 // ListGates lists the gates awaiting a decision: of one run (read from

@@ -24,8 +24,9 @@
 // package store/postgres implements it over PostgreSQL with the building
 // blocks records.go exports for stores that keep a run's parts as records
 // (the same lines, checks and integrity rules). Optional capabilities:
-// [Copier] (a run handed out and taken in whole, "stratum store copy") and
-// [Notifier] (a follower told when a run is written).
+// [Copier] (a run handed out and taken in whole, "stratum store copy"),
+// [Notifier] (a follower told when a run is written) and [Scanner] (a
+// listing handed out as it is read).
 //
 // [FileStore] is the default backend: under a root (see [DefaultRoot]),
 // one directory per run holding state.json (replaced atomically: temp

@@ -18,7 +18,8 @@
 // store does; Create is one transaction; Load, Events, Event and List are
 // single statements (one snapshot each); Verify reads in a repeatable-read
 // transaction. Leases are judged on the database's clock. [Store.Watch]
-// follows a run with LISTEN/NOTIFY. The schema is created and migrated by
+// follows a run with LISTEN/NOTIFY; [Store.ScanRuns] hands out List's
+// rows as they come off the connection. The schema is created and migrated by
 // [Open] (versioned, idempotent, under an advisory lock, so processes
 // starting together are safe).
 package postgres

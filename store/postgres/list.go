@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -41,33 +43,60 @@ var listColumns = [...]uint32{pgtype.TextOID, pgtype.TimestamptzOID, pgtype.Int8
 // binary, and they are decoded straight from the wire into a few large
 // buffers rather than a string or slice per value.
 func (s *Store) List(ctx context.Context) ([]store.RunInfo, error) {
-	if err := ctx.Err(); err != nil {
+	var l listing
+	if err := s.scanRows(ctx, &l.text, l.add); err != nil {
 		return nil, err
+	}
+	return l.infos(), nil
+}
+
+// ScanRuns implements store.Scanner: List's rows as they come off the
+// connection, each summary the connection's own bytes (no copy), so that
+// the caller decodes one run while the server sends the next.
+func (s *Store) ScanRuns(ctx context.Context, fn func(store.RunInfo) error) error {
+	var text []byte
+	return s.scanRows(ctx, &text, func(r listRow) error {
+		return fn(store.RunInfo{ID: r.id, UpdatedAt: r.updatedAt(), Head: store.Head{Seq: r.seq, Hash: r.hash}, Summary: r.summary})
+	})
+}
+
+// scanRows runs listSQL and calls row with each row, its id and hash
+// copied into text (see textOf), its summary the connection's bytes,
+// valid until row returns (capacity cut to its length: an append copies
+// it). An error from row is returned as it is.
+func (s *Store) scanRows(ctx context.Context, text *[]byte, row func(listRow) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+		return fmt.Errorf("list runs: %w", err)
 	}
 	defer conn.Release()
 	rr := conn.Conn().PgConn().ExecParams(ctx, listSQL, nil, nil, nil, []int16{pgx.BinaryFormatCode})
-	var l listing
+	first := true
 	for rr.NextRow() {
 		var err error
-		if len(l.rows) == 0 { // the first row: its columns are known now
-			err = checkListColumns(rr.FieldDescriptions())
+		if first { // its columns are known now
+			err, first = checkListColumns(rr.FieldDescriptions()), false
 		}
+		var r listRow
 		if err == nil {
-			err = l.add(rr.Values())
+			r, err = parseRow(rr.Values(), text)
 		}
 		if err != nil {
 			rr.Close()
-			return nil, fmt.Errorf("list runs: %w", err)
+			return fmt.Errorf("list runs: %w", err)
+		}
+		if err := row(r); err != nil {
+			rr.Close()
+			return err
 		}
 	}
 	if _, err := rr.Close(); err != nil {
-		return nil, fmt.Errorf("list runs: %w", dbErr(ctx, err))
+		return fmt.Errorf("list runs: %w", dbErr(ctx, err))
 	}
-	return l.infos(), nil
+	return nil
 }
 
 // dbErr is ctx's error once it is done, else err.
@@ -90,83 +119,137 @@ func checkListColumns(fields []pgconn.FieldDescription) error {
 	return nil
 }
 
-// listing collects List's rows: the ids and hashes appended to one
-// buffer each (made strings at the end, with one copy), the summaries to
-// chunks of summaryChunk bytes.
+// listing collects List's rows in chunks that are filled and never
+// moved: rows of rowChunk, text (the ids and hashes) and summaries of
+// textChunk bytes. A listing of 10,000 runs grew one slice of each by
+// appending, copying everything at every growth (five times over, at the
+// quarter more a long slice grows by) and then once more into strings
+// (docs/storage.md, "Costs on PostgreSQL").
 type listing struct {
-	rows      []listRow
-	ids       []byte
-	hashes    []byte
-	summaries []byte // the current chunk
+	rows      [][]listRow
+	n         int
+	text      []byte // the current chunk of ids and hashes
+	summaries []byte // the current chunk of summaries
 }
 
+// listRow is a row; id and hash are strings over a text chunk (see
+// textOf).
 type listRow struct {
-	id, hash span
+	id, hash string
 	summary  []byte
 	savedAt  int64 // microseconds since 2000-01-01 UTC, PostgreSQL's epoch
 	seq      int64
 }
 
-type span struct{ from, to int }
-
-const summaryChunk = 1 << 20
+const (
+	rowChunk  = 1024
+	textChunk = 1 << 20
+)
 
 // pgEpochMicros is where PostgreSQL's binary timestamps count from
 // (2000-01-01 UTC), in microseconds since 1970.
 const pgEpochMicros = 946684800 * 1000000
 
-func (l *listing) add(vals [][]byte) error {
+// parseRow reads a row of listSQL, copying its id and hash into text.
+func parseRow(vals [][]byte, text *[]byte) (listRow, error) {
 	if len(vals) != len(listColumns) {
-		return fmt.Errorf("a row of %d columns, want %d", len(vals), len(listColumns))
+		return listRow{}, fmt.Errorf("a row of %d columns, want %d", len(vals), len(listColumns))
 	}
 	if vals[0] == nil || vals[1] == nil || vals[2] == nil || vals[3] == nil {
-		return fmt.Errorf("a row with a NULL id, time, seq or hash")
+		return listRow{}, fmt.Errorf("a row with a NULL id, time, seq or hash")
 	}
 	if len(vals[1]) != 8 || len(vals[2]) != 8 {
-		return fmt.Errorf("run %s: a time of %d bytes or a seq of %d bytes, want 8", vals[0], len(vals[1]), len(vals[2]))
+		return listRow{}, fmt.Errorf("run %s: a time of %d bytes or a seq of %d bytes, want 8", vals[0], len(vals[1]), len(vals[2]))
 	}
 	r := listRow{savedAt: int64(binary.BigEndian.Uint64(vals[1])), seq: int64(binary.BigEndian.Uint64(vals[2]))}
 	// ±infinity (which no write stores) and the times that would overflow
 	// when counted from 1970.
 	if r.savedAt > math.MaxInt64-pgEpochMicros || r.savedAt < math.MinInt64+pgEpochMicros {
-		return fmt.Errorf("run %s: saved_at is infinite or out of range", vals[0])
+		return listRow{}, fmt.Errorf("run %s: saved_at is infinite or out of range", vals[0])
 	}
-	r.id = span{len(l.ids), len(l.ids) + len(vals[0])}
-	l.ids = append(l.ids, vals[0]...)
-	r.hash = span{len(l.hashes), len(l.hashes) + len(vals[3])}
-	l.hashes = append(l.hashes, vals[3]...)
+	r.id, r.hash = textOf(text, vals[0]), textOf(text, vals[3])
 	if sum := vals[4]; len(sum) == 0 && sum != nil {
 		r.summary = []byte{}
 	} else if sum != nil {
-		if cap(l.summaries)-len(l.summaries) < len(sum) {
-			l.summaries = make([]byte, 0, max(summaryChunk, len(sum)))
-		}
-		n := len(l.summaries)
-		l.summaries = append(l.summaries, sum...)
-		r.summary = l.summaries[n:len(l.summaries):len(l.summaries)]
+		r.summary = sum[:len(sum):len(sum)]
 	}
-	l.rows = append(l.rows, r)
+	return r, nil
+}
+
+func (r *listRow) updatedAt() time.Time { return time.UnixMicro(pgEpochMicros + r.savedAt).UTC() }
+
+// add keeps r, with a copy of its summary.
+func (l *listing) add(r listRow) error {
+	if len(r.summary) > 0 {
+		c := appendChunk(&l.summaries, r.summary)
+		r.summary = c[:len(c):len(c)] // an append by the caller copies
+	}
+	if l.n%rowChunk == 0 {
+		l.rows = append(l.rows, make([]listRow, 0, rowChunk))
+	}
+	last := &l.rows[len(l.rows)-1]
+	*last = append(*last, r)
+	l.n++
 	return nil
 }
 
-// infos are the rows as RunInfos, sorted by id (an order of indices is
-// sorted: moving a RunInfo costs more than comparing two ids).
-func (l *listing) infos() []store.RunInfo {
-	ids, hashes := string(l.ids), string(l.hashes)
-	order := make([]int32, len(l.rows))
-	for i := range order {
-		order[i] = int32(i)
+// textOf copies b into the text chunks (*text the current one) and
+// returns it as a string over the copy, without a second copy. That is
+// safe because a text chunk is only ever appended to within its
+// capacity, never written where a string was made, and never handed out
+// as bytes.
+func textOf(text *[]byte, b []byte) string {
+	if len(b) == 0 {
+		return ""
 	}
-	id := func(i int32) string { sp := l.rows[i].id; return ids[sp.from:sp.to] }
-	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(id(a), id(b)) })
-	out := make([]store.RunInfo, len(l.rows))
-	for k, i := range order {
-		r := &l.rows[i]
-		out[k] = store.RunInfo{ID: id(i), UpdatedAt: time.UnixMicro(pgEpochMicros + r.savedAt).UTC(),
-			Head: store.Head{Seq: r.seq, Hash: hashes[r.hash.from:r.hash.to]}}
-		if r.summary != nil {
-			out[k].Summary = r.summary
+	c := appendChunk(text, b)
+	return unsafe.String(&c[0], len(c))
+}
+
+// appendChunk copies b to the end of *chunk, first starting a new chunk
+// (of textChunk bytes, or b's length when longer) when it has no room,
+// and returns the copy.
+func appendChunk(chunk *[]byte, b []byte) []byte {
+	if cap(*chunk)-len(*chunk) < len(b) {
+		*chunk = make([]byte, 0, max(textChunk, len(b)))
+	}
+	n := len(*chunk)
+	*chunk = append(*chunk, b...)
+	return (*chunk)[n:]
+}
+
+// idKey orders the rows by id: the id's first 8 bytes, big-endian (0
+// past its end), decide most comparisons without reading the id.
+type idKey struct {
+	prefix uint64
+	row    int32
+}
+
+func prefixOf(id string) uint64 {
+	var b [8]byte
+	copy(b[:], id)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// infos are the rows as RunInfos, sorted by id. Ids contain no NUL
+// (text cannot), so a prefix's zero padding sorts as the end of the
+// id does, and equal prefixes fall back to comparing the ids.
+func (l *listing) infos() []store.RunInfo {
+	row := func(i int32) *listRow { return &l.rows[i/rowChunk][i%rowChunk] }
+	keys := make([]idKey, l.n)
+	for i := range keys {
+		keys[i] = idKey{prefixOf(row(int32(i)).id), int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b idKey) int {
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
 		}
+		return strings.Compare(row(a.row).id, row(b.row).id)
+	})
+	out := make([]store.RunInfo, l.n)
+	for k, key := range keys {
+		r := row(key.row)
+		out[k] = store.RunInfo{ID: r.id, UpdatedAt: r.updatedAt(), Head: store.Head{Seq: r.seq, Hash: r.hash}, Summary: r.summary}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,9 +14,10 @@ import (
 
 // TestListMatchesRows: List, which decodes its rows from the wire by
 // hand, returns what pgx's own scanning of the same rows gives, sorted by
-// id: for runs with large summaries (more than one of List's buffers),
+// id, and ScanRuns the same rows in the server's order: for runs with large summaries (more than one of List's buffers),
 // an empty summary, none, times far from now, a run without its head
-// record and a removed run.
+// record, a removed run, and ids shorter and longer than the 8 bytes
+// List sorts by first, sharing them.
 func TestListMatchesRows(t *testing.T) {
 	ctx := context.Background()
 	s := newTamperable(t, pgtest.DSN(t))
@@ -26,7 +28,17 @@ func TestListMatchesRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	extra := []string{"r", "run-", "run-0", "run-00", "run-0010a", "run-00100", "run-0010-a", "run-0010-B", "Run-0010", "run-0019z", "run-01x", "run-1000000000"}
+	for _, id := range extra[1:] { // r: a run without its head record
+		if _, err := s.Create(ctx, id, store.Change{State: []byte(`{}`), Events: evs(1, 1), Summary: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Create(ctx, "r", store.Change{State: []byte(`{}`), Events: evs(1, 1)}); err != nil {
+		t.Fatal(err)
+	}
 	for _, sql := range []string{
+		`DELETE FROM stratum_heads WHERE run_id = 'r'`,
 		`UPDATE stratum_heads SET summary = '' WHERE run_id = 'run-001'`,
 		`UPDATE stratum_heads SET summary = NULL WHERE run_id = 'run-002'`,
 		`UPDATE stratum_heads SET saved_at = '1900-02-03 04:05:06.789012+00' WHERE run_id = 'run-003'`,
@@ -65,15 +77,33 @@ ORDER BY 1`)
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(want) || len(got) != 300 {
-		t.Fatalf("List: %d runs, the tables %d, want 300", len(got), len(want))
+	if n := 300 + len(extra); len(got) != len(want) || len(got) != n {
+		t.Fatalf("List: %d runs, the tables %d, want %d", len(got), len(want), n)
 	}
-	for i := range want {
+	var scanned []store.RunInfo
+	if err := s.ScanRuns(ctx, func(info store.RunInfo) error {
+		if info.Summary != nil {
+			info.Summary = slices.Clone(info.Summary)
+		}
+		scanned = append(scanned, info)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(scanned, func(a, b store.RunInfo) int { return strings.Compare(a.ID, b.ID) })
+	if len(scanned) != len(want) {
+		t.Fatalf("ScanRuns: %d runs, want %d", len(scanned), len(want))
+	}
+	check := func(name string, got []store.RunInfo, i int) {
 		g, w := got[i], want[i]
 		if g.ID != w.ID || g.UpdatedAt != w.UpdatedAt || g.Head != w.Head || !bytes.Equal(g.Summary, w.Summary) || (g.Summary == nil) != (w.Summary == nil) {
-			t.Errorf("List[%d] = %s %s %+v %.40q (nil %v)\nwant     %s %s %+v %.40q (nil %v)", i,
+			t.Errorf("%s[%d] = %s %s %+v %.40q (nil %v)\nwant     %s %s %+v %.40q (nil %v)", name, i,
 				g.ID, g.UpdatedAt, g.Head, g.Summary, g.Summary == nil, w.ID, w.UpdatedAt, w.Head, w.Summary, w.Summary == nil)
 		}
+	}
+	for i := range want {
+		check("List", got, i)
+		check("ScanRuns", scanned, i)
 	}
 	if err := s.exec(`UPDATE stratum_heads SET saved_at = 'infinity' WHERE run_id = 'run-007'`); err != nil {
 		t.Fatal(err)

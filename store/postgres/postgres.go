@@ -42,6 +42,7 @@ var (
 	_ store.Store    = (*Store)(nil)
 	_ store.Copier   = (*Store)(nil)
 	_ store.Notifier = (*Store)(nil)
+	_ store.Scanner  = (*Store)(nil)
 )
 
 // IsDSN reports whether s names a PostgreSQL database (a postgres:// or

@@ -117,6 +117,44 @@ func (s suite) list(t *testing.T) {
 	if runs[1].Head != h {
 		t.Errorf("List does not show b's update: %+v", runs[1])
 	}
+	checkScan(t, st, runs)
+}
+
+// checkScan: a store.Scanner's ScanRuns hands out the runs of want (what
+// List answered), in any order, and stops at fn's error, returning it.
+func checkScan(t *testing.T, st store.Store, want []store.RunInfo) {
+	t.Helper()
+	sc, ok := st.(store.Scanner)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	var got []store.RunInfo
+	if err := sc.ScanRuns(ctx, func(info store.RunInfo) error {
+		if info.Summary != nil {
+			info.Summary = slices.Clone(info.Summary) // only valid during the call
+		}
+		got = append(got, info)
+		return nil
+	}); err != nil {
+		t.Fatalf("ScanRuns: %v", err)
+	}
+	slices.SortFunc(got, func(a, b store.RunInfo) int { return strings.Compare(a.ID, b.ID) })
+	if len(got) != len(want) {
+		t.Fatalf("ScanRuns gave %d runs, List %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.ID != w.ID || !g.UpdatedAt.Equal(w.UpdatedAt) || g.Head != w.Head || !bytes.Equal(g.Summary, w.Summary) || (g.Summary == nil) != (w.Summary == nil) {
+			t.Errorf("ScanRuns: %+v (summary %q)\nList:     %+v (summary %q)", g, g.Summary, w, w.Summary)
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err := sc.ScanRuns(ctx, func(store.RunInfo) error { calls++; return stop })
+	if len(want) > 0 && (err != stop || calls != 1) {
+		t.Errorf("ScanRuns stopped by fn: %v after %d calls, want fn's error after 1", err, calls)
+	}
 }
 
 func (s suite) summary(t *testing.T) {
@@ -128,6 +166,7 @@ func (s suite) summary(t *testing.T) {
 		if err != nil || len(runs) != 1 {
 			t.Fatalf("List: %v, %v", runs, err)
 		}
+		checkScan(t, st, runs)
 		return runs[0]
 	}
 	if r := listed(); r.Summary != nil {

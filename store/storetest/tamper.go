@@ -284,6 +284,7 @@ func (s suite) tamper(t *testing.T) {
 		if len(runs) != 1 || runs[0].Head != r.last() || string(runs[0].Summary) != `{"w":7}` {
 			t.Errorf("List after the record was completed: %+v", runs)
 		}
+		checkScan(t, st, runs)
 	})
 
 	t.Run("roll back everything", func(t *testing.T) {
@@ -314,9 +315,11 @@ func (s suite) tamper(t *testing.T) {
 		if _, err := st.Create(ctx, "t", store.Change{State: []byte(`{}`)}); !errors.Is(err, store.ErrRunExists) {
 			t.Errorf("Create over a removed run: %v, want ErrRunExists", err)
 		}
-		if runs, _ := st.List(ctx); len(runs) != 1 || runs[0].ID != "t" {
+		runs, _ := st.List(ctx)
+		if len(runs) != 1 || runs[0].ID != "t" {
 			t.Errorf("List of a removed run: %+v, want it listed", runs)
 		}
+		checkScan(t, st, runs)
 	})
 
 	t.Run("remove the run and its head record", func(t *testing.T) {
