@@ -39,31 +39,31 @@ func fastStepRecord(raw []byte, rec *stepRecord) bool {
 func scanRecordMember(p *summaryScan, rec *stepRecord, ss *stepState, key []byte) uint32 {
 	switch string(key) {
 	case "status":
-		ss.Status = StepStatus(p.text())
+		ss.Status = StepStatus(p.jsonString())
 		return 1 << 0
 	case "epoch":
 		ss.Epoch = p.int()
 		return 1 << 1
 	case "dispatchToken":
-		ss.DispatchToken = p.text()
+		ss.DispatchToken = p.jsonString()
 		return 1 << 2
 	case "acceptedDispatchToken":
-		ss.AcceptedDispatchToken = p.text()
+		ss.AcceptedDispatchToken = p.jsonString()
 		return 1 << 3
 	case "task":
-		ss.Task = p.text()
+		ss.Task = p.jsonString()
 		return 1 << 4
 	case "gateToken":
-		ss.GateToken = p.text()
+		ss.GateToken = p.jsonString()
 		return 1 << 5
 	case "gateDigest":
-		ss.GateDigest = p.text()
+		ss.GateDigest = p.jsonString()
 		return 1 << 6
 	case "pastGateTokens":
-		ss.PastGateTokens = scanArray(p, (*summaryScan).text)
+		ss.PastGateTokens = scanArray(p, (*summaryScan).jsonString)
 		return 1 << 7
 	case "decision":
-		ss.Decision = Decision(p.text())
+		ss.Decision = Decision(p.jsonString())
 		return 1 << 8
 	case "iterations":
 		ss.Iterations = p.int()
@@ -102,7 +102,7 @@ func scanRecordAttempt(p *summaryScan) (ra recordAttempt) {
 			n := p.int()
 			a.Stage, bit = &n, 1<<2
 		case "failureKind":
-			a.FailureKind, bit = p.text(), 1<<3
+			a.FailureKind, bit = p.jsonString(), 1<<3
 		case "usage":
 			l := scanLedger(p)
 			a.Usage, bit = &l, 1<<4
@@ -110,13 +110,13 @@ func scanRecordAttempt(p *summaryScan) (ra recordAttempt) {
 			f := p.float()
 			a.DurationMs, bit = &f, 1<<5
 		case "model":
-			a.Model, bit = p.text(), 1<<6
+			a.Model, bit = p.jsonString(), 1<<6
 		case "effort":
-			a.Effort, bit = p.text(), 1<<7
+			a.Effort, bit = p.jsonString(), 1<<7
 		case "task":
-			a.Task, bit = p.text(), 1<<8
+			a.Task, bit = p.jsonString(), 1<<8
 		case "stderr":
-			a.Stderr, bit = p.text(), 1<<9
+			a.Stderr, bit = p.jsonString(), 1<<9
 		case "result":
 			ra.Result, bit = p.value(), 1<<10
 		case "resultRef":
@@ -202,9 +202,9 @@ func (p *summaryScan) members(member func(key []byte)) {
 	}
 }
 
-// text reads a JSON string as encoding/json decodes it, escapes included
+// jsonString reads a JSON string as encoding/json decodes it, escapes included
 // (the plain string without an allocation beyond its own).
-func (p *summaryScan) text() string {
+func (p *summaryScan) jsonString() string {
 	if p.peek() != '"' {
 		p.bad = true
 		return ""
