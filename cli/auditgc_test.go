@@ -14,9 +14,13 @@ func TestTightenGC(t *testing.T) {
 	if p, l := gcSettings(); p != percent || l != limit {
 		t.Errorf("after: GC percent %d, memory limit %d; want %d, %d back", p, l, percent, limit)
 	}
-	t.Setenv("GOGC", "200")
-	defer tightenGC()()
-	if p, _ := gcSettings(); p != percent {
-		t.Errorf("with GOGC set: GC percent %d, want it untouched (%d)", p, percent)
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, "200")
+			defer tightenGC()()
+			if p, _ := gcSettings(); p != percent {
+				t.Errorf("with %s set: GC percent %d, want it untouched (%d)", env, p, percent)
+			}
+		})
 	}
 }

@@ -94,8 +94,9 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 		records = t.stepRecordSeqs(steps)
 		// The audit's own state (not shared: load decodes it afresh)
 		// needs no more of the index than records holds; let the index
-		// go (about 2 MB for 10,000 steps).
-		t.st.cold = nil
+		// go (about 2 MB for 10,000 steps), from the root scope too (the
+		// streaming never reads a step through it).
+		t.st.cold, t.rootScope().cold = nil, nil
 	}
 	if v.Event != nil {
 		next, err := e.streamEvents(ctx, runID, opts, head.Seq, v.Event, records)
@@ -128,8 +129,11 @@ type stepRecords struct {
 	// decodes them; results holds the logged results (detail.result) of
 	// the steps' result events, which their records refer to (see
 	// record.go). Both are in the order of the log (pages are merged in
-	// order), so slices searched by seq. Only the goroutine calling the
-	// visitor writes them; size, the bytes they hold, is shared.
+	// order), so slices searched by seq. The goroutine calling the
+	// visitor appends to them in the events pass; the one decoding
+	// records consumes kept in the steps pass, which starts after the
+	// events pass ends. size, the bytes they hold, is shared by the
+	// goroutines reading pages.
 	kept    []keptData
 	results []keptData
 	size    atomic.Int64
@@ -278,7 +282,8 @@ func (e *Engine) streamEvents(parent context.Context, runID string, opts AuditOp
 			return 0, fmt.Errorf("run %s: %w: the log ends at event %d, before the head %d", runID, ErrCorrupt, after, head)
 		}
 		records.merge(got.keep)
-		readAhead(sent)
+		readAhead(sent + len(page)) // as if this page's events were all sent
+
 		for _, raw := range page {
 			after = raw.Seq
 			ev, ok, err := e.toEvent(ctx, runID, raw)

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/stratum-go/stratum/store"
 )
 
 // Steps that finish out of declaration order (c, then b, then a, each
@@ -166,5 +169,73 @@ func TestAuditStreamStops(t *testing.T) {
 				t.Fatalf("audit stopped with %v, want %v", err, want)
 			}
 		})
+	}
+}
+
+// countingStore counts the pages of events read from a store.
+type countingStore struct {
+	store.Store
+	pages atomic.Int32
+}
+
+func (c *countingStore) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]store.Event, error) {
+	c.pages.Add(1)
+	return c.Store.Events(ctx, runID, afterSeq, limit)
+}
+
+// A small page of events (what stratum_audit asks for) reads one page of
+// the log, not the pages the read-ahead would fetch for a whole audit; a
+// whole audit reads each page once. A state decoded with its plan hands
+// the plan on once, so that a state kept in the state cache does not hold
+// it past the plan cache's budget.
+func TestAuditReadsWhatItPasses(t *testing.T) {
+	h := newFileHarness(t, Options{})
+	var spec strings.Builder
+	spec.WriteString("version: 1\ncontracts:\n  V: {v: string}\nflows:\n  entry: main\n  main:\n    input: {}\n    output: {from: \"${s699.output}\", contract: V}\n    steps:\n")
+	for i := 0; i < 700; i++ {
+		fmt.Fprintf(&spec, "      - {id: s%d, do: \"task %d\", out: V}\n", i, i)
+	}
+	r := h.plan(spec.String(), map[string]any{})
+	for i := 0; i < 700; i++ {
+		r = h.report(r, fmt.Sprintf("s%d", i), StepResult{Output: js(map[string]any{"v": "out"})})
+	}
+	cs := &countingStore{Store: h.store}
+	e2 := New(cs, Options{Workspace: WorkspacePolicy{Default: h.ws}})
+	defer e2.Close()
+	head, err := h.store.Load(h.ctx, r.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.Head.Seq <= 2*auditPage {
+		t.Fatalf("the run has %d events, want more than two pages", head.Head.Seq)
+	}
+	if _, err := e2.AuditWith(h.ctx, r.RunID, AuditOptions{EventsLimit: 100, Steps: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := cs.pages.Load(); n != 1 {
+		t.Errorf("a page of 100 events read %d pages of the log, want 1", n)
+	}
+	cs.pages.Store(0)
+	if _, err := e2.AuditWith(h.ctx, r.RunID, AuditOptions{Steps: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, want := cs.pages.Load(), int32((head.Head.Seq+auditPage-1)/auditPage); n != want {
+		t.Errorf("a whole audit read %d pages of the log, want %d", n, want)
+	}
+
+	e3 := New(h.store, Options{Workspace: WorkspacePolicy{Default: h.ws}})
+	defer e3.Close()
+	st, err := e3.decodeRun(h.ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.plan == nil {
+		t.Fatal("a cold decode compiled no plan")
+	}
+	if c, err := e3.planFor(st); err != nil || c == nil {
+		t.Fatalf("planFor: %v", err)
+	}
+	if st.plan != nil {
+		t.Error("the state still holds its plan after planFor took it")
 	}
 }

@@ -74,13 +74,14 @@ type cachedRun struct {
 }
 
 // The compiled-plan cache is bounded by count and by bytes: a compiled
-// plan takes about 12 bytes of heap per byte of its spec's JSON (measured:
-// 7.6 MB for a 10,000-step spec of 657 KB), so a count alone would let a
+// plan takes 7.5 to 16 bytes of heap per byte of its spec's JSON, by the
+// spec's shape (measured on 10,000-step specs: 7.6 MB for one of 657 KB;
+// 16.1 bytes for the terse one-line steps), so a count alone would let a
 // few large specs hold gigabytes (docs/engine.md, "Cost").
 const (
 	maxPlans = 64
 	// planBytesPerSpecByte over-estimates a plan's heap from its spec.
-	planBytesPerSpecByte = 14
+	planBytesPerSpecByte = 18
 )
 
 // maxPlanBytes is the cache's budget (a variable for tests).
@@ -183,8 +184,13 @@ func (e *Engine) storePlan(c *compiled) {
 // planFor returns the compiled plan of a persisted run, rebuilding it
 // from the persisted spec snapshot when this process has not seen it.
 func (e *Engine) planFor(st *runState) (*compiled, error) {
-	if c := st.plan; c != nil && c.digest == st.RevisionDigest {
-		return c, nil
+	if c := st.plan; c != nil {
+		// Used once: a state kept in the state cache must not hold a plan
+		// past the plan cache's budget.
+		st.plan = nil
+		if c.digest == st.RevisionDigest {
+			return c, nil
+		}
 	}
 	e.mu.Lock()
 	c, ok := e.plans[st.RevisionDigest]

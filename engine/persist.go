@@ -312,7 +312,8 @@ func decodeDoc(runID string, b []byte) (*runState, error) {
 
 // decodeRun reads a run: the document, its cold index (chunks read once
 // per process and cached: they never change) and, when this process has
-// no compiled plan for it, the spec snapshot. Finished steps are loaded
+// no compiled plan for it, the spec snapshot, which it compiles (into
+// st.plan and the plan cache) while it reads the rest. Finished steps are loaded
 // when the run's logic reads them (scope.peek), so reading a long run
 // costs its live part and its index, not its history.
 func (e *Engine) decodeRun(ctx context.Context, snap *store.Snapshot) (*runState, error) {

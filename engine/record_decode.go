@@ -293,6 +293,10 @@ func (p *summaryScan) value() Value {
 		return Value{}
 	}
 	n := valueEnd(p.b[p.i:])
+	if n > len(p.b)-p.i { // an unterminated string: valueEnd assumes valid JSON
+		p.bad = true
+		return Value{}
+	}
 	d, err := expr.DecodeJSON(p.b[p.i : p.i+n])
 	if err != nil {
 		p.bad = true

@@ -93,6 +93,8 @@ func TestFastStepRecordLeavesTheRestToEncodingJSON(t *testing.T) {
 		`{"status" :"succeeded"}`,
 		`{"output":tru}`,
 		`{"output":{"a":1,}}`,
+		`{"attempts":[{"result":"`, // truncated: must be refused, not read past its end
+		`{"output":"\\`,
 	} {
 		rec := stepRecord{stepState: &stepState{}}
 		if fastStepRecord([]byte(raw), &rec) {
@@ -127,7 +129,7 @@ func FuzzFastStepRecord(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `{"epoch":-0}`, `{"epoch":-1}`, `{"spent":{"usd":-0.5e-3}}`, `{"spent":{"usd":0}}`, `{"spent":{}}`,
 		`{"attempts":[]}`, `{"attempts":[{}]}`, `{"pastGateTokens":[]}`, `{"output":[1,{"a":[]}]}`, `{"output":"x"}`,
-		`{"attempts":[{"result":{"b":1,"a":2}}]}`, `{"outputRef":{"seq":9223372036854775807}}`, `{"attempts":[{"stage":0,"durationMs":1E+2}]}`,
+		`{"attempts":[{"result":{"b":1,"a":2}}]}`, `{"attempts":[{"result":"`, `{"output":"\\`, `{"output":"ab`, `{"outputRef":{"seq":9223372036854775807}}`, `{"attempts":[{"stage":0,"durationMs":1E+2}]}`,
 	} {
 		f.Add([]byte(s))
 	}

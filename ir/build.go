@@ -8,7 +8,7 @@ import "sort"
 // MaxNesting, MaxNodes). YAML is read with the 1.2 core schema (so yes/no
 // are strings and 017 is 17); JSON text is YAML and is accepted as well.
 // The plan does not keep the loaded document (about a third of a large
-// spec's memory, docs/engine.md "Cancel, audit, poll"): BuildDocument
+// spec's memory, docs/engine.md "Cost"): BuildDocument
 // hands it to the one caller that needs it.
 func Build(src []byte) (*Plan, Diagnostics) {
 	p, _, diags := (&validator{}).buildPlan(src, false)
