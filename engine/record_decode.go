@@ -24,7 +24,7 @@ func fastStepRecord(raw []byte, rec *stepRecord) bool {
 	p := &summaryScan{b: raw}
 	ss := rec.stepState
 	var seen uint32
-	p.members(func(key []byte) {
+	p.object(func(key []byte) {
 		bit := scanRecordMember(p, rec, ss, key)
 		if bit == 0 || seen&bit != 0 {
 			p.bad = true
@@ -91,7 +91,7 @@ func scanRecordMember(p *summaryScan, rec *stepRecord, ss *stepState, key []byte
 func scanRecordAttempt(p *summaryScan) (ra recordAttempt) {
 	a := &ra.Attempt
 	var seen uint32
-	p.members(func(key []byte) {
+	p.object(func(key []byte) {
 		var bit uint32
 		switch string(key) {
 		case "attempt":
@@ -133,7 +133,7 @@ func scanRecordAttempt(p *summaryScan) (ra recordAttempt) {
 // scanLedger reads a ledger's members (each a number).
 func scanLedger(p *summaryScan) (l Ledger) {
 	var seen uint32
-	p.members(func(key []byte) {
+	p.object(func(key []byte) {
 		var bit uint32
 		switch string(key) {
 		case "usd":
@@ -158,7 +158,7 @@ func scanLedger(p *summaryScan) (l Ledger) {
 func scanRef(p *summaryScan) *valueRef {
 	r := &valueRef{}
 	var seen bool
-	p.members(func(key []byte) {
+	p.object(func(key []byte) {
 		if string(key) != "seq" || seen {
 			p.bad = true
 			return
@@ -167,39 +167,6 @@ func scanRef(p *summaryScan) *valueRef {
 		r.Seq = int64(p.int())
 	})
 	return r
-}
-
-// members reads {"key":value,...} as object does, passing each key as
-// the bytes of the text (compared without a string of its own: keys are
-// plain in the records the engine writes; one that is not is refused).
-func (p *summaryScan) members(member func(key []byte)) {
-	if !p.expect('{') {
-		return
-	}
-	if p.peek() == '}' {
-		p.i++
-		return
-	}
-	for !p.bad {
-		if !p.expect('"') {
-			return
-		}
-		start := p.i
-		for p.i < len(p.b) && p.b[p.i] != '"' && p.b[p.i] != '\\' && p.b[p.i] >= 0x20 {
-			p.i++
-		}
-		key := p.b[start:p.i]
-		if !p.expect('"') || !p.expect(':') {
-			return
-		}
-		member(key)
-		if p.peek() == ',' {
-			p.i++
-			continue
-		}
-		p.expect('}')
-		return
-	}
 }
 
 // jsonString reads a JSON string as encoding/json decodes it, escapes included
