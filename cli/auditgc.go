@@ -6,17 +6,18 @@ import (
 )
 
 // auditGCPercent is the collector's headroom while an audit is written.
-const auditGCPercent = 60
+const auditGCPercent = 50
 
-// tightenGC has the garbage collector keep an audit's heap within 60% of
+// tightenGC has the garbage collector keep an audit's heap within 50% of
 // what is live instead of 100%, and returns what restores the setting.
 // An audit of a long run holds the compiled plan and the records kept
 // between its two passes, and the default headroom doubled that: a
-// 10,000-step audit peaked at 53 MiB, 48 MiB with this headroom, for a few
-// ms more of collection (docs/cli.md, "stratum audit"). A proportional
-// headroom, not a memory limit, so that the audit of a run too large for
-// any fixed limit does not collect without pause. GOGC or GOMEMLIMIT in
-// the environment are the user's choice and left alone.
+// 10,000-step audit peaked at 53 MiB, about 47 MiB with this (and less
+// often above it), for some 20 ms more of collection (docs/cli.md,
+// "stratum audit"). A proportional headroom, not a memory limit, so that
+// the audit of a run too large for any fixed limit does not collect
+// without pause. GOGC or GOMEMLIMIT in the environment are the user's
+// choice and left alone.
 func tightenGC() (restore func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
