@@ -23,14 +23,7 @@ import (
 func fastStepRecord(raw []byte, rec *stepRecord) bool {
 	p := &summaryScan{b: raw}
 	ss := rec.stepState
-	var seen uint32
-	p.object(func(key []byte) {
-		bit := scanRecordMember(p, rec, ss, key)
-		if bit == 0 || seen&bit != 0 {
-			p.bad = true
-		}
-		seen |= bit
-	})
+	p.fields(func(key []byte) uint32 { return scanRecordMember(p, rec, ss, key) })
 	return !p.bad && p.i == len(p.b)
 }
 
@@ -90,9 +83,7 @@ func scanRecordMember(p *summaryScan, rec *stepRecord, ss *stepState, key []byte
 // scanRecordAttempt reads one attempt of a step record.
 func scanRecordAttempt(p *summaryScan) (ra recordAttempt) {
 	a := &ra.Attempt
-	var seen uint32
-	p.object(func(key []byte) {
-		var bit uint32
+	p.fields(func(key []byte) (bit uint32) {
 		switch string(key) {
 		case "attempt":
 			a.Attempt, bit = p.int(), 1<<0
@@ -122,19 +113,14 @@ func scanRecordAttempt(p *summaryScan) (ra recordAttempt) {
 		case "resultRef":
 			ra.ResultRef, bit = scanRef(p), 1<<11
 		}
-		if bit == 0 || seen&bit != 0 {
-			p.bad = true
-		}
-		seen |= bit
+		return bit
 	})
 	return ra
 }
 
 // scanLedger reads a ledger's members (each a number).
 func scanLedger(p *summaryScan) (l Ledger) {
-	var seen uint32
-	p.object(func(key []byte) {
-		var bit uint32
+	p.fields(func(key []byte) (bit uint32) {
 		switch string(key) {
 		case "usd":
 			l.USD, bit = p.float(), 1<<0
@@ -145,10 +131,7 @@ func scanLedger(p *summaryScan) (l Ledger) {
 		case "ms":
 			l.MS, bit = p.float(), 1<<3
 		}
-		if bit == 0 || seen&bit != 0 {
-			p.bad = true
-		}
-		seen |= bit
+		return bit
 	})
 	return l
 }
@@ -157,14 +140,12 @@ func scanLedger(p *summaryScan) (l Ledger) {
 // encoding/json.
 func scanRef(p *summaryScan) *valueRef {
 	r := &valueRef{}
-	var seen bool
-	p.object(func(key []byte) {
-		if string(key) != "seq" || seen {
-			p.bad = true
-			return
+	p.fields(func(key []byte) uint32 {
+		if string(key) != "seq" {
+			return 0
 		}
-		seen = true
 		r.Seq = int64(p.int())
+		return 1
 	})
 	return r
 }

@@ -44,14 +44,7 @@ func fastSummary(raw []byte) (s storedSummary, ok bool) {
 
 // summary reads the whole of p.b into s.
 func (p *summaryScan) summary(s *storedSummary) bool {
-	var seen uint32
-	p.object(func(key []byte) {
-		bit := scanSummaryMember(p, s, key)
-		if bit == 0 || seen&bit != 0 {
-			p.bad = true
-		}
-		seen |= bit
-	})
+	p.fields(func(key []byte) uint32 { return scanSummaryMember(p, s, key) })
 	return !p.bad && p.i == len(p.b)
 }
 
@@ -179,9 +172,7 @@ func scanSummaryMember(p *summaryScan, s *storedSummary, key []byte) uint32 {
 
 // scanWaiting reads one Waiting object.
 func scanWaiting(p *summaryScan) (w Waiting) {
-	var seen uint8
-	p.object(func(key []byte) {
-		var bit uint8
+	p.fields(func(key []byte) (bit uint32) {
 		switch string(key) {
 		case "stepId":
 			bit, w.StepID = 1, p.name()
@@ -190,10 +181,7 @@ func scanWaiting(p *summaryScan) (w Waiting) {
 		case "paused":
 			bit, w.Paused = 4, p.name()
 		}
-		if bit == 0 || seen&bit != 0 {
-			p.bad = true
-		}
-		seen |= bit
+		return bit
 	})
 	return w
 }
@@ -201,9 +189,7 @@ func scanWaiting(p *summaryScan) (w Waiting) {
 // scanGate reads one WaitingGate object (its strings empty when p skips
 // gates: see text).
 func scanGate(p *summaryScan) (g WaitingGate) {
-	var seen uint16
-	p.object(func(key []byte) {
-		var bit uint16
+	p.fields(func(key []byte) (bit uint32) {
 		switch string(key) {
 		case "runId":
 			bit, g.RunID = 1<<0, p.text()
@@ -230,10 +216,7 @@ func scanGate(p *summaryScan) (g WaitingGate) {
 		case "digest":
 			bit, g.Digest = 1<<11, p.text()
 		}
-		if bit == 0 || seen&bit != 0 {
-			p.bad = true
-		}
-		seen |= bit
+		return bit
 	})
 	return g
 }
@@ -305,6 +288,20 @@ func (p *summaryScan) object(member func(key []byte)) {
 		p.expect('}')
 		return
 	}
+}
+
+// fields reads an object whose members are each read by member, which
+// returns the member's bit (0 for a member it does not read): an unknown
+// or repeated member leaves the shape read (p.bad).
+func (p *summaryScan) fields(member func(key []byte) uint32) {
+	var seen uint32
+	p.object(func(key []byte) {
+		bit := member(key)
+		if bit == 0 || seen&bit != 0 {
+			p.bad = true
+		}
+		seen |= bit
+	})
 }
 
 func (p *summaryScan) peek() byte {
