@@ -19,38 +19,38 @@ import (
 // byte slice the caller reuses from step to step: fmt's formatting was
 // most of what writing a long run's steps cost.
 
-// appendSteps appends the steps of a scope in declaration order (by id
+// appendSteps appends the steps of a subflow in declaration order (by id
 // when the flow is not known), indented by depth.
-func appendSteps(b []byte, a *engine.AuditReport, plan *ir.Plan, flow *ir.Flow, steps map[string]*engine.StepView, prefix string, depth int) []byte {
+func appendSteps(b []byte, a *engine.AuditReport, flow *ir.FlowOutline, steps map[string]*engine.StepView, prefix string, depth int) []byte {
 	ids := make([]string, 0, len(steps))
+	decls := make([]*ir.StepOutline, 0, len(steps))
 	if flow != nil {
-		for _, s := range flow.Steps {
+		for i, s := range flow.Steps {
 			if steps[s.ID] != nil {
-				ids = append(ids, s.ID)
+				ids, decls = append(ids, s.ID), append(decls, &flow.Steps[i])
 			}
 		}
 	}
 	if len(ids) != len(steps) {
-		ids = ids[:0]
+		ids, decls = ids[:0], nil
 		for id := range steps {
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
 	}
 	ind := strings.Repeat("  ", depth+1)
-	for _, id := range ids {
-		sv := steps[id]
-		var decl *ir.Step
-		if flow != nil {
-			decl = flow.Step(id)
+	for i, id := range ids {
+		var decl *ir.StepOutline
+		if decls != nil {
+			decl = decls[i]
 		}
-		b = appendStep(b, a, plan, decl, prefix+id, sv, ind)
+		b = appendStep(b, a, decl, prefix+id, steps[id], ind)
 	}
 	return b
 }
 
 // appendStep appends one step.
-func appendStep(b []byte, a *engine.AuditReport, plan *ir.Plan, decl *ir.Step, id string, sv *engine.StepView, ind string) []byte {
+func appendStep(b []byte, a *engine.AuditReport, decl *ir.StepOutline, id string, sv *engine.StepView, ind string) []byte {
 	line := len(b)
 	b = append(b, ind...)
 	b = append(b, id...)
@@ -153,11 +153,11 @@ func appendStep(b []byte, a *engine.AuditReport, plan *ir.Plan, decl *ir.Step, i
 		}
 	}
 	if sub := sv.Sub; sub != nil {
-		var flow *ir.Flow
-		if plan != nil && decl != nil {
-			flow = plan.Flow(decl.Run)
+		var flow *ir.FlowOutline
+		if a.Outline != nil && decl != nil {
+			flow = a.Outline.Flow(decl.Run)
 		}
-		b = appendSteps(b, a, plan, flow, sub.Steps, id+"/", len(in)/2)
+		b = appendSteps(b, a, flow, sub.Steps, id+"/", len(in)/2)
 	}
 	if sv.Output.Present && sv.Fanout == nil {
 		b = append(b, in...)

@@ -116,7 +116,7 @@ func checkAppendSteps(t *testing.T, s string, ms float64) {
 		}
 		var want strings.Builder
 		fmtStep(&want, a, nil, nil, "st"+s, sv, "  ")
-		if got := string(appendStep([]byte("x"), a, nil, nil, "st"+s, sv, "  ")); got != "x"+want.String() {
+		if got := string(appendStep([]byte("x"), a, nil, "st"+s, sv, "  ")); got != "x"+want.String() {
 			t.Errorf("appendStep(%+v):\n got %q\nwant %q", sv, got, "x"+want.String())
 		}
 	}

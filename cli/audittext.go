@@ -19,15 +19,14 @@ import (
 func streamAuditText(ctx context.Context, out io.Writer, e *engine.Engine, runID, chain string) error {
 	w := bufio.NewWriterSize(out, auditOutputBuffer)
 	var line []byte // the event or step being written, reused
-	var plan *ir.Plan
-	var flow *ir.Flow
 	var head *engine.AuditReport
+	var decls []ir.StepOutline // the entry flow's steps not yet passed
 	stepsBegun := false
 	rep, err := e.AuditStream(ctx, runID, engine.AuditOptions{}, engine.AuditVisitor{
 		Header: func(a *engine.AuditReport) error {
 			head = a
-			if p, err := e.RunPlan(ctx, runID); err == nil {
-				plan, flow = p, p.Flow(a.Flow)
+			if f := a.Outline.Flow(a.Flow); f != nil {
+				decls = f.Steps
 			}
 			fmt.Fprintf(w, "run %s (flow %s): %s\n", a.RunID, a.Flow, a.Status)
 			fmt.Fprintf(w, "created %s, updated %s, revision %s\n", a.CreatedAt.UTC().Format(time.RFC3339), a.UpdatedAt.UTC().Format(time.RFC3339), a.RevisionDigest)
@@ -47,11 +46,15 @@ func streamAuditText(ctx context.Context, out io.Writer, e *engine.Engine, runID
 				stepsBegun = true
 				fmt.Fprintln(w, "steps:")
 			}
-			var decl *ir.Step
-			if flow != nil {
-				decl = flow.Step(id)
+			// The steps come in declaration order.
+			var decl *ir.StepOutline
+			for len(decls) > 0 && decl == nil {
+				if decls[0].ID == id {
+					decl = &decls[0]
+				}
+				decls = decls[1:]
 			}
-			line = appendStep(line[:0], head, plan, decl, id, sv, "  ")
+			line = appendStep(line[:0], head, decl, id, sv, "  ")
 			_, err := w.Write(line)
 			return err
 		},

@@ -49,6 +49,10 @@ type AuditReport struct {
 	// NextStepsAfter is set when a limit stopped the steps: the cursor of
 	// the next page.
 	NextStepsAfter string `json:"nextStepsAfter,omitzero" jsonschema:"more steps follow: pass it as stepsAfter to read the next page"`
+	// Outline is the outline of the run's plan (shared: not to be
+	// modified), for a front end that lists a subflow's steps in
+	// declaration order. It is not part of the report's wire shape.
+	Outline *ir.Outline `json:"-"`
 }
 
 // Audit returns a run's full durable state: every step's state (with
@@ -79,20 +83,24 @@ func (e *Engine) AuditWith(ctx context.Context, runID string, opts AuditOptions)
 }
 
 // fillSteps adds the pristine pending steps left out of the persisted
-// document, recursively into active subflows.
-func fillSteps(p *ir.Plan, f *ir.Flow, m map[string]*stepState) {
+// document, recursively into active subflows (f nil: a flow the outline
+// lacks, which checkOutlineState refuses at the root).
+func fillSteps(o *ir.Outline, f *ir.FlowOutline, m map[string]*stepState) {
+	if f == nil {
+		return
+	}
 	for _, s := range f.Steps {
 		st, ok := m[s.ID]
 		if !ok {
 			st = newStepState()
 			m[s.ID] = st
 		}
-		fillStep(p, s, st)
+		fillStep(o, s, st)
 	}
 }
 
 // fillStep completes one step's state for a view.
-func fillStep(p *ir.Plan, s *ir.Step, st *stepState) {
+func fillStep(o *ir.Outline, s ir.StepOutline, st *stepState) {
 	if st.Attempts == nil {
 		st.Attempts = []Attempt{}
 	}
@@ -100,7 +108,7 @@ func fillStep(p *ir.Plan, s *ir.Step, st *stepState) {
 		if st.Sub.Steps == nil {
 			st.Sub.Steps = map[string]*stepState{}
 		}
-		fillSteps(p, p.Flow(s.Run), st.Sub.Steps)
+		fillSteps(o, o.Flow(s.Run), st.Sub.Steps)
 	}
 }
 

@@ -60,19 +60,19 @@ type AuditOptions struct {
 // state, and events are read up to that state's head.
 func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOptions, v AuditVisitor) (_ *AuditReport, err error) {
 	defer recoverLoad(&err)
-	st, c, head, err := e.load(ctx, runID)
+	st, outline, head, err := e.loadOutline(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	t := newTxn(ctx, e, st, c)
+	a := &auditRead{ctx: ctx, e: e, st: st, outline: outline, flow: outline.EntryFlow()}
 	labels := make([]string, len(st.Checkpoints))
 	for i, cp := range st.Checkpoints {
 		labels[i] = cp.Label
 	}
 	rep := &AuditReport{Status: st.Status, RunID: st.ID, Flow: st.FlowName, RevisionDigest: st.RevisionDigest,
 		WorkspaceRoot: st.WorkspaceRoot, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Events: []Event{}, Steps: map[string]*StepView{},
-		FlowSpent: st.FlowSpent, Ledger: t.ledgerView(), Output: st.Output, Failure: st.Failure, Carry: st.Carry,
-		Rounds: st.Rounds, Checkpoints: labels, Input: st.Input}
+		FlowSpent: st.FlowSpent, Ledger: ledgerViewOf(st.FlowSpent, a.flow.Budget), Output: st.Output, Failure: st.Failure, Carry: st.Carry,
+		Rounds: st.Rounds, Checkpoints: labels, Input: st.Input, Outline: outline}
 	if opts.EventsAfter < 0 || opts.EventsAfter > head.Seq {
 		return nil, &Error{Kind: ErrInvalidCursor, RunID: runID,
 			Message: fmt.Sprintf("invalid event cursor %d: the run has %d events; use 0..%d", opts.EventsAfter, head.Seq, head.Seq)}
@@ -82,21 +82,20 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 			return nil, err
 		}
 	}
-	var steps []*ir.Step
+	var steps []ir.StepOutline
 	records := &stepRecords{}
 	if v.Step != nil {
-		if steps, err = t.auditSteps(opts.Steps); err != nil {
+		if steps, err = a.auditSteps(opts.Steps); err != nil {
 			return nil, err
 		}
-		if steps, rep.NextStepsAfter, err = t.stepsPage(steps, opts); err != nil {
+		if steps, rep.NextStepsAfter, err = a.stepsPage(steps, opts); err != nil {
 			return nil, err
 		}
-		records = t.stepRecordSeqs(steps)
+		records = a.stepRecordSeqs(steps)
 		// The audit's own state (not shared: load decodes it afresh)
 		// needs no more of the index than records holds; let the index
-		// go (about 2 MB for 10,000 steps), from the root scope too (the
-		// streaming never reads a step through it).
-		t.st.cold, t.rootScope().cold = nil, nil
+		// go (about 2 MB for 10,000 steps).
+		st.cold = nil
 	}
 	if v.Event != nil {
 		next, err := e.streamEvents(ctx, runID, opts, head.Seq, v.Event, records)
@@ -106,11 +105,21 @@ func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOption
 		rep.NextEventsAfter = next
 	}
 	if v.Step != nil {
-		if err := t.streamSteps(head.Seq, steps, records, v.Step); err != nil {
+		if err := a.streamSteps(head.Seq, steps, records, v.Step); err != nil {
 			return nil, err
 		}
 	}
 	return rep, nil
+}
+
+// auditRead is one audit's reading of a run: its state, and the outline
+// of its plan (see loadOutline), not the plan.
+type auditRead struct {
+	ctx     context.Context
+	e       *Engine
+	st      *runState
+	outline *ir.Outline
+	flow    *ir.FlowOutline // the run's entry flow
 }
 
 // stepRecords are the log records an audit's steps pass needs, by seq;
@@ -344,23 +353,26 @@ func (e *Engine) toEvent(ctx context.Context, runID string, raw store.Event) (Ev
 // auditSteps are the root steps an audit reads (only those named in
 // only, when not nil), in declaration order; a name that is not a step of
 // the run's entry flow is refused (ErrInvalidStep), never ignored.
-func (t *txn) auditSteps(only []string) ([]*ir.Step, error) {
-	flow := t.rootScope().flow
+func (a *auditRead) auditSteps(only []string) ([]ir.StepOutline, error) {
+	flow := a.flow
 	if only == nil {
 		return flow.Steps, nil
 	}
 	want := make(map[string]bool, len(only))
 	for _, id := range only {
-		if flow.Step(id) == nil {
-			return nil, &Error{Kind: ErrInvalidStep, RunID: t.st.ID, StepID: id,
-				Message: fmt.Sprintf("flow %s has no step %q; its steps are listed in the run's plan", flow.Name, id)}
-		}
 		want[id] = true
 	}
-	var out []*ir.Step
+	var out []ir.StepOutline
 	for _, s := range flow.Steps {
 		if want[s.ID] {
 			out = append(out, s)
+			delete(want, s.ID)
+		}
+	}
+	for _, id := range only { // the first of those named that are not steps
+		if want[id] {
+			return nil, &Error{Kind: ErrInvalidStep, RunID: a.st.ID, StepID: id,
+				Message: fmt.Sprintf("flow %s has no step %q; its steps are listed in the run's plan", flow.Name, id)}
 		}
 	}
 	return out, nil
@@ -370,11 +382,11 @@ func (t *txn) auditSteps(only []string) ([]*ir.Step, error) {
 // select, and the cursor of the next page ("" when none follows). A
 // cursor that is not one of steps is refused (ErrInvalidCursor), never
 // read as "from the start".
-func (t *txn) stepsPage(steps []*ir.Step, opts AuditOptions) ([]*ir.Step, string, error) {
+func (a *auditRead) stepsPage(steps []ir.StepOutline, opts AuditOptions) ([]ir.StepOutline, string, error) {
 	if opts.StepsAfter != "" {
-		at := slices.IndexFunc(steps, func(s *ir.Step) bool { return s.ID == opts.StepsAfter })
+		at := slices.IndexFunc(steps, func(s ir.StepOutline) bool { return s.ID == opts.StepsAfter })
 		if at < 0 {
-			return nil, "", &Error{Kind: ErrInvalidCursor, RunID: t.st.ID,
+			return nil, "", &Error{Kind: ErrInvalidCursor, RunID: a.st.ID,
 				Message: fmt.Sprintf("invalid step cursor %q: not one of the steps this audit reads; pass the nextStepsAfter of the previous page", opts.StepsAfter)}
 		}
 		steps = steps[at+1:]
@@ -386,12 +398,11 @@ func (t *txn) stepsPage(steps []*ir.Step, opts AuditOptions) ([]*ir.Step, string
 }
 
 // stepRecordSeqs finds the records of the finished steps among steps.
-func (t *txn) stepRecordSeqs(steps []*ir.Step) *stepRecords {
-	root := t.rootScope()
+func (a *auditRead) stepRecordSeqs(steps []ir.StepOutline) *stepRecords {
 	r := &stepRecords{records: make([]stepRecordAt, 0, len(steps)), steps: make([]string, 0, len(steps))}
 	for _, s := range steps {
-		if root.steps[s.ID] == nil {
-			if ref, ok := t.st.cold[s.ID]; ok {
+		if a.st.Steps[s.ID] == nil {
+			if ref, ok := a.st.cold[s.ID]; ok {
 				r.records = append(r.records, stepRecordAt{ref.Seq, s.ID})
 				r.steps = append(r.steps, s.ID)
 			}
@@ -411,14 +422,13 @@ func (t *txn) stepRecordSeqs(steps []*ir.Step) *stepRecords {
 // decoded by a second goroutine a few ahead of the one passing steps on,
 // so that the two halves of the work overlap (docs/engine.md, "Cancel,
 // audit, poll").
-func (t *txn) streamSteps(head int64, steps []*ir.Step, records *stepRecords, fn func(string, *StepView) error) error {
-	root := t.rootScope()
+func (a *auditRead) streamSteps(head int64, steps []ir.StepOutline, records *stepRecords, fn func(string, *StepView) error) error {
 	read := make(map[string]*stepState, 8)
 	next := 0
 	flush := func() error {
 		for ; next < len(steps); next++ {
 			s := steps[next]
-			ss := root.steps[s.ID]
+			ss := a.st.Steps[s.ID]
 			if ss == nil {
 				if _, cold := slices.BinarySearch(records.steps, s.ID); cold {
 					if ss = read[s.ID]; ss == nil {
@@ -429,7 +439,7 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records *stepRecords, fn
 					ss = newStepState()
 				}
 			}
-			fillStep(t.c.plan, s, ss)
+			fillStep(a.outline, s, ss)
 			if err := fn(s.ID, ss.view()); err != nil {
 				return err
 			}
@@ -439,9 +449,9 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records *stepRecords, fn
 	if err := flush(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(t.ctx)
+	ctx, cancel := context.WithCancel(a.ctx)
 	decoded := make(chan decodedRecord, decodeAhead)
-	go t.decodeRecords(ctx, head, records, decoded)
+	go a.decodeRecords(ctx, head, records, decoded)
 	defer func() {
 		cancel()
 		for range decoded { // the store is not read after the audit returns
@@ -456,11 +466,11 @@ func (t *txn) streamSteps(head int64, steps []*ir.Step, records *stepRecords, fn
 			return err
 		}
 	}
-	if err := t.ctx.Err(); err != nil {
+	if err := a.ctx.Err(); err != nil {
 		return err // the decoding stopped for it
 	}
 	if next < len(steps) {
-		return fmt.Errorf("run %s: %w: the record of step %s is missing from the log", t.st.ID, ErrCorrupt, steps[next].ID)
+		return fmt.Errorf("run %s: %w: the record of step %s is missing from the log", a.st.ID, ErrCorrupt, steps[next].ID)
 	}
 	return nil
 }
@@ -478,9 +488,9 @@ type decodedRecord struct {
 
 // decodeRecords decodes the records, in the order of the log, into out,
 // which it closes; it stops at the first error (sent) or when ctx ends.
-func (t *txn) decodeRecords(ctx context.Context, head int64, records *stepRecords, out chan<- decodedRecord) {
+func (a *auditRead) decodeRecords(ctx context.Context, head int64, records *stepRecords, out chan<- decodedRecord) {
 	defer close(out)
-	resolve := records.resolver(ctx, t.e, t.st.ID)
+	resolve := records.resolver(ctx, a.e, a.st.ID)
 	var page []store.Event // the last page read (consecutive seqs)
 	inPage := func(seq int64) bool { return len(page) > 0 && page[0].Seq <= seq && seq <= page[len(page)-1].Seq }
 	for _, at := range records.records {
@@ -493,17 +503,17 @@ func (t *txn) decodeRecords(ctx context.Context, head int64, records *stepRecord
 		if len(records.kept) > 0 && records.kept[0].seq == seq {
 			payload := records.kept[0].data
 			records.kept[0].data = nil // decoded once: its memory can go
-			ss, err = t.e.stepRecordPayload(ctx, t.st.ID, seq, payload, resolve)
+			ss, err = a.e.stepRecordPayload(ctx, a.st.ID, seq, payload, resolve)
 		} else {
 			if !inPage(seq) {
-				if page, err = t.e.store.Events(ctx, t.st.ID, seq-1, min(auditPage, int(head-seq+1))); err != nil {
-					err = mapStoreErr(t.st.ID, err)
+				if page, err = a.e.store.Events(ctx, a.st.ID, seq-1, min(auditPage, int(head-seq+1))); err != nil {
+					err = mapStoreErr(a.st.ID, err)
 				} else if !inPage(seq) {
-					err = fmt.Errorf("run %s: %w: the log ends before event %d, the record of step %s", t.st.ID, ErrCorrupt, seq, at.step)
+					err = fmt.Errorf("run %s: %w: the log ends before event %d, the record of step %s", a.st.ID, ErrCorrupt, seq, at.step)
 				}
 			}
 			if err == nil {
-				ss, err = t.e.stepRecord(ctx, t.st.ID, page[seq-page[0].Seq], resolve)
+				ss, err = a.e.stepRecord(ctx, a.st.ID, page[seq-page[0].Seq], resolve)
 			}
 		}
 		select {

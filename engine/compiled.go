@@ -23,6 +23,9 @@ type compiled struct {
 	reach     map[*ir.Step][]bool // forward closure over dependency + routing edges
 	progs     map[string]progOrErr
 	contracts map[string]*Contract
+
+	outlineOnce sync.Once
+	outlineOf   *ir.Outline
 }
 
 type progOrErr struct {

@@ -317,6 +317,13 @@ func decodeDoc(runID string, b []byte) (*runState, error) {
 // when the run's logic reads them (scope.peek), so reading a long run
 // costs its live part and its index, not its history.
 func (e *Engine) decodeRun(ctx context.Context, snap *store.Snapshot) (*runState, error) {
+	return e.decodeRunState(ctx, snap, true)
+}
+
+// decodeRunState is decodeRun that compiles the spec snapshot (when this
+// process has not) only if compile is set: a reader of the record needs
+// no more than its outline (see loadOutline).
+func (e *Engine) decodeRunState(ctx context.Context, snap *store.Snapshot, compile bool) (*runState, error) {
 	st, err := decodeDoc(snap.RunID, snap.State)
 	if err != nil {
 		return nil, err
@@ -325,7 +332,7 @@ func (e *Engine) decodeRun(ctx context.Context, snap *store.Snapshot) (*runState
 	_, havePlan := e.plans[st.RevisionDigest]
 	e.mu.Unlock()
 	var compiling chan planResult
-	if !havePlan {
+	if !havePlan && compile {
 		raw, err := e.blob(ctx, snap.RunID, st.SpecSeq)
 		if err != nil {
 			return nil, err

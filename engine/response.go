@@ -160,8 +160,14 @@ type ItemPolicy struct {
 
 // ledgerView is the flow ledger and budget of the run.
 func (t *txn) ledgerView() LedgerView {
-	lv := LedgerView{Spent: t.st.FlowSpent}
-	if b := t.rootScope().flow.Budget; b != nil {
+	return ledgerViewOf(t.st.FlowSpent, t.rootScope().flow.Budget)
+}
+
+// ledgerViewOf is the flow ledger of a run that has spent spent under
+// budget b (nil: none).
+func ledgerViewOf(spent Ledger, b *ir.Budget) LedgerView {
+	lv := LedgerView{Spent: spent}
+	if b != nil {
 		l := budgetLedger(b)
 		lv.Budget = &l
 	}

@@ -3,6 +3,7 @@ package ir
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -44,8 +45,15 @@ func FuzzValidate(f *testing.F) {
 		if vs := Validate(src); !slices.Equal(vs, ds) {
 			t.Fatalf("Validate and Build disagree:\n%v\n%v", vs, ds)
 		}
+		outline, err := ReadOutline(src) // of any input: never a panic
 		if plan == nil {
 			return
+		}
+		if err != nil {
+			t.Fatalf("ReadOutline of a spec Build accepts: %v", err)
+		}
+		if want := plan.Outline(); !reflect.DeepEqual(outline, want) {
+			t.Fatalf("ReadOutline and Build disagree:\n%s\n%s", outlineString(outline), outlineString(want))
 		}
 		for _, fl := range plan.Flows {
 			if len(fl.Order) != len(fl.Steps) {
