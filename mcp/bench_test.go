@@ -7,13 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/atomicfile"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -138,7 +141,12 @@ func BenchmarkEngineStepDone(b *testing.B) {
 }
 
 // BenchmarkStdioStepDone: the same step_done calls as tools/call over
-// stdio to a `stratum mcp` child process.
+// stdio to a `stratum mcp` child process. Each call alternates with the
+// fsync floor on the same disk (an atomic replace of a 4 KiB file: a temp
+// file written, fsynced, renamed, its directory fsynced, as the engine's
+// BenchmarkFsyncFloor), so that a shared disk's noise hits both lanes
+// alike: it reports each lane's median and their ratio, issue 14's target
+// (at most 1.3).
 func BenchmarkStdioStepDone(b *testing.B) {
 	home := benchHome(b)
 	bin, _ := buildBinaries(b)
@@ -150,7 +158,33 @@ func BenchmarkStdioStepDone(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	benchToolLoop(b, cs)
+	floorFile := filepath.Join(home, "floor.json")
+	floorData := make([]byte, 4096)
+	var steps, floors []time.Duration
+	benchToolLoop(b, cs, func(call func()) {
+		start := time.Now()
+		call()
+		steps = append(steps, time.Since(start))
+		start = time.Now()
+		if err := atomicfile.WriteFile(floorFile, floorData, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		floors = append(floors, time.Since(start))
+	})
+	step, floor := medianOf(steps), medianOf(floors)
+	b.ReportMetric(float64(step.Microseconds())/1000, "stepdone-p50-ms")
+	b.ReportMetric(float64(floor.Microseconds())/1000, "floor-p50-ms")
+	b.ReportMetric(float64(step)/float64(floor), "stepdone/floor")
+}
+
+// medianOf is the median of ds (0 for none).
+func medianOf(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // BenchmarkInMemoryStepDone: the same calls through the SDK's in-memory
@@ -177,10 +211,15 @@ func BenchmarkInMemoryStepDone(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { cs.Close(); ss.Wait() }()
-	benchToolLoop(b, cs)
+	benchToolLoop(b, cs, nil)
 }
 
-func benchToolLoop(b *testing.B, cs *sdk.ClientSession) {
+// benchToolLoop times step_done calls through cs; timed, when not nil,
+// makes each call (and may time it, or do more around it).
+func benchToolLoop(b *testing.B, cs *sdk.ClientSession, timed func(call func())) {
+	if timed == nil {
+		timed = func(call func()) { call() }
+	}
 	ctx := context.Background()
 	spec := linearN(100)
 	call := func(name string, args any) map[string]any {
@@ -204,7 +243,10 @@ func benchToolLoop(b *testing.B, cs *sdk.ClientSession) {
 		id, tok := first(m)
 		return m["runId"].(string), id, tok
 	}, func(run, step, tok string) (string, string, bool) {
-		m := call("stratum_step_done", map[string]any{"runId": run, "stepId": step, "dispatchToken": tok, "result": output})
+		var m map[string]any
+		timed(func() {
+			m = call("stratum_step_done", map[string]any{"runId": run, "stepId": step, "dispatchToken": tok, "result": output})
+		})
 		if m["status"] != "ready" {
 			return "", "", false
 		}
@@ -286,6 +328,8 @@ func BenchmarkStdioConcurrentRuns(b *testing.B) {
 		}
 		return steps, nil
 	}
+	var before syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	b.ResetTimer()
 	total := 0
 	for i := 0; i < b.N; i++ {
@@ -306,4 +350,15 @@ func BenchmarkStdioConcurrentRuns(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "steps/s")
+	var self syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	cs.Close()
+	if st := cmd.ProcessState; st != nil && total > 0 {
+		// Where the CPU goes, the server's and this process's (the clients),
+		// per step: two shared cores run both.
+		b.ReportMetric(float64((st.UserTime()+st.SystemTime()).Microseconds())/float64(total), "server-cpu-µs/step")
+		b.ReportMetric(float64(st.SystemTime().Microseconds())/float64(total), "server-sys-µs/step")
+		client := time.Duration(self.Utime.Nano() + self.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+		b.ReportMetric(float64(client.Microseconds())/float64(total), "client-cpu-µs/step")
+	}
 }

@@ -65,6 +65,26 @@ func (s *FileStore) inspectShared(ctx context.Context, runID string, rf runFS) (
 	return s.inspect(runID, false, false, rf)
 }
 
+// readStateUnlocked is readState for a reader that takes no lock: a state
+// that reads as corrupt, which a writer exchanging it under the reader can
+// cause (see readState), is read again under the run's lock held shared.
+func (s *FileStore) readStateUnlocked(ctx context.Context, runID string) (envelope, error) {
+	env, err := s.readState(runID, s.files(runID))
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Part != PartState {
+		return env, err
+	}
+	lk, err := acquire(ctx, runID, s.runPath(runID, lockFile), false, s.lockTimeout)
+	if errors.Is(err, errNoRunDir) {
+		return envelope{}, s.missingRun(runID)
+	}
+	if err != nil {
+		return envelope{}, err
+	}
+	defer lk.release()
+	return s.readState(runID, s.files(runID))
+}
+
 // completeRecord writes the head record a write left one behind, if the
 // run's lock is free at once (a holder writes the record itself).
 func (s *FileStore) completeRecord(ctx context.Context, runID string, rf runFS) {
@@ -98,7 +118,7 @@ func (s *FileStore) Events(ctx context.Context, runID string, afterSeq int64, li
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	env, err := s.readState(runID, s.files(runID))
+	env, err := s.readStateUnlocked(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +162,7 @@ func (s *FileStore) Event(ctx context.Context, runID string, seq int64) (Event, 
 	if err := ctx.Err(); err != nil {
 		return Event{}, err
 	}
-	env, err := s.readState(runID, s.files(runID))
+	env, err := s.readStateUnlocked(ctx, runID)
 	if err != nil {
 		return Event{}, err
 	}

@@ -180,22 +180,39 @@ func (r runFS) close() {
 	}
 }
 
-// readState reads and checks a run's state file.
+// readState reads and checks a run's state file. Without the run's lock
+// a reader can open the state file just before a writer exchanges it for
+// the new one, and read it while the next update writes it as its temp
+// (replaceState): a torn state, or one not yet in place. The file is
+// therefore read again when, after the read, the state's name no longer
+// names it or its checksum fails, up to stateReads times; what is still
+// wrong then is reported corrupt, and Load, Events and Event read it once
+// more under the lock held shared, where no writer runs.
 func (s *FileStore) readState(id string, rf runFS) (envelope, error) {
-	data, err := readWhole(rf, stateFile)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return envelope{}, fmt.Errorf("run %s: read state: %w", id, err)
+	var env envelope
+	var bad error
+	for n := 1; ; n++ {
+		data, current, err := readWholeNamed(rf, stateFile)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return envelope{}, fmt.Errorf("run %s: read state: %w", id, err)
+			}
+			if _, dirErr := os.Stat(s.runDir(id)); errors.Is(dirErr, fs.ErrNotExist) {
+				return envelope{}, s.missingRun(id)
+			}
+			return envelope{}, s.corrupt(id, stateFile, 0, -1,
+				"the state file is missing but the run directory exists; the store cannot rebuild the engine's state from events: restore state.json from a backup or remove the run directory")
 		}
-		if _, dirErr := os.Stat(s.runDir(id)); errors.Is(dirErr, fs.ErrNotExist) {
-			return envelope{}, s.missingRun(id)
+		env, bad = decodeEnvelope(data)
+		if bad == nil && !current {
+			bad = errors.New("the state file was replaced while it was read")
 		}
-		return envelope{}, s.corrupt(id, stateFile, 0, -1,
-			"the state file is missing but the run directory exists; the store cannot rebuild the engine's state from events: restore state.json from a backup or remove the run directory")
+		if bad == nil || n == stateReads {
+			break
+		}
 	}
-	env, err := decodeEnvelope(data)
-	if err != nil {
-		return envelope{}, s.corrupt(id, stateFile, 0, -1, err.Error())
+	if bad != nil {
+		return envelope{}, s.corrupt(id, stateFile, 0, -1, bad.Error())
 	}
 	if env.RunID != id {
 		return envelope{}, s.corrupt(id, stateFile, 0, -1, fmt.Sprintf("the state belongs to run %q", env.RunID))
@@ -206,6 +223,36 @@ func (s *FileStore) readState(id string, rf runFS) (envelope, error) {
 	return env, nil
 }
 
+// afterStateOpen, when set (by tests), runs between opening the state
+// file and reading it.
+var afterStateOpen func()
+
+// stateReads is how many times readState reads a state file that changes
+// under it.
+const stateReads = 3
+
+// readWholeNamed is readWhole that also says whether the file read is
+// still the one name names.
+func readWholeNamed(rf runFS, name string) ([]byte, bool, error) {
+	f, err := rf.open(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	if afterStateOpen != nil {
+		afterStateOpen()
+	}
+	data, err := readOpen(f)
+	if errors.Is(err, io.EOF) {
+		return nil, false, nil // cut shorter under the read: a writer's temp now
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	current, err := rf.named(f, name)
+	return data, current, err
+}
+
 // readWhole reads a file with one read when it fits the size fstat gives
 // (os.ReadFile reads again to see EOF).
 func readWhole(rf runFS, name string) ([]byte, error) {
@@ -214,6 +261,11 @@ func readWhole(rf runFS, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readOpen(f)
+}
+
+// readOpen reads an open file whole.
+func readOpen(f *smallFile) ([]byte, error) {
 	size, err := f.Size()
 	if err != nil {
 		return nil, err

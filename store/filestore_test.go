@@ -534,18 +534,22 @@ func TestStagingSweep(t *testing.T) {
 
 // TestUpdateReusesItsTempFile: a state replace writes one fixed temp name
 // under the run's lock, so the leftover of a crashed replace is simply
-// overwritten by the next one (no directory sweep on every update) and
-// never survives it.
+// overwritten by the next one (no directory sweep on every update); where
+// the two names are exchanged, the temp then holds the previous state.
 func TestUpdateReusesItsTempFile(t *testing.T) {
 	s := newStore(t, nil)
 	mustCreate(t, s, "r", `{}`, 1)
 	leftover := filepath.Join(s.runDir("r"), stateTemp)
-	os.WriteFile(leftover, []byte("torn"), 0o644)
+	os.WriteFile(leftover, []byte("torn, and longer than the state that replaces it: "+strings.Repeat("x", 4096)), 0o644)
 	if _, err := s.Update(context.Background(), "r", appendEvents(`{"v":2}`, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
-		t.Error("a crashed replace's temp file survived an Update")
+	if data, err := os.ReadFile(leftover); err == nil {
+		if env, err := decodeEnvelope(data); err != nil || string(env.State) != `{}` {
+			t.Errorf("the temp file after an exchange is not the previous state: %v %q", err, data)
+		}
+	} else if !os.IsNotExist(err) {
+		t.Fatal(err)
 	}
 	info, err := os.Stat(filepath.Join(s.runDir("r"), stateFile))
 	if err != nil || info.Mode().Perm() != filePerm {
