@@ -231,7 +231,7 @@ func (r result) mustError(t *testing.T, code string) result {
 }
 
 // readExample reads a file of the repository's examples/.
-func readExample(t *testing.T, name string) string {
+func readExample(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "examples", name))
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // well-behaved client library would send (broken JSON, invalid UTF-8,
 // oversized frames).
 type rawServer struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan []byte
@@ -25,7 +25,7 @@ type rawServer struct {
 	nextID int
 }
 
-func startRaw(t *testing.T) *rawServer {
+func startRaw(t testing.TB) *rawServer {
 	t.Helper()
 	bin, _ := buildBinaries(t)
 	home := t.TempDir()
@@ -111,7 +111,7 @@ func (s *rawServer) response(id int) map[string]any {
 }
 
 // toolResult decodes the structured content of a tools/call response.
-func toolResult(t *testing.T, resp map[string]any) (isError bool, body map[string]any) {
+func toolResult(t testing.TB, resp map[string]any) (isError bool, body map[string]any) {
 	t.Helper()
 	res, ok := resp["result"].(map[string]any)
 	if !ok {
