@@ -225,47 +225,10 @@ func (e *Engine) compileSnapshot(runID, digest string, spec []byte) (*compiled, 
 
 // checkState verifies that a decoded run fits its plan, so that a damaged
 // or hand-edited state document is reported as corrupt instead of
-// crashing the scheduler: the entry flow exists, every step state is
-// present, subflow state only on run steps, fanout items only on fanout
-// steps and at a stage the fanout has.
+// crashing the scheduler: the checks of checkOutlineState, on the plan's
+// outline.
 func (c *compiled) checkState(st *runState) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: run %s: %s", ErrCorrupt, st.ID, fmt.Sprintf(format, args...))
-	}
-	f := c.plan.Flow(st.FlowName)
-	if f == nil || f != c.plan.EntryFlow() {
-		return bad("the state names flow %q, which is not the entry flow of its spec", st.FlowName)
-	}
-	for id, ss := range st.Steps {
-		if ss == nil {
-			return bad("step %q has no state", id)
-		}
-		s := f.Step(id)
-		if s == nil {
-			continue // not read by anything
-		}
-		if ss.Sub != nil {
-			if s.Kind != ir.KindRun {
-				return bad("step %q is not a run step but has subflow state", id)
-			}
-			for cid, cs := range ss.Sub.Steps {
-				if cs == nil {
-					return bad("step %q has no state", s.ID+"/"+cid)
-				}
-			}
-		}
-		if ss.Fanout != nil {
-			if s.Kind != ir.KindFanout {
-				return bad("step %q is not a fanout but has fanout items", id)
-			}
-			for i, it := range ss.Fanout.Items {
-				if it == nil || it.Index != i || it.Stage < 0 || it.Stage >= len(s.Fanout.Stages) {
-					return bad("fanout %q item %d is malformed", id, i)
-				}
-			}
-		}
-	}
-	return nil
+	return checkOutlineState(c.outline(), st)
 }
 
 // canonicalOrdered is the ordered compact JSON of a value, as a run's

@@ -67,7 +67,8 @@ func (e *Engine) outlineFor(ctx context.Context, st *runState) (*ir.Outline, err
 	return o, nil
 }
 
-// checkOutlineState is checkState for a reader of the record: the entry
+// checkOutlineState verifies that a decoded run fits its plan's outline,
+// for every load (checkState) and for a reader of the record: the entry
 // flow exists, every step state is present, subflow state only on run
 // steps that call a flow of the spec, fanout items only on fanout steps,
 // in order and at a stage the fanout has.

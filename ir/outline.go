@@ -156,18 +156,9 @@ func readBudgetOutline(n *node) (*Budget, error) {
 		if val.kind != numberNode || math.IsNaN(val.num) || math.IsInf(val.num, 0) || val.num <= 0 {
 			return nil, fmt.Errorf("budget.%s is not a number greater than 0", k.str)
 		}
-		// As Build: beyond 2^53 a float64 no longer holds every integer.
-		limit := int64(min(val.num, 1<<53))
-		switch k.str {
-		case "usd":
+		if k.str == "usd" {
 			b.USD = val.num
-		case "tokens":
-			b.Tokens = limit
-		case "dispatches":
-			b.Dispatches = limit
-		case "ms":
-			b.MS = limit
-		default:
+		} else if !b.setCount(k.str, val.num) {
 			return nil, fmt.Errorf("budget.%s is not a budget field", k.str)
 		}
 	}

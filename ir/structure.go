@@ -564,17 +564,7 @@ func (v *validator) budget(n *node, path string) *Budget {
 		if _, ok := v.posIntValue(val, joinPath(path, key)); !ok {
 			continue
 		}
-		// Beyond 2^53 a float64 no longer holds every integer; such a
-		// budget is unlimited in practice.
-		limit := int64(min(val.num, 1<<53))
-		switch key {
-		case "tokens":
-			b.Tokens = limit
-		case "dispatches":
-			b.Dispatches = limit
-		case "ms":
-			b.MS = limit
-		}
+		b.setCount(key, val.num)
 	}
 	v.unknownKeys(n, path, " usd tokens dispatches ms ", "a budget")
 	if v.schemaErrs == before && known == 0 {
@@ -584,6 +574,24 @@ func (v *validator) budget(n *node, path string) *Budget {
 		return nil
 	}
 	return b
+}
+
+// setCount sets the count key (tokens, dispatches or ms) of b from num;
+// false when key is none of them. Beyond 2^53 a float64 no longer holds
+// every integer; such a budget is unlimited in practice.
+func (b *Budget) setCount(key string, num float64) bool {
+	limit := int64(min(num, 1<<53))
+	switch key {
+	case "tokens":
+		b.Tokens = limit
+	case "dispatches":
+		b.Dispatches = limit
+	case "ms":
+		b.MS = limit
+	default:
+		return false
+	}
+	return true
 }
 
 func (v *validator) buildCarry(fl *flowInfo, n *node, path string) {
