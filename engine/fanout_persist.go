@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 )
 
 // How a fanout is persisted (docs/engine.md, "What is persisted"): the
@@ -169,11 +168,8 @@ func (e *Engine) hydrateFanout(ctx context.Context, runID string, f *fanoutState
 	if len(f.Chunks) == 0 && f.Gen0 == 0 {
 		return nil
 	}
-	have := make(map[int]bool, len(f.Items))
-	for _, it := range f.Items {
-		have[it.Index] = true
-	}
-	for _, seq := range f.Chunks {
+	chunks := make([][]itemState, len(f.Chunks))
+	for i, seq := range f.Chunks {
 		v, err := e.parsedBlob(ctx, runID, seq, "fanout items", func(raw []byte) (any, error) {
 			var items []itemState
 			err := json.Unmarshal(raw, &items)
@@ -182,34 +178,78 @@ func (e *Engine) hydrateFanout(ctx context.Context, runID string, f *fanoutState
 		if err != nil {
 			return err
 		}
-		for _, shared := range v.([]itemState) {
-			it := shared // each state has its own items (settled ones never change)
-			if have[it.Index] {
-				return fmt.Errorf("run %s: %w: fanout items record %d repeats item %d", runID, ErrCorrupt, seq, it.Index)
-			}
-			it.chunked = true
-			have[it.Index] = true
-			f.Items = append(f.Items, &it)
-		}
+		chunks[i] = v.([]itemState)
 	}
-	if f.Gen0 != 0 { // the items not yet started
+	total := -1 // the items are those held (the state's and the records')
+	if f.Gen0 != 0 { // and those not yet started: one per element
 		arr, ok := f.Over.Data.([]any)
 		if !ok {
 			return fmt.Errorf("run %s: %w: a fanout's array is not an array", runID, ErrCorrupt)
 		}
-		for i := range arr {
-			if !have[i] {
-				f.Items = append(f.Items, f.newItem(i))
+		total = len(arr)
+	}
+	items, err := f.placeItems(chunks, total)
+	if err != nil {
+		return fmt.Errorf("run %s: %w: %v", runID, ErrCorrupt, err)
+	}
+	f.Items = items
+	return nil
+}
+
+// placeItems is the fanout's items in order: the state's own (f.Items),
+// copies of the settled ones of chunks (each state has its own items;
+// settled ones never change), and, when total is not -1, pristine items
+// for the indexes up to total that neither holds. The copies share one
+// allocation: a poll of a large fanout decodes it whole, and an
+// allocation, a map entry and a sort per item were most of that.
+func (f *fanoutState) placeItems(chunks [][]itemState, total int) ([]*itemState, error) {
+	held := len(f.Items)
+	for _, c := range chunks {
+		held += len(c)
+	}
+	if total == -1 {
+		total = held
+	}
+	if held > total {
+		return nil, fmt.Errorf("the fanout holds %d items for %d elements", held, total)
+	}
+	items := make([]*itemState, total)
+	place := func(it *itemState, where string) error {
+		switch {
+		case it.Index < 0 || it.Index >= total:
+			return fmt.Errorf("fanout item %d (%s) is not one of its %d items", it.Index, where, total)
+		case items[it.Index] != nil:
+			return fmt.Errorf("fanout item %d (%s) repeats an item", it.Index, where)
+		}
+		items[it.Index] = it
+		return nil
+	}
+	for _, it := range f.Items {
+		if err := place(it, "in the state"); err != nil {
+			return nil, err
+		}
+	}
+	copies := make([]itemState, 0, total-len(f.Items)) // never grown: the pointers stay
+	for _, c := range chunks {
+		for _, shared := range c {
+			copies = append(copies, shared)
+			it := &copies[len(copies)-1]
+			it.chunked = true
+			if err := place(it, "in a record of settled items"); err != nil {
+				return nil, err
 			}
 		}
 	}
-	slices.SortFunc(f.Items, func(a, b *itemState) int { return a.Index - b.Index })
-	for i, it := range f.Items {
-		if it.Index != i {
-			return fmt.Errorf("run %s: %w: fanout item %d is at position %d", runID, ErrCorrupt, it.Index, i)
+	for i, it := range items {
+		if it == nil {
+			if f.Gen0 == 0 {
+				return nil, fmt.Errorf("fanout item %d is missing", i)
+			}
+			copies = append(copies, *f.newItem(i))
+			items[i] = &copies[len(copies)-1]
 		}
 	}
-	return nil
+	return items, nil
 }
 
 // parsedBlob returns the decoded form of an internal record, decoding it
