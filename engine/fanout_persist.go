@@ -180,7 +180,7 @@ func (e *Engine) hydrateFanout(ctx context.Context, runID string, f *fanoutState
 		}
 		chunks[i] = v.([]itemState)
 	}
-	total := -1 // the items are those held (the state's and the records')
+	total := -1      // the items are those held (the state's and the records')
 	if f.Gen0 != 0 { // and those not yet started: one per element
 		arr, ok := f.Over.Data.([]any)
 		if !ok {
