@@ -223,12 +223,21 @@ func (e *Engine) compileSnapshot(runID, digest string, spec []byte) (*compiled, 
 	return c, nil
 }
 
-// checkState verifies that a decoded run fits its plan, so that a damaged
-// or hand-edited state document is reported as corrupt instead of
-// crashing the scheduler: the checks of checkOutlineState, on the plan's
-// outline.
+// checkState verifies that a decoded run fits its plan (checkStateSteps),
+// finding steps through the plan's index: every load checks.
 func (c *compiled) checkState(st *runState) error {
-	return checkOutlineState(c.outline(), st)
+	o := c.outline()
+	var fo *ir.FlowOutline
+	f := c.plan.Flow(st.FlowName)
+	if f != nil {
+		fo = o.Flow(f.Name)
+	}
+	return checkStateSteps(o, fo, st, func(id string) (ir.StepOutline, bool) {
+		if s := f.Step(id); s != nil {
+			return fo.Steps[s.Index], true // the outline keeps the plan's order
+		}
+		return ir.StepOutline{}, false
+	})
 }
 
 // canonicalOrdered is the ordered compact JSON of a value, as a run's

@@ -67,33 +67,45 @@ func (e *Engine) outlineFor(ctx context.Context, st *runState) (*ir.Outline, err
 	return o, nil
 }
 
-// checkOutlineState verifies that a decoded run fits its plan's outline,
-// for every load (checkState) and for a reader of the record: the entry
-// flow exists, every step state is present, subflow state only on run
-// steps that call a flow of the spec, fanout items only on fanout steps,
-// in order and at a stage the fanout has.
+// checkOutlineState verifies that a decoded run fits its plan's outline
+// (a reader of the record): the checks of checkStateSteps, with the entry
+// flow's steps found through a map made once.
 func checkOutlineState(o *ir.Outline, st *runState) error {
+	f := o.Flow(st.FlowName)
+	kinds := make(map[string]ir.StepOutline, len(st.Steps))
+	if f != nil && len(st.Steps) > 0 {
+		for _, s := range f.Steps {
+			if _, ok := st.Steps[s.ID]; ok {
+				kinds[s.ID] = s
+			}
+		}
+	}
+	return checkStateSteps(o, f, st, func(id string) (ir.StepOutline, bool) {
+		s, ok := kinds[id]
+		return s, ok
+	})
+}
+
+// checkStateSteps verifies that a decoded run fits its plan (or the
+// plan's outline), so that a damaged or hand-edited state document is
+// reported as corrupt instead of crashing the scheduler or an audit: the
+// entry flow exists (f, the flow the state names), every step state is
+// present, subflow state only on run steps that call a flow of the spec,
+// fanout items only on fanout steps, in order and at a stage the fanout
+// has. step finds a step of f by id; the check costs the run's live
+// steps, not the flow's.
+func checkStateSteps(o *ir.Outline, f *ir.FlowOutline, st *runState, step func(id string) (ir.StepOutline, bool)) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: run %s: %s", ErrCorrupt, st.ID, fmt.Sprintf(format, args...))
 	}
-	f := o.Flow(st.FlowName)
 	if f == nil || f != o.EntryFlow() {
 		return bad("the state names flow %q, which is not the entry flow of its spec", st.FlowName)
-	}
-	if len(st.Steps) == 0 {
-		return nil
-	}
-	kinds := make(map[string]ir.StepOutline, len(st.Steps))
-	for _, s := range f.Steps {
-		if _, ok := st.Steps[s.ID]; ok {
-			kinds[s.ID] = s
-		}
 	}
 	for id, ss := range st.Steps {
 		if ss == nil {
 			return bad("step %q has no state", id)
 		}
-		s, ok := kinds[id]
+		s, ok := step(id)
 		if !ok {
 			continue // not read by anything
 		}
