@@ -166,3 +166,29 @@ func TestStateReadersBesideAWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Where the names cannot be exchanged the state is renamed into place, as
+// before exchanges: updates and reads are the same, and no temp file is
+// left.
+func TestStateReplacedByRenameWithoutExchange(t *testing.T) {
+	exchangeOff = true
+	t.Cleanup(func() { exchangeOff = false })
+	ctx := context.Background()
+	s := newStore(t, nil)
+	mustCreate(t, s, "r", `{"v":0}`, 1)
+	for i := 1; i <= 3; i++ {
+		if _, err := s.Update(ctx, "r", appendEvents(fmt.Sprintf(`{"v":%d}`, i), 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.runDir("r"), stateTemp)); !os.IsNotExist(err) {
+		t.Fatalf("a temp file after renames: %v", err)
+	}
+	snap, err := s.Load(ctx, "r")
+	if err != nil || string(snap.State) != `{"v":3}` || snap.Head.Seq != 4 {
+		t.Fatalf("Load: %v %s %d", err, snap.State, snap.Head.Seq)
+	}
+	if _, err := s.Verify(ctx, "r", VerifyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

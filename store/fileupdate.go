@@ -276,13 +276,14 @@ func writeTemp(rf runFS, temp string, data []byte) (*smallFile, error) {
 // journal, on creating a file, passes over every inode of the group freed
 // in the last 30 seconds, so a new file per update cost more CPU the more
 // updates a second the store made (docs/storage.md, "Replacing the
-// state"). Elsewhere it renames, as before.
+// state"). Where the exchange fails (another system, a file system
+// without it, or a state file gone), it renames, as before, and what the
+// rename says is the answer.
 func replaceState(rf runFS) error {
-	err := rf.exchange(stateTemp, stateFile)
-	if errors.Is(err, errNoExchange) {
-		err = os.Rename(filepath.Join(rf.path, stateTemp), filepath.Join(rf.path, stateFile))
+	if rf.exchange(stateTemp, stateFile) == nil {
+		return nil
 	}
-	return err
+	return os.Rename(filepath.Join(rf.path, stateTemp), filepath.Join(rf.path, stateFile))
 }
 
 // errNoExchange: the kernel or file system cannot exchange two names.
