@@ -216,6 +216,8 @@ func (f *fanoutState) placeItems(chunks [][]itemState, total int) ([]*itemState,
 	items := make([]*itemState, total)
 	place := func(it *itemState, where string) error {
 		switch {
+		case it == nil:
+			return fmt.Errorf("a fanout item (%s) is null", where)
 		case it.Index < 0 || it.Index >= total:
 			return fmt.Errorf("fanout item %d (%s) is not one of its %d items", it.Index, where, total)
 		case items[it.Index] != nil:

@@ -42,6 +42,7 @@ func TestFanoutPlaceItems(t *testing.T) {
 		{"a gap", 0, live(0), [][]itemState{chunk(2)}, -1, "not one of its 2 items"},
 		{"beyond the array", 7, live(5), nil, 3, "not one of its 3 items"},
 		{"more items than elements", 7, live(0, 1), [][]itemState{chunk(2, 3)}, 3, "holds 4 items for 3 elements"},
+		{"a null item in the state", 7, []*itemState{nil}, nil, 3, "is null"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fanoutState{Gen0: tc.gen0, Items: tc.live}

@@ -12,7 +12,7 @@ import (
 
 // exchange swaps the names a and b in the run's directory in one atomic
 // step (renameat2 with RENAME_EXCHANGE); errNoExchange where the kernel or
-// the file system has no such operation. It changes nothing when it fails.
+// the file system has no such operation (nothing was changed).
 func (r runFS) exchange(a, b string) error {
 	if exchangeOff {
 		return errNoExchange
@@ -21,18 +21,16 @@ func (r runFS) exchange(a, b string) error {
 	if r.dir != nil {
 		dirfd, pa, pb = r.dir.fd, a, b
 	}
-	for {
-		err := unix.Renameat2(dirfd, pa, dirfd, pb, unix.RENAME_EXCHANGE)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, syscall.EINTR):
-			continue
-		case errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOSYS), errors.Is(err, syscall.EOPNOTSUPP):
-			return errNoExchange
-		}
-		return &os.LinkError{Op: "exchange", Old: filepath.Join(r.path, a), New: filepath.Join(r.path, b), Err: err}
+	// Not retried on EINTR: an exchange that was interrupted after it took
+	// effect, done again, would swap the names back (replaceState looks).
+	err := unix.Renameat2(dirfd, pa, dirfd, pb, unix.RENAME_EXCHANGE)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOSYS), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.EPERM):
+		return errNoExchange // EPERM: a seccomp filter refusing the call
 	}
+	return &os.LinkError{Op: "exchange", Old: filepath.Join(r.path, a), New: filepath.Join(r.path, b), Err: err}
 }
 
 // exchangeOff, set by tests, has exchange act as where it is not

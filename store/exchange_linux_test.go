@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -190,5 +191,110 @@ func TestStateReplacedByRenameWithoutExchange(t *testing.T) {
 	}
 	if _, err := s.Verify(ctx, "r", VerifyOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// killedWrite makes the update fn and then undoes what follows its state's
+// fsync, as if the writer were killed before the exchange: the state it
+// wrote stays in the temp file, never in place.
+func killedWrite(t *testing.T, s *FileStore, id string, fn func(*Snapshot) (*Change, error)) {
+	t.Helper()
+	rec, _ := os.ReadFile(s.headPath(id))
+	idx, _ := os.ReadFile(s.runPath(id, indexFile))
+	if _, err := s.Update(context.Background(), id, fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.files(id).exchange(stateTemp, stateFile); err != nil {
+		t.Fatal(err)
+	}
+	if rec != nil {
+		os.WriteFile(s.headPath(id), rec, filePerm)
+	} else {
+		os.Remove(s.headPath(id))
+	}
+	os.WriteFile(s.runPath(id, indexFile), idx, filePerm)
+}
+
+// A reader's state file exchanged away, filled by a write killed before
+// its exchange, read, then rewritten and exchanged back: the name check
+// passes on a state never in place. What reads it then must not take it:
+// Events finds it does not fit the log and reads again under the lock;
+// Load, for a run without a head record (which would otherwise show it),
+// reads under the lock. Either way the answer is the state in place, and
+// the run verifies.
+func TestStateReadersOfAStateExchangedAwayAndBack(t *testing.T) {
+	ctx := context.Background()
+	stateOnly := func(doc string) func(*Snapshot) (*Change, error) {
+		return func(*Snapshot) (*Change, error) { return &Change{State: []byte(doc)}, nil }
+	}
+	for _, tc := range []struct {
+		name       string
+		withEvents bool // the killed write appended events too
+		noRecord   bool
+		read       func(s *FileStore) (string, error) // the state read, or the head seq
+	}{
+		{"Events", true, false, func(s *FileStore) (string, error) {
+			evs, err := s.Events(ctx, "r", 0, 0)
+			return fmt.Sprint(len(evs)), err
+		}},
+		{"Load without a head record", false, true, func(s *FileStore) (string, error) {
+			snap, err := s.Load(ctx, "r")
+			if err != nil {
+				return "", err
+			}
+			return string(snap.State), nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, nil)
+			mustCreate(t, s, "r", `{"v":0}`, 1)
+			if _, err := s.Update(ctx, "r", appendEvents(`{"v":1}`, 1)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.noRecord {
+				os.Remove(s.headPath("r"))
+			}
+			opened, done, inHook := false, false, false
+			afterStateOpen = func() {
+				if opened || inHook {
+					return
+				}
+				opened, inHook = true, true
+				defer func() { inHook = false }()
+				if _, err := s.Update(ctx, "r", stateOnly(`{"v":2}`)); err != nil {
+					t.Error(err)
+				}
+				if tc.withEvents {
+					killedWrite(t, s, "r", appendEvents(`{"v":"never in place"}`, 1))
+				} else {
+					killedWrite(t, s, "r", stateOnly(`{"v":"never in place"}`))
+				}
+			}
+			afterStateRead = func() {
+				if done || inHook || !opened {
+					return
+				}
+				done, inHook = true, true
+				defer func() { inHook = false }()
+				if _, err := s.Update(ctx, "r", appendEvents(`{"v":3}`, 1)); err != nil {
+					t.Error(err)
+				}
+			}
+			t.Cleanup(func() { afterStateOpen, afterStateRead = nil, nil })
+			got, err := tc.read(s)
+			afterStateOpen, afterStateRead = nil, nil
+			if !done {
+				t.Fatal("the writer did not run between the read and the name check")
+			}
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			if strings.Contains(got, "never in place") {
+				t.Fatalf("read a state never in place: %s", got)
+			}
+			if _, err := s.Verify(ctx, "r", VerifyOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -37,9 +37,20 @@ func (s *FileStore) Load(ctx context.Context, runID string) (*Snapshot, error) {
 		return nil, err
 	}
 	defer rf.close()
-	v, err := s.inspect(runID, false, false, rf)
+	free := rf
+	free.lockFree = true
+	v, err := s.inspect(runID, false, false, free)
 	var ce *CorruptError
-	if errors.As(err, &ce) && ce.Part != PartRun {
+	switch {
+	case errors.As(err, &ce) && ce.Part != PartRun:
+		v, err = s.inspectShared(ctx, runID, rf)
+	case err == nil && v.recState == HeadRecordMissing:
+		// Without a head record nothing else would show a state that a
+		// write killed before it was in place left in a file read as it
+		// was exchanged away and back (see readState): read it again
+		// under the lock. Such runs predate head records, or their
+		// Create was interrupted.
+		v.close()
 		v, err = s.inspectShared(ctx, runID, rf)
 	}
 	if err != nil {
@@ -65,24 +76,27 @@ func (s *FileStore) inspectShared(ctx context.Context, runID string, rf runFS) (
 	return s.inspect(runID, false, false, rf)
 }
 
-// readStateUnlocked is readState for a reader that takes no lock: a state
-// that reads as corrupt, which a writer exchanging it under the reader can
-// cause (see readState), is read again under the run's lock held shared.
-func (s *FileStore) readStateUnlocked(ctx context.Context, runID string) (envelope, error) {
-	env, err := s.readState(runID, s.files(runID))
+// underLockIfCorrupt runs read without a lock and, when it reports the
+// run corrupt (except a missing run directory), again under the run's lock
+// held shared: a writer between its steps, or one that exchanged the
+// state file under the reader (see readState), is no corruption, and
+// under the lock no writer runs.
+func underLockIfCorrupt[T any](s *FileStore, ctx context.Context, runID string, read func(rf runFS) (T, error)) (T, error) {
+	got, err := read(s.unlockedFiles(runID))
 	var ce *CorruptError
-	if !errors.As(err, &ce) || ce.Part != PartState {
-		return env, err
+	if !errors.As(err, &ce) || ce.Part == PartRun {
+		return got, err
 	}
+	var zero T
 	lk, err := acquire(ctx, runID, s.runPath(runID, lockFile), false, s.lockTimeout)
 	if errors.Is(err, errNoRunDir) {
-		return envelope{}, s.missingRun(runID)
+		return zero, s.missingRun(runID)
 	}
 	if err != nil {
-		return envelope{}, err
+		return zero, err
 	}
 	defer lk.release()
-	return s.readState(runID, s.files(runID))
+	return read(s.files(runID))
 }
 
 // completeRecord writes the head record a write left one behind, if the
@@ -118,14 +132,19 @@ func (s *FileStore) Events(ctx context.Context, runID string, afterSeq int64, li
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	env, err := s.readStateUnlocked(ctx, runID)
+	return underLockIfCorrupt(s, ctx, runID, func(rf runFS) ([]Event, error) { return s.events(runID, afterSeq, limit, rf) })
+}
+
+// events is Events through rf.
+func (s *FileStore) events(runID string, afterSeq int64, limit int, rf runFS) ([]Event, error) {
+	env, err := s.readState(runID, rf)
 	if err != nil {
 		return nil, err
 	}
 	if afterSeq < 0 || afterSeq > env.Seq {
 		return nil, fmt.Errorf("run %s: %w: after seq %d, head is %d", runID, ErrSeqOutOfRange, afterSeq, env.Seq)
 	}
-	f, _, err := s.openLog(runID, env, false, s.files(runID))
+	f, _, err := s.openLog(runID, env, false, rf)
 	if err != nil || f == nil {
 		return nil, err
 	}
@@ -162,14 +181,19 @@ func (s *FileStore) Event(ctx context.Context, runID string, seq int64) (Event, 
 	if err := ctx.Err(); err != nil {
 		return Event{}, err
 	}
-	env, err := s.readStateUnlocked(ctx, runID)
+	return underLockIfCorrupt(s, ctx, runID, func(rf runFS) (Event, error) { return s.event(runID, seq, rf) })
+}
+
+// event is Event through rf.
+func (s *FileStore) event(runID string, seq int64, rf runFS) (Event, error) {
+	env, err := s.readState(runID, rf)
 	if err != nil {
 		return Event{}, err
 	}
 	if seq < 1 || seq > env.Seq {
 		return Event{}, fmt.Errorf("run %s: %w: seq %d, head is %d", runID, ErrSeqOutOfRange, seq, env.Seq)
 	}
-	f, _, err := s.openLog(runID, env, false, s.files(runID))
+	f, _, err := s.openLog(runID, env, false, rf)
 	if err != nil {
 		return Event{}, err
 	}

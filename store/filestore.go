@@ -139,9 +139,15 @@ func (s *FileStore) missingRun(id string) error {
 type runFS struct {
 	path string
 	dir  *smallFile
+	// lockFree marks a reader that holds no lock: it must allow for a
+	// writer exchanging the state file under it (see readState).
+	lockFree bool
 }
 
 func (s *FileStore) files(id string) runFS { return runFS{path: s.runDir(id)} }
+
+// unlockedFiles is files for a reader that takes no lock.
+func (s *FileStore) unlockedFiles(id string) runFS { return runFS{path: s.runDir(id), lockFree: true} }
 
 // openFiles opens a handle on the run's directory; errNoRunDir when it
 // does not exist.
@@ -181,13 +187,18 @@ func (r runFS) close() {
 }
 
 // readState reads and checks a run's state file. Without the run's lock
-// a reader can open the state file just before a writer exchanges it for
-// the new one, and read it while the next update writes it as its temp
-// (replaceState): a torn state, or one not yet in place. The file is
-// therefore read again when, after the read, the state's name no longer
-// names it or its checksum fails, up to stateReads times; what is still
-// wrong then is reported corrupt, and Load, Events and Event read it once
-// more under the lock held shared, where no writer runs.
+// (rf.lockFree) a reader can open the state file just before a writer
+// exchanges it for the new one, and read it while the next update writes
+// it as its temp (replaceState): a torn state, or one not yet in place.
+// Such a reader therefore reads again when, after the read, the state's
+// name no longer names the file it read or its checksum fails, up to
+// stateReads times; what is still wrong then is reported corrupt, and
+// Load, Events and Event read once more under the lock held shared, where
+// no writer runs. (A file exchanged away and back while it was read can
+// pass the name check with a state a killed write left in it; what reads
+// it then does not fit the log or the head record, and the read under the
+// lock decides: see Load, Events and Event.) Under the lock the state file
+// does not change, and it is read once.
 func (s *FileStore) readState(id string, rf runFS) (envelope, error) {
 	var env envelope
 	var bad error
@@ -207,7 +218,7 @@ func (s *FileStore) readState(id string, rf runFS) (envelope, error) {
 		if bad == nil && !current {
 			bad = errors.New("the state file was replaced while it was read")
 		}
-		if bad == nil || n == stateReads {
+		if bad == nil || n == stateReads || !rf.lockFree {
 			break
 		}
 	}
@@ -223,9 +234,10 @@ func (s *FileStore) readState(id string, rf runFS) (envelope, error) {
 	return env, nil
 }
 
-// afterStateOpen, when set (by tests), runs between opening the state
-// file and reading it.
-var afterStateOpen func()
+// afterStateOpen and afterStateRead, when set (by tests), run between
+// opening the state file and reading it, and between reading it and
+// looking at its name.
+var afterStateOpen, afterStateRead func()
 
 // stateReads is how many times readState reads a state file that changes
 // under it.
@@ -246,8 +258,11 @@ func readWholeNamed(rf runFS, name string) ([]byte, bool, error) {
 	if errors.Is(err, io.EOF) {
 		return nil, false, nil // cut shorter under the read: a writer's temp now
 	}
-	if err != nil {
-		return nil, false, err
+	if err != nil || !rf.lockFree {
+		return data, err == nil, err
+	}
+	if afterStateRead != nil {
+		afterStateRead()
 	}
 	current, err := rf.named(f, name)
 	return data, current, err

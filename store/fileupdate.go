@@ -162,6 +162,9 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	}
 	err = tmp.Sync()
 	wg.Wait()
+	if err == nil && logErr == nil && recErr == nil {
+		err = replaceState(rf, tmp)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -172,9 +175,6 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 		return fmt.Errorf("run %s: flush head record: %w", runID, recErr)
 	}
 	if err != nil {
-		return fmt.Errorf("run %s: replace state: %w", runID, err)
-	}
-	if err := replaceState(rf); err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
 	if err := rf.sync(); err != nil {
@@ -269,19 +269,29 @@ func writeTemp(rf runFS, temp string, data []byte) (*smallFile, error) {
 	return f, nil
 }
 
-// replaceState puts the state written to stateTemp (and synced) in place
-// of stateFile. Where it can, it exchanges the two names in one atomic step
-// (Linux's renameat2), so that the previous state's file becomes the next
-// update's temp: no file is created or deleted per update. Ext4 without a
-// journal, on creating a file, passes over every inode of the group freed
-// in the last 30 seconds, so a new file per update cost more CPU the more
-// updates a second the store made (docs/storage.md, "Replacing the
-// state"). Where the exchange fails (another system, a file system
-// without it, or a state file gone), it renames, as before, and what the
-// rename says is the answer.
-func replaceState(rf runFS) error {
-	if rf.exchange(stateTemp, stateFile) == nil {
+// replaceState puts the state written to stateTemp (and synced), open as
+// tmp, in place of stateFile. Where it can, it exchanges the two names in
+// one atomic step (Linux's renameat2), so that the previous state's file
+// becomes the next update's temp: no file is created or deleted per
+// update. Ext4 without a journal, on creating a file, passes over every
+// inode of the group freed in the last 30 seconds, so a new file per
+// update cost more CPU the more updates a second the store made
+// (docs/storage.md, "Replacing the state"). Where the exchange is not
+// available it renames, as before. An exchange that reports another error
+// may still have happened (a network or FUSE file system): the state's
+// name is looked at, and only if it does not name tmp is the temp renamed
+// over it; exchanging again could swap the states back.
+func replaceState(rf runFS, tmp *smallFile) error {
+	err := rf.exchange(stateTemp, stateFile)
+	if err == nil {
 		return nil
+	}
+	if !errors.Is(err, errNoExchange) {
+		if done, nerr := rf.named(tmp, stateFile); nerr != nil {
+			return fmt.Errorf("%w (and then: %v)", err, nerr)
+		} else if done {
+			return nil
+		}
 	}
 	return os.Rename(filepath.Join(rf.path, stateTemp), filepath.Join(rf.path, stateFile))
 }
