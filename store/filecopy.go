@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,10 +23,7 @@ func (s *FileStore) ExportRun(ctx context.Context, runID string) (*RunCopy, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	lk, err := acquire(ctx, runID, s.runPath(runID, lockFile), false, s.lockTimeout)
-	if errors.Is(err, errNoRunDir) {
-		return nil, s.missingRun(runID)
-	}
+	lk, err := s.lockShared(ctx, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -63,12 +63,19 @@ func (s *FileStore) Load(ctx context.Context, runID string) (*Snapshot, error) {
 	return &Snapshot{RunID: runID, State: v.env.State, Summary: v.env.Summary, Head: v.head(), Lease: s.currentLease(rf)}, nil
 }
 
-// inspectShared inspects a run under its lock held shared.
-func (s *FileStore) inspectShared(ctx context.Context, runID string, rf runFS) (*runView, error) {
+// lockShared takes the run's lock shared, waiting as long as the store's
+// lock timeout; a run without a directory is missing (or removed).
+func (s *FileStore) lockShared(ctx context.Context, runID string) (*runLock, error) {
 	lk, err := acquire(ctx, runID, s.runPath(runID, lockFile), false, s.lockTimeout)
 	if errors.Is(err, errNoRunDir) {
 		return nil, s.missingRun(runID)
 	}
+	return lk, err
+}
+
+// inspectShared inspects a run under its lock held shared.
+func (s *FileStore) inspectShared(ctx context.Context, runID string, rf runFS) (*runView, error) {
+	lk, err := s.lockShared(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -87,12 +94,9 @@ func underLockIfCorrupt[T any](s *FileStore, ctx context.Context, runID string, 
 	if !errors.As(err, &ce) || ce.Part == PartRun {
 		return got, err
 	}
-	var zero T
-	lk, err := acquire(ctx, runID, s.runPath(runID, lockFile), false, s.lockTimeout)
-	if errors.Is(err, errNoRunDir) {
-		return zero, s.missingRun(runID)
-	}
+	lk, err := s.lockShared(ctx, runID)
 	if err != nil {
+		var zero T
 		return zero, err
 	}
 	defer lk.release()
