@@ -58,8 +58,7 @@ type AuditOptions struct {
 // output, failure, carry, checkpoints); its Events and Steps are empty.
 // Read-only, without the run lock: the store gives one acknowledged
 // state, and events are read up to that state's head.
-func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOptions, v AuditVisitor) (_ *AuditReport, err error) {
-	defer recoverLoad(&err)
+func (e *Engine) AuditStream(ctx context.Context, runID string, opts AuditOptions, v AuditVisitor) (*AuditReport, error) {
 	st, outline, head, err := e.loadOutline(ctx, runID)
 	if err != nil {
 		return nil, err
