@@ -154,7 +154,7 @@ func appendStep(b []byte, a *engine.AuditReport, decl *ir.StepOutline, id string
 	}
 	if sub := sv.Sub; sub != nil {
 		var flow *ir.FlowOutline
-		if a.Outline != nil && decl != nil {
+		if decl != nil {
 			flow = a.Outline.Flow(decl.Run)
 		}
 		b = appendSteps(b, a, flow, sub.Steps, id+"/", len(in)/2)

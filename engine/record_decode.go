@@ -157,13 +157,13 @@ func (p *summaryScan) jsonString() string {
 		p.bad = true
 		return ""
 	}
-	start, plain := p.i, true
+	start := p.i
 	for p.i++; p.i < len(p.b); p.i++ {
 		switch c := p.b[p.i]; {
 		case c == '"':
 			p.i++
 			lit := p.b[start:p.i]
-			if plain && plainText(lit[1:len(lit)-1]) {
+			if plainText(lit[1 : len(lit)-1]) { // no escape, control byte or invalid UTF-8
 				return string(lit[1 : len(lit)-1])
 			}
 			s, ok := expr.UnquoteJSON(lit)
@@ -172,7 +172,6 @@ func (p *summaryScan) jsonString() string {
 			}
 			return s
 		case c == '\\':
-			plain = false
 			p.i++ // the escaped byte cannot end the string
 		}
 	}
@@ -245,11 +244,11 @@ func (p *summaryScan) value() Value {
 		p.bad = true
 		return Value{}
 	}
-	d, err := expr.DecodeJSON(p.b[p.i : p.i+n])
-	if err != nil {
+	var v Value
+	if err := v.UnmarshalJSON(p.b[p.i : p.i+n]); err != nil {
 		p.bad = true
 		return Value{}
 	}
 	p.i += n
-	return Value{Data: d, Present: true}
+	return v
 }

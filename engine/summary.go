@@ -171,17 +171,8 @@ func gateWaiting(steps map[string]*stepState) bool {
 // writes, see fastSummary, else with encoding/json); ok is false when
 // there is none of this format.
 func decodeSummary(raw json.RawMessage) (*storedSummary, bool) {
-	if len(raw) == 0 {
-		return nil, false
-	}
-	s, ok := fastSummary(raw)
-	if !ok {
-		s = storedSummary{}
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, false
-		}
-	}
-	if s.Format != summaryFormat {
+	var s storedSummary
+	if !(&summaryScan{b: raw}).stored(&s) {
 		return nil, false
 	}
 	return &s, true

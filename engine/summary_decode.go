@@ -63,19 +63,25 @@ type listDecoder struct {
 // decode reads raw, the summary of the run the store lists as id, into s
 // as decodeSummary would, except that s.Gates is left nil.
 func (d *listDecoder) decode(raw []byte, id string, s *storedSummary) bool {
-	if len(raw) == 0 {
+	d.scan = summaryScan{b: raw, names: &d.names, id: id, skipGates: true}
+	ok := d.scan.stored(s)
+	d.scan.b = nil // raw is not kept
+	s.Gates = nil  // read only by encoding/json
+	return ok
+}
+
+// stored reads the stored summary p.b into s: by hand in the shape the
+// engine writes (summary), else with encoding/json; false when there is
+// none of this format.
+func (p *summaryScan) stored(s *storedSummary) bool {
+	if len(p.b) == 0 {
 		return false
 	}
-	p := &d.scan
-	*p = summaryScan{b: raw, names: &d.names, id: id, skipGates: true}
-	ok := p.summary(s)
-	p.b = nil // raw is not kept
-	if !ok {
+	if !p.summary(s) {
 		*s = storedSummary{}
-		if err := json.Unmarshal(raw, s); err != nil {
+		if err := json.Unmarshal(p.b, s); err != nil {
 			return false
 		}
-		s.Gates = nil
 	}
 	return s.Format == summaryFormat
 }

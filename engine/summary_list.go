@@ -86,20 +86,25 @@ func (e *Engine) listRuns(ctx context.Context) ([]RunSummary, error) {
 			for i := w; i < len(infos); i += workers {
 				info := infos[i]
 				s = storedSummary{}
-				err := e.listSummary(ctx, info, &d, &s)
-				switch {
-				case errors.Is(err, ErrRunNotFound):
-					gone[i] = true
-				case err != nil:
-					all[i] = RunSummary{RunID: info.ID, UpdatedAt: info.UpdatedAt, Error: err.Error()}
-				default:
-					all[i] = listed(&s)
-				}
+				all[i], gone[i] = e.listedRun(ctx, info, &d, &s)
 			}
 		})
 	}
 	wg.Wait()
 	return newestFirst(all, gone), nil
+}
+
+// listedRun is what a listing shows of the run info names (its summary
+// read into s by listSummary), or gone when the run no longer exists; a
+// run that cannot be read is listed with the error.
+func (e *Engine) listedRun(ctx context.Context, info store.RunInfo, d *listDecoder, s *storedSummary) (r RunSummary, gone bool) {
+	switch err := e.listSummary(ctx, info, d, s); {
+	case errors.Is(err, ErrRunNotFound):
+		return RunSummary{}, true
+	case err != nil:
+		return RunSummary{RunID: info.ID, UpdatedAt: info.UpdatedAt, Error: err.Error()}, false
+	}
+	return listed(s), false
 }
 
 // listed is what a listing shows of a run with summary s: a running run
@@ -141,12 +146,8 @@ func (e *Engine) scanRuns(ctx context.Context, sc store.Scanner) (*scannedRuns, 
 	}
 	for _, info := range unread {
 		s = storedSummary{}
-		switch err := e.listSummary(ctx, info, &d, &s); {
-		case errors.Is(err, ErrRunNotFound):
-		case err != nil:
-			runs.add(info.ID, RunSummary{RunID: info.ID, UpdatedAt: info.UpdatedAt, Error: err.Error()})
-		default:
-			runs.add(info.ID, listed(&s))
+		if r, gone := e.listedRun(ctx, info, &d, &s); !gone {
+			runs.add(info.ID, r)
 		}
 	}
 	return &runs, nil

@@ -37,8 +37,11 @@ type StepOutline struct {
 	Stages int
 }
 
-// Flow returns the flow named name, or nil.
+// Flow returns the flow named name, or nil (also of a nil outline).
 func (o *Outline) Flow(name string) *FlowOutline {
+	if o == nil {
+		return nil
+	}
 	for _, f := range o.Flows {
 		if f.Name == name {
 			return f
