@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"unicode"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -57,46 +57,15 @@ func hasControl(s []byte) bool {
 // appendOneLine appends eventtext.OneLine(s): its fields (runs without
 // Unicode white space) joined by single spaces.
 func appendOneLine(b []byte, s string) []byte {
-	fields := 0
-	for i := 0; i < len(s); {
-		if size := spaceAt(s, i); size > 0 {
-			i += size
-			continue
-		}
-		j := i
-		for j < len(s) && spaceAt(s, j) == 0 {
-			if s[j] < utf8.RuneSelf {
-				j++
-			} else {
-				_, size := utf8.DecodeRuneInString(s[j:])
-				j += size
-			}
-		}
-		if fields > 0 {
+	first := true
+	for f := range strings.FieldsSeq(s) {
+		if !first {
 			b = append(b, ' ')
 		}
-		fields++
-		b = append(b, s[i:j]...)
-		i = j
+		first = false
+		b = append(b, f...)
 	}
 	return b
-}
-
-// spaceAt is the size of the white-space rune at s[i], 0 when it is not
-// one.
-func spaceAt(s string, i int) int {
-	if c := s[i]; c < utf8.RuneSelf {
-		switch c {
-		case '\t', '\n', '\v', '\f', '\r', ' ':
-			return 1
-		}
-		return 0
-	}
-	r, size := utf8.DecodeRuneInString(s[i:])
-	if unicode.IsSpace(r) {
-		return size
-	}
-	return 0
 }
 
 // appendPrintableOneLine appends printable(eventtext.OneLine(s)).

@@ -147,23 +147,13 @@ func (o *object) value(name string, v engine.Value) {
 
 // json writes a JSON value, indented.
 func (o *object) json(data []byte) {
-	b, err := o.aj.nl.appendIndent(o.b, data, o.depth+1)
-	if err != nil {
-		o.fail(err)
-		return
-	}
-	o.b = b
+	o.set(o.aj.nl.appendIndent(o.b, data, o.depth+1))
 }
 
 // reflected writes v as encoding/json does.
 func (o *object) reflected(name string, v any) {
 	o.key(name)
-	b, err := o.aj.reflected(o.b, v, o.depth+1)
-	if err != nil {
-		o.fail(err)
-		return
-	}
-	o.b = b
+	o.set(o.aj.reflected(o.b, v, o.depth+1))
 }
 
 func (o *object) float(name string, f float64) {
@@ -185,6 +175,16 @@ func (o *object) fail(err error) {
 	if o.err == nil {
 		o.err = err
 	}
+}
+
+// set makes b what is written so far, or records err (the object is then
+// thrown away: its bytes do not matter).
+func (o *object) set(b []byte, err error) {
+	if err != nil {
+		o.fail(err)
+		return
+	}
+	o.b = b
 }
 
 // close ends the object: "}" after a newline unless it is empty.
@@ -231,10 +231,7 @@ func (aj *auditJSON) appendStep(b []byte, sv *engine.StepView) ([]byte, error) {
 				o.b = append(o.b, ',')
 			}
 			o.b = aj.nl.append(o.b, 2)
-			var err error
-			if o.b, err = aj.appendAttempt(o.b, &sv.Attempts[i], 2); err != nil {
-				o.fail(err)
-			}
+			o.set(aj.appendAttempt(o.b, &sv.Attempts[i], 2))
 		}
 		o.b = aj.nl.append(o.b, 1)
 		o.b = append(o.b, ']')
@@ -343,9 +340,5 @@ func (o *object) ledger(name string, l engine.Ledger) {
 			lo.float(m.name, m.v)
 		}
 	}
-	b, err := lo.close()
-	o.b = b
-	if err != nil {
-		o.fail(err)
-	}
+	o.set(lo.close())
 }
