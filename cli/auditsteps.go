@@ -93,10 +93,7 @@ func appendStep(b []byte, a *engine.AuditReport, decl *ir.StepOutline, id string
 		b = append(b, '\n')
 	}
 	if r := sv.Routed; r != nil {
-		b = append(b, in...)
-		b = append(b, "routed here by: "...)
-		b = appendPrintableOneLine(b, r.Reason)
-		b = append(b, '\n')
+		b = appendTextLine(b, in, "routed here by", r.Reason)
 	}
 	if s := sv.Interrupted; s != nil {
 		b = append(b, in...)
@@ -109,10 +106,7 @@ func appendStep(b []byte, a *engine.AuditReport, decl *ir.StepOutline, id string
 		b = appendAttempt(b, a.RunID, id, &sv.Attempts[i], in)
 	}
 	if f := sv.Failure; f != nil && sv.Status == engine.StepFailed && len(sv.Attempts) == 0 {
-		b = append(b, in...)
-		b = append(b, "failure: "...)
-		b = appendPrintableOneLine(b, f.Reason)
-		b = append(b, '\n')
+		b = appendTextLine(b, in, "failure", f.Reason)
 	}
 	if sv.Status == engine.StepWaitingGate || sv.Status == engine.StepInterrupted {
 		b = append(b, in...)
@@ -145,10 +139,7 @@ func appendStep(b []byte, a *engine.AuditReport, decl *ir.StepOutline, id string
 				b = appendAttempt(b, "", "", &it.Attempts[i], in+"  ")
 			}
 			if it.Output.Present {
-				b = append(b, in...)
-				b = append(b, "  output: "...)
-				b = appendCompactJSON(b, it.Output)
-				b = append(b, '\n')
+				b = appendValueLine(b, in+"  ", "output", it.Output)
 			}
 		}
 	}
@@ -160,10 +151,7 @@ func appendStep(b []byte, a *engine.AuditReport, decl *ir.StepOutline, id string
 		b = appendSteps(b, a, flow, sub.Steps, id+"/", len(in)/2)
 	}
 	if sv.Output.Present && sv.Fanout == nil {
-		b = append(b, in...)
-		b = append(b, "output: "...)
-		b = appendCompactJSON(b, sv.Output)
-		b = append(b, '\n')
+		b = appendValueLine(b, in, "output", sv.Output)
 	}
 	return b
 }
@@ -209,16 +197,10 @@ func appendAttempt(b []byte, runID, id string, at *engine.Attempt, ind string) [
 	b = append(b, '\n')
 	in := ind + "  "
 	if at.Task != "" {
-		b = append(b, in...)
-		b = append(b, "task: "...)
-		b = appendPrintableOneLine(b, at.Task)
-		b = append(b, '\n')
+		b = appendTextLine(b, in, "task", at.Task)
 	}
 	if at.Result.Present {
-		b = append(b, in...)
-		b = append(b, "result: "...)
-		b = appendCompactJSON(b, at.Result)
-		b = append(b, '\n')
+		b = appendValueLine(b, in, "result", at.Result)
 	}
 	if c := at.Changes; c != nil {
 		b = append(b, in...)
@@ -246,10 +228,7 @@ func appendAttempt(b []byte, runID, id string, at *engine.Attempt, ind string) [
 		}
 	}
 	if at.Stderr != "" {
-		b = append(b, in...)
-		b = append(b, "stderr (end): "...)
-		b = appendPrintableOneLine(b, at.Stderr)
-		b = append(b, '\n')
+		b = appendTextLine(b, in, "stderr (end)", at.Stderr)
 	}
 	return b
 }
@@ -280,4 +259,24 @@ func byText(by string) string {
 		return ""
 	}
 	return " by " + by
+}
+
+// appendTextLine appends the line "in label: text", text on one line and
+// printable.
+func appendTextLine(b []byte, in, label, text string) []byte {
+	b = append(b, in...)
+	b = append(b, label...)
+	b = append(b, ": "...)
+	b = appendPrintableOneLine(b, text)
+	return append(b, '\n')
+}
+
+// appendValueLine appends the line "in label: value", the value as
+// compact JSON.
+func appendValueLine(b []byte, in, label string, v engine.Value) []byte {
+	b = append(b, in...)
+	b = append(b, label...)
+	b = append(b, ": "...)
+	b = appendCompactJSON(b, v)
+	return append(b, '\n')
 }
