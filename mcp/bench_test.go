@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -242,6 +243,7 @@ func BenchmarkStdioStepDoneRaw(b *testing.B) {
 	}
 	spec := linearN(100)
 	output := map[string]any{"output": map[string]any{"v": "done"}}
+	cpuBefore, cpuOK := processCPU(s.cmd.Process.Pid)
 	stepDoneLoop(b, func() (string, string, string) {
 		sc := call("stratum_plan", map[string]any{"spec": spec, "input": map[string]any{}}).Result.StructuredContent
 		return sc.RunID, sc.Ready[0].ID, sc.Ready[0].DispatchToken
@@ -257,6 +259,38 @@ func BenchmarkStdioStepDoneRaw(b *testing.B) {
 		return sc.Ready[0].ID, sc.Ready[0].DispatchToken, true
 	})
 	floor.report()
+	if cpuAfter, ok := processCPU(s.cmd.Process.Pid); ok && cpuOK {
+		// The server's CPU per call (a plan every hundred calls included).
+		b.ReportMetric(float64((cpuAfter-cpuBefore).Microseconds())/float64(b.N), "server-cpu-µs/call")
+	}
+}
+
+// processCPU is the CPU time (user and system) process pid has used, from
+// /proc (false where there is none).
+func processCPU(pid int) (time.Duration, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command's name (which is in parentheses and
+	// may hold spaces): utime and stime are the 12th and 13th, in ticks.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	var utime, stime int64
+	if _, err := fmt.Sscan(f[11], &utime); err != nil {
+		return 0, false
+	}
+	if _, err := fmt.Sscan(f[12], &stime); err != nil {
+		return 0, false
+	}
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(utime+stime) * tick, true
 }
 
 // medianOf is the median of ds (0 for none).
