@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,61 +65,123 @@ func NewStreamTransport(r io.Reader, w io.Writer, log *slog.Logger) sdk.Transpor
 	return t
 }
 
-func newStreamTransport(r io.Reader, w io.Writer, log *slog.Logger, limit int, l gateLimits) (*sdk.IOTransport, *gate) {
+func newStreamTransport(r io.Reader, w io.Writer, log *slog.Logger, limit int, l gateLimits) (*streamTransport, *gate) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := newGate(l)
 	out := &frameWriter{w: w, gate: g}
-	pr, pw := io.Pipe()
 	go func() {
 		g.end(filterFrames(r, g, out, limit, log))
 	}()
-	go func() {
-		for {
-			data, ok := g.next()
-			if !ok {
-				break
-			}
-			if _, err := pw.Write(data); err != nil {
-				g.close() // the session is over
-				return
-			}
-		}
-		g.mu.Lock()
-		err := g.readErr
-		g.mu.Unlock()
-		if err == nil && !g.drain(drainTimeout) {
-			log.Warn("input ended with requests still unanswered", "waited", drainTimeout)
-		}
-		pw.CloseWithError(err) // nil: the SDK sees io.EOF
-	}()
-	// The filter bounds frames, so the SDK's own bound is switched off.
-	return &sdk.IOTransport{Reader: pr, Writer: out, MaxLineLength: -1}, g
+	return &streamTransport{conn: &streamConn{gate: g, out: out, log: log}}, g
 }
 
-// frameWriter serialises whole frames from the SDK and the filter (the
-// SDK writes each message with one Write call) and tells the gate of each
-// answer the SDK writes.
+// streamTransport is the [sdk.Transport] of [NewStreamTransport]: one
+// connection, whose messages the filter has already decoded, so the SDK
+// reads each frame as the filter checked it, without decoding it again
+// or a goroutine between the two.
+type streamTransport struct {
+	mu        sync.Mutex
+	conn      *streamConn
+	connected bool
+}
+
+// Connect implements [sdk.Transport]. A stream carries one session.
+func (t *streamTransport) Connect(context.Context) (sdk.Connection, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.connected {
+		return nil, errors.New("mcp: the stream transport is already connected")
+	}
+	t.connected = true
+	return t.conn, nil
+}
+
+// streamConn is the [sdk.Connection] over the gate (what the SDK reads)
+// and the frame writer (what it writes).
+type streamConn struct {
+	gate    *gate
+	out     *frameWriter
+	log     *slog.Logger
+	drained sync.Once
+}
+
+// Read implements [sdk.Connection]: the next message the gate passes on.
+// At a clean end of the input it first waits (within drainTimeout) for
+// the answers of the requests already passed on, since the SDK drops the
+// answers of calls still running when its input ends.
+func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if msg, ok := c.gate.next(ctx); ok {
+		return msg, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	g := c.gate
+	g.mu.Lock()
+	eof, err := g.eof && !g.closed, g.readErr
+	g.mu.Unlock()
+	if !eof {
+		return nil, io.EOF // the connection is closed
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.drained.Do(func() {
+		if !g.drain(drainTimeout) {
+			c.log.Warn("input ended with requests still unanswered", "waited", drainTimeout)
+		}
+	})
+	return nil, io.EOF
+}
+
+// Write implements [sdk.Connection]: one message, one frame, written
+// whole; the gate is told of each answer.
+func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("mcp: encoding a message: %w", err)
+	}
+	var answers any
+	if r, ok := msg.(*jsonrpc.Response); ok && r.ID.IsValid() {
+		answers = r.ID.Raw()
+	}
+	return c.out.writeAnswer(append(data, '\n'), answers)
+}
+
+// Close implements [sdk.Connection]: nothing more is passed on, and the
+// filter stops reading.
+func (c *streamConn) Close() error {
+	c.gate.close()
+	return nil
+}
+
+// SessionID implements [sdk.Connection]: a stream has no session id.
+func (c *streamConn) SessionID() string { return "" }
+
+// frameWriter serialises whole frames from the SDK and the filter, and
+// tells the gate of each answer the SDK writes.
 type frameWriter struct {
 	mu   sync.Mutex
 	w    io.Writer
 	gate *gate
 }
 
-// Write writes one frame of the SDK's.
-func (f *frameWriter) Write(p []byte) (int, error) {
-	id, isResponse := responseID(p)
+// writeAnswer writes one frame of the SDK's; answers is the id of the
+// request it answers (nil for none).
+func (f *frameWriter) writeAnswer(p []byte, answers any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n, err := f.w.Write(p)
-	if isResponse {
-		f.gate.answered(id) // under mu: see settle
+	_, err := f.w.Write(p)
+	if answers != nil {
+		f.gate.answered(answers) // under mu: see settle
 	}
-	return n, err
+	return err
 }
-
-func (f *frameWriter) Close() error { return nil }
 
 // settle waits for a write in progress: once it returns, every answer the
 // client could have read has been noted by the gate.
@@ -133,30 +196,6 @@ func (f *frameWriter) writeFrame(p []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.w.Write(p)
-}
-
-// responseID reads the id of a response frame from its head. The SDK
-// writes the keys in a fixed order (jsonrpc, id, then method for a
-// request or result/error for a response), so the first few tokens
-// decide it without decoding the result.
-func responseID(frame []byte) (any, bool) {
-	dec := json.NewDecoder(bytes.NewReader(frame))
-	var toks []json.Token
-	for len(toks) < 6 {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		toks = append(toks, tok)
-	}
-	if toks[0] != json.Delim('{') || toks[3] != "id" || (toks[5] != "result" && toks[5] != "error") {
-		return nil, false
-	}
-	id, err := jsonrpc.MakeID(toks[4])
-	if err != nil || !id.IsValid() {
-		return nil, false
-	}
-	return id.Raw(), true
 }
 
 // filterFrames reads r line by line and passes on, through g, exactly the
@@ -235,11 +274,11 @@ func pass(frame []byte, scan *frameScanner, g *gate, out *frameWriter, log *slog
 		rej.write(out)
 		return true
 	}
-	data := append(frame, '\n') // in place: the line had a newline or room for one
+	size := len(frame) + 1 // with its newline, as the limits count it
 	req, ok := m.(*jsonrpc.Request)
 	switch {
 	case !ok: // a response to a call of the server's
-		g.pushUrgent(data)
+		g.pushUrgent(m)
 		return true
 	case req.ID.IsValid():
 		id := req.ID.Raw()
@@ -252,7 +291,7 @@ func pass(frame []byte, scan *frameScanner, g *gate, out *frameWriter, log *slog
 			writeError(out, echo, rpcInvalidRequest, "invalid request: a request with this id is still in progress; use a new id for each request", nil)
 			return true
 		}
-		return g.push(data, id)
+		return g.push(m, size, id)
 	case req.Method == "notifications/cancelled":
 		var params struct {
 			RequestID any `json:"requestId"`
@@ -262,10 +301,10 @@ func pass(frame []byte, scan *frameScanner, g *gate, out *frameWriter, log *slog
 				return true // never passed on, so never answered
 			}
 		}
-		g.pushUrgent(data)
+		g.pushUrgent(m)
 		return true
 	default:
-		return g.push(data, nil)
+		return g.push(m, size, nil)
 	}
 }
 
@@ -322,7 +361,7 @@ func checkFrame(frame []byte, scan *frameScanner) (jsonrpc.Message, *rejection) 
 	if p := scan.idProblem(); p != "" {
 		return nil, refuse(rpcInvalidRequest, "invalid request: "+p, nil)
 	}
-	m, err := jsonrpc.DecodeMessage(frame)
+	m, err := decodeMessage(frame)
 	if err != nil {
 		return nil, refuse(rpcInvalidRequest, "invalid request: "+err.Error(), nil)
 	}

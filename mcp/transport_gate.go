@@ -1,8 +1,11 @@
 package mcp
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Limits of the stream transport's backpressure (docs/mcp.md, "Limits and
@@ -53,16 +56,18 @@ type gate struct {
 	heldBytes int
 	heldIDs   map[any]int // how many held requests have each id
 
-	urgent [][]byte // to pass on before anything held
+	urgent []jsonrpc.Message // to pass on before anything held
 
 	eof     bool  // the input ended (readErr says how)
 	readErr error // nil at a clean end of the input
 	closed  bool  // the SDK side is gone: nothing more is passed on
 }
 
-// heldFrame is a frame waiting its turn; id is nil for a notification.
+// heldFrame is a frame waiting its turn, decoded (msg) and its size on
+// the wire (what the byte limits count); id is nil for a notification.
 type heldFrame struct {
-	data []byte
+	msg  jsonrpc.Message
+	size int
 	id   any
 }
 
@@ -80,14 +85,14 @@ func (g *gate) inUse(id any) bool {
 	return ok || g.heldIDs[id] > 0
 }
 
-// push queues a request (id non-nil) or notification behind those held,
-// then waits while the held frames are over their bounds. It returns
-// false when the SDK side is gone.
-func (g *gate) push(data []byte, id any) bool {
+// push queues a request (id non-nil) or notification of size bytes
+// behind those held, then waits while the held frames are over their
+// bounds. It returns false when the SDK side is gone.
+func (g *gate) push(msg jsonrpc.Message, size int, id any) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.held = append(g.held, heldFrame{data: data, id: id})
-	g.heldBytes += len(data)
+	g.held = append(g.held, heldFrame{msg: msg, size: size, id: id})
+	g.heldBytes += size
 	if id != nil {
 		g.heldIDs[id]++
 	}
@@ -99,9 +104,9 @@ func (g *gate) push(data []byte, id any) bool {
 }
 
 // pushUrgent queues a frame to pass on before anything held.
-func (g *gate) pushUrgent(data []byte) {
+func (g *gate) pushUrgent(msg jsonrpc.Message) {
 	g.mu.Lock()
-	g.urgent = append(g.urgent, data)
+	g.urgent = append(g.urgent, msg)
 	g.cond.Broadcast()
 	g.mu.Unlock()
 }
@@ -118,7 +123,7 @@ func (g *gate) cancelHeld(id any) bool {
 	for i, h := range g.held {
 		if h.id == id {
 			g.held = append(g.held[:i], g.held[i+1:]...)
-			g.heldBytes -= len(h.data)
+			g.heldBytes -= h.size
 			if g.heldIDs[id]--; g.heldIDs[id] == 0 {
 				delete(g.heldIDs, id)
 			}
@@ -145,36 +150,42 @@ func (g *gate) close() {
 	g.mu.Unlock()
 }
 
-// next waits for the next frame to pass on: an urgent one, else the first
-// held one once the in-flight limits admit it (a request then counts as in
-// flight). It returns false when nothing more will come: the SDK side is
-// gone, or the input ended and nothing is held.
-func (g *gate) next() ([]byte, bool) {
+// next waits for the next message to pass on: an urgent one, else the
+// first held one once the in-flight limits admit it (a request then counts
+// as in flight). It returns false when nothing more will come (the SDK
+// side is gone, or the input ended and nothing is held) or ctx is done.
+func (g *gate) next(ctx context.Context) (jsonrpc.Message, bool) {
+	stop := context.AfterFunc(ctx, func() {
+		g.mu.Lock()
+		g.cond.Broadcast()
+		g.mu.Unlock()
+	})
+	defer stop()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for {
 		switch {
-		case g.closed:
+		case g.closed || ctx.Err() != nil:
 			return nil, false
 		case len(g.urgent) > 0:
-			data := g.urgent[0]
+			msg := g.urgent[0]
 			g.urgent[0] = nil
 			g.urgent = g.urgent[1:]
-			return data, true
+			return msg, true
 		case len(g.held) > 0 && g.admits(g.held[0]):
 			h := g.held[0]
 			g.held[0] = heldFrame{}
 			g.held = g.held[1:]
-			g.heldBytes -= len(h.data)
+			g.heldBytes -= h.size
 			if h.id != nil {
 				if g.heldIDs[h.id]--; g.heldIDs[h.id] == 0 {
 					delete(g.heldIDs, h.id)
 				}
-				g.inflight[h.id] = len(h.data)
-				g.bytes += len(h.data)
+				g.inflight[h.id] = h.size
+				g.bytes += h.size
 			}
 			g.cond.Broadcast() // room for the filter
-			return h.data, true
+			return h.msg, true
 		case g.eof && len(g.held) == 0:
 			return nil, false
 		}
@@ -188,7 +199,7 @@ func (g *gate) admits(h heldFrame) bool {
 		return true
 	}
 	n := len(g.inflight)
-	return n == 0 || (n < g.limits.requests && g.bytes+len(h.data) <= g.limits.requestBytes)
+	return n == 0 || (n < g.limits.requests && g.bytes+h.size <= g.limits.requestBytes)
 }
 
 // answered notes that the answer to the request with this id has been

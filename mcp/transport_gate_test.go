@@ -1,11 +1,14 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // ready reports whether next would return at once (test-only peek).
@@ -15,9 +18,25 @@ func (g *gate) ready() bool {
 	return g.closed || len(g.urgent) > 0 || (len(g.held) > 0 && g.admits(g.held[0])) || (g.eof && len(g.held) == 0)
 }
 
-func reqFrame(id int, size int) []byte {
-	f := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x","params":{"p":"%s"}}`+"\n", id, strings.Repeat("p", size))
-	return []byte(f)
+// frameMsg is a frame decoded as the filter hands it to the gate.
+func frameMsg(t testing.TB, frame string) jsonrpc.Message {
+	t.Helper()
+	msg, err := jsonrpc.DecodeMessage([]byte(frame))
+	if err != nil {
+		t.Fatalf("%s: %v", frame, err)
+	}
+	return msg
+}
+
+// pushFrame pushes a frame as the filter does: decoded, with its size on
+// the wire; it reports what push does.
+func pushFrame(t testing.TB, g *gate, frame string, id any) bool {
+	t.Helper()
+	return g.push(frameMsg(t, strings.TrimSuffix(frame, "\n")), len(frame), id)
+}
+
+func reqFrame(id int, size int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x","params":{"p":"%s"}}`+"\n", id, strings.Repeat("p", size))
 }
 
 func mustNext(t *testing.T, g *gate, want string) {
@@ -25,25 +44,25 @@ func mustNext(t *testing.T, g *gate, want string) {
 	if !g.ready() {
 		t.Fatalf("next would block, want %s", want)
 	}
-	data, ok := g.next()
-	if !ok || !strings.Contains(string(data), want) {
-		t.Fatalf("next = %.80q, %v; want one with %s", data, ok, want)
+	msg, ok := g.next(context.Background())
+	if !ok || !strings.Contains(wire(t, msg), want) {
+		t.Fatalf("next = %v, %v; want one with %s", msg, ok, want)
 	}
 }
 
 func TestGateLimitsRequestsInFlight(t *testing.T) {
 	g := newGate(gateLimits{requests: 2, requestBytes: 1 << 20, heldBytes: 1 << 20, heldFrames: 100})
 	for i := 1; i <= 4; i++ {
-		g.push(reqFrame(i, 0), int64(i))
+		pushFrame(t, g, reqFrame(i, 0), int64(i))
 	}
-	g.push([]byte(`{"jsonrpc":"2.0","method":"notifications/n"}`+"\n"), nil)
+	pushFrame(t, g, `{"jsonrpc":"2.0","method":"notifications/n"}`+"\n", nil)
 	mustNext(t, g, `"id":1`)
 	mustNext(t, g, `"id":2`)
 	if g.ready() {
 		t.Fatal("a third request passed with two in flight")
 	}
 	// A response of the client's and a cancellation pass ahead.
-	g.pushUrgent([]byte(`{"jsonrpc":"2.0","id":"s1","result":{}}` + "\n"))
+	g.pushUrgent(frameMsg(t, `{"jsonrpc":"2.0","id":"s1","result":{}}`))
 	mustNext(t, g, `"s1"`)
 	if g.ready() {
 		t.Fatal("still two in flight")
@@ -59,31 +78,31 @@ func TestGateLimitsRequestsInFlight(t *testing.T) {
 	// The notification behind request 4 comes next, without waiting.
 	mustNext(t, g, "notifications/n")
 	g.end(nil)
-	if _, ok := g.next(); ok {
+	if _, ok := g.next(context.Background()); ok {
 		t.Fatal("next after the end of the input with nothing held")
 	}
 }
 
 func TestGateLimitsBytesInFlight(t *testing.T) {
 	g := newGate(gateLimits{requests: 10, requestBytes: 1000, heldBytes: 1 << 20, heldFrames: 100})
-	g.push(reqFrame(1, 2000), int64(1)) // over the budget alone: admitted, nothing in flight
-	g.push(reqFrame(2, 10), int64(2))
+	pushFrame(t, g, reqFrame(1, 2000), int64(1)) // over the budget alone: admitted, nothing in flight
+	pushFrame(t, g, reqFrame(2, 10), int64(2))
 	mustNext(t, g, `"id":1`)
 	if g.ready() {
 		t.Fatal("request 2 passed while 2 KB were in flight on a 1 KB budget")
 	}
 	g.answered(int64(1))
 	mustNext(t, g, `"id":2`)
-	g.push(reqFrame(3, 10), int64(3))
+	pushFrame(t, g, reqFrame(3, 10), int64(3))
 	mustNext(t, g, `"id":3`) // small requests share the budget
 }
 
 func TestGateHoldsInOrder(t *testing.T) {
 	g := newGate(gateLimits{requests: 1, requestBytes: 1 << 20, heldBytes: 1 << 20, heldFrames: 100})
-	g.push(reqFrame(1, 0), int64(1))
+	pushFrame(t, g, reqFrame(1, 0), int64(1))
 	mustNext(t, g, `"id":1`)
-	g.push(reqFrame(2, 0), int64(2))
-	g.push([]byte(`{"jsonrpc":"2.0","method":"after-2"}`+"\n"), nil)
+	pushFrame(t, g, reqFrame(2, 0), int64(2))
+	pushFrame(t, g, `{"jsonrpc":"2.0","method":"after-2"}`+"\n", nil)
 	if g.ready() {
 		t.Fatal("a notification overtook the request held before it")
 	}
@@ -102,13 +121,13 @@ func TestGateStopsTheReader(t *testing.T) {
 				l.heldBytes, l.heldFrames = 300, 100
 			}
 			g := newGate(l)
-			g.push(reqFrame(1, 0), int64(1))
+			pushFrame(t, g, reqFrame(1, 0), int64(1))
 			mustNext(t, g, `"id":1`) // in flight: nothing more passes
 			for i := 2; i <= 4; i++ {
-				g.push(reqFrame(i, 40), int64(i))
+				pushFrame(t, g, reqFrame(i, 40), int64(i))
 			}
 			returned := make(chan bool)
-			go func() { returned <- g.push(reqFrame(5, 40), int64(5)) }()
+			go func() { returned <- pushFrame(t, g, reqFrame(5, 40), int64(5)) }()
 			waitFor(t, func() bool { return g.inUse(int64(5)) })
 			select {
 			case <-returned:
@@ -120,7 +139,7 @@ func TestGateStopsTheReader(t *testing.T) {
 			if !<-returned {
 				t.Fatal("push reported the SDK side gone")
 			}
-			go func() { returned <- g.push(reqFrame(6, 400), int64(6)) }()
+			go func() { returned <- pushFrame(t, g, reqFrame(6, 400), int64(6)) }()
 			waitFor(t, func() bool { return g.inUse(int64(6)) })
 			g.close()
 			if <-returned {
@@ -141,8 +160,8 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestGateDrain(t *testing.T) {
 	g := newGate(bigGate)
-	g.push(reqFrame(1, 0), int64(1))
-	g.push(reqFrame(2, 0), "two")
+	pushFrame(t, g, reqFrame(1, 0), int64(1))
+	pushFrame(t, g, reqFrame(2, 0), "two")
 	mustNext(t, g, `"id":1`)
 	mustNext(t, g, `"id":2`)
 	if g.drain(10 * time.Millisecond) {
