@@ -258,7 +258,7 @@ func join(pieces [][]byte, size int) []byte {
 	if len(pieces) == 1 {
 		return pieces[0]
 	}
-	line := make([]byte, 0, size+1) // +1: room for a final newline
+	line := make([]byte, 0, size)
 	for _, p := range pieces {
 		line = append(line, p...)
 	}

@@ -155,12 +155,14 @@ func (g *gate) close() {
 // as in flight). It returns false when nothing more will come (the SDK
 // side is gone, or the input ended and nothing is held) or ctx is done.
 func (g *gate) next(ctx context.Context) (jsonrpc.Message, bool) {
-	stop := context.AfterFunc(ctx, func() {
-		g.mu.Lock()
-		g.cond.Broadcast()
-		g.mu.Unlock()
-	})
-	defer stop()
+	if ctx.Done() != nil { // the SDK's reading context is never done
+		stop := context.AfterFunc(ctx, func() {
+			g.mu.Lock()
+			g.cond.Broadcast()
+			g.mu.Unlock()
+		})
+		defer stop()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for {

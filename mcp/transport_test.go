@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -252,5 +254,88 @@ func TestWriterTellsTheGate(t *testing.T) {
 	}
 	if !g.drain(time.Second) {
 		t.Error("drain with nothing in flight")
+	}
+}
+
+// failingWriter fails every write.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("the client is gone") }
+
+// TestStreamConnWriteTellsTheGate: the connection's Write ends the time in
+// flight of the request a response answers, by the id the SDK gives it,
+// even when the write fails; a request of the server's does not.
+func TestStreamConnWriteTellsTheGate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    io.Writer
+	}{{"written", &bytes.Buffer{}}, {"write failed", failingWriter{}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, g := newStreamTransport(strings.NewReader(""), tc.w, nil, 1<<20, bigGate)
+			g.mu.Lock()
+			g.inflight[int64(7)], g.inflight["s"], g.bytes = 10, 10, 20
+			g.mu.Unlock()
+			conn, err := tr.Connect(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			conn.Write(ctx, frameMsg(t, `{"jsonrpc":"2.0","id":"s","method":"roots/list"}`))
+			if !g.inUse("s") {
+				t.Error("a request of the server's ended a request in flight with its id")
+			}
+			err = conn.Write(ctx, frameMsg(t, `{"jsonrpc":"2.0","id":7,"result":{}}`))
+			if _, failed := tc.w.(failingWriter); failed != (err != nil) {
+				t.Errorf("Write = %v", err)
+			}
+			if g.inUse(int64(7)) {
+				t.Error("the answer to request 7 did not end its time in flight")
+			}
+		})
+	}
+}
+
+// TestStreamConnLifecycle: Close ends a Read waiting for input (the SDK
+// closes the connection on a signal or a failed write while the client's
+// input stays open), a cancelled context ends it too, and a stream
+// carries one session.
+func TestStreamConnLifecycle(t *testing.T) {
+	in, _ := io.Pipe() // input that never comes
+	tr, _ := newStreamTransport(in, &bytes.Buffer{}, nil, 1<<20, bigGate)
+	conn, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Connect(context.Background()); err == nil {
+		t.Error("a second Connect on one stream was accepted")
+	}
+	read := func(ctx context.Context) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := conn.Read(ctx)
+			done <- err
+		}()
+		return done
+	}
+	// A Read that never returns fails the test instead of hanging it.
+	returned := func(done <-chan error) error {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("Read did not return")
+			return nil
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := read(ctx)
+	cancel()
+	if err := returned(waiting); !errors.Is(err, context.Canceled) {
+		t.Errorf("Read after its context was cancelled = %v, want context.Canceled", err)
+	}
+	waiting = read(context.Background())
+	conn.Close()
+	if err := returned(waiting); err != io.EOF {
+		t.Errorf("Read after Close = %v, want io.EOF", err)
 	}
 }
