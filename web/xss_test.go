@@ -82,6 +82,9 @@ func testHostile(t *testing.T) {
 	second := h.waitGate(runID, first.GateToken)
 	waitJS(t, ctx, "the second round", `document.querySelector('article.gate .digest code')?.textContent === `+jsString(second.Digest))
 	waitJS(t, ctx, "the revision on the step", `document.querySelector('#step-work .revision')?.textContent.includes(`+jsString(hostileNote)+`)`)
+	// The second round's events may still be arriving: check the page
+	// once it shows the run as it stands.
+	settled(t, ctx, h, runID)
 
 	checks := map[string]string{
 		"the task":         `document.querySelector('#step-work').textContent.includes("Write <script>window.__xss='task'</script><img src=x onerror=")`,
