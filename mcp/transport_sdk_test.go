@@ -47,7 +47,11 @@ func TestStreamTransportBackpressure(t *testing.T) {
 	tr, g := newStreamTransport(inR, outW, nil, 1<<20, l)
 	var running, peak atomic.Int64
 	served := make(chan error, 1)
-	go func() { served <- probeServer(&running, &peak).Run(context.Background(), tr) }()
+	go func() {
+		err := probeServer(&running, &peak).Run(context.Background(), tr)
+		outW.Close() // a server that stops early fails the reads below instead of hanging them
+		served <- err
+	}()
 
 	out := bufio.NewReader(outR)
 	io.WriteString(inW, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`+"\n")
@@ -124,7 +128,11 @@ func TestStreamTransportReusesAnsweredIDs(t *testing.T) {
 	tr, _ := newStreamTransport(inR, lingeringWriter{outW}, nil, 1<<20, defaultGateLimits)
 	var running, peak atomic.Int64
 	served := make(chan error, 1)
-	go func() { served <- probeServer(&running, &peak).Run(context.Background(), tr) }()
+	go func() {
+		err := probeServer(&running, &peak).Run(context.Background(), tr)
+		outW.Close() // a server that stops early fails the reads below instead of hanging them
+		served <- err
+	}()
 	out := bufio.NewReader(outR)
 	go io.WriteString(inW, `{"jsonrpc":"2.0","id":"same","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`+"\n"+
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
