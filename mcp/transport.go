@@ -118,18 +118,15 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	g := c.gate
-	g.mu.Lock()
-	eof, err := g.eof && !g.closed, g.readErr
-	g.mu.Unlock()
-	if !eof {
+	ended, err := c.gate.inputEnded()
+	if !ended {
 		return nil, io.EOF // the connection is closed
 	}
 	if err != nil {
 		return nil, err
 	}
 	c.drained.Do(func() {
-		if !g.drain(drainTimeout) {
+		if !c.gate.drain(drainTimeout) {
 			c.log.Warn("input ended with requests still unanswered", "waited", drainTimeout)
 		}
 	})

@@ -142,6 +142,14 @@ func (g *gate) end(err error) {
 	g.mu.Unlock()
 }
 
+// inputEnded reports whether the input ended while the SDK side is still
+// there, and how it ended (nil: cleanly).
+func (g *gate) inputEnded() (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.eof && !g.closed, g.readErr
+}
+
 // close notes that the SDK side is gone; everything waiting returns.
 func (g *gate) close() {
 	g.mu.Lock()

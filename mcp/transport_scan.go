@@ -222,8 +222,8 @@ func (s *frameScanner) endCapture() {
 	case 'k':
 		s.prev = 'k'
 		s.keyIsID = false
-		if key, ok := s.key(); ok {
-			switch key {
+		if key, err := memberName(s.buf); !s.overflow && err == nil {
+			switch string(key) {
 			case "id":
 				s.keyIsID = true
 			case "method":
@@ -247,21 +247,6 @@ func (s *frameScanner) endCapture() {
 		s.prev = 'v'
 	}
 	s.capture = 0
-}
-
-// key is the key just captured, unescaped (false when it is over
-// maxKeyBytes or broken). A key without escapes, as keys are, is compared
-// as it stands: a frame of a million members must not cost a decoding
-// each.
-func (s *frameScanner) key() (string, bool) {
-	if s.overflow || len(s.buf) < 2 {
-		return "", false
-	}
-	if bytes.IndexByte(s.buf, '\\') < 0 {
-		return string(s.buf[1 : len(s.buf)-1]), true
-	}
-	var key string
-	return key, json.Unmarshal(s.buf, &key) == nil
 }
 
 // isResponse reports a frame that looks like a response (it has a result
