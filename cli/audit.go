@@ -108,7 +108,10 @@ type verifyDoc struct {
 	// the run's head: missing or behind (docs/storage.md, "The head record").
 	HeadRecord string      `json:"headRecord,omitempty"`
 	Tail       *store.Tail `json:"tail,omitempty"`
-	Problem    *problem    `json:"problem,omitempty"`
+	// StateFromTemp: the latest state was found in the temporary state
+	// file, where a crash that undid its exchange left it.
+	StateFromTemp bool     `json:"stateFromTemp,omitempty"`
+	Problem       *problem `json:"problem,omitempty"`
 }
 
 type problem struct {
@@ -170,6 +173,7 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 			if rep.Tail.Bytes > 0 {
 				doc.Tail = &rep.Tail
 			}
+			doc.StateFromTemp = rep.StateFromTemp
 			return writeJSON(env.Stdout, doc)
 		}
 		chain = fmt.Sprintf("chain: intact (%s, head seq %d, hash %s)", plural(int(rep.Events), "event"), rep.Head.Seq, rep.Head.Hash)
@@ -181,6 +185,9 @@ func (c *auditCmd) Run(ctx context.Context, env *Env, args []string) error {
 			chain += "\nhead record: missing: the run's independent head record was removed (or the run predates them); the next write makes a new one, but until then a rollback of the run's files is caught only against an anchor you kept (stratum audit RUN --head)"
 		case store.HeadRecordBehind:
 			chain += "\nhead record: one write behind the state (an interrupted write); the next read or write completes it"
+		}
+		if rep.StateFromTemp {
+			chain += "\nstate: the latest write's state is in the temporary state file (a crash undid its exchange of the two state files); the next read or write puts it in place"
 		}
 		if rep.Tail.Bytes > 0 {
 			chain += fmt.Sprintf("\nunacknowledged tail: %d bytes (%d events) after the head, written by an interrupted update; the next update keeps it aside and records a store.repair event", rep.Tail.Bytes, rep.Tail.Events)

@@ -21,6 +21,10 @@ type runView struct {
 	headOffset int64 // where the head's line starts (-1 without events)
 	tail       Tail
 	tailData   []byte
+	// adopted: the state is the temporary file's, the latest write's
+	// after a crash that undid its exchange (latestState); a writer puts
+	// it back in place before writing.
+	adopted bool
 	// pending are tails kept aside by a repair at this head whose write
 	// did not complete (only read for writes and Verify).
 	pending []keptFile
@@ -56,10 +60,7 @@ func (s *FileStore) inspect(id string, write, full bool, rf runFS) (*runView, er
 			v.close()
 		}
 	}()
-	if v.env, err = s.readState(id, rf); err != nil {
-		return nil, err
-	}
-	if v.log, v.size, err = s.openLog(id, v.env, write, rf); err != nil {
+	if v.env, v.log, v.size, v.adopted, err = s.latestState(id, rf, write); err != nil {
 		return nil, err
 	}
 	v.headOffset = -1

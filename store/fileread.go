@@ -42,7 +42,7 @@ func (s *FileStore) Load(ctx context.Context, runID string) (*Snapshot, error) {
 	v, err := s.inspect(runID, false, false, free)
 	var ce *CorruptError
 	switch {
-	case errors.As(err, &ce) && ce.Part != PartRun:
+	case errors.As(err, &ce) && ce.Part != PartRun, errors.Is(err, errUnderLock):
 		v, err = s.inspectShared(ctx, runID, rf)
 	case err == nil && v.recState == HeadRecordMissing:
 		// Without a head record nothing else would show a state that a
@@ -57,7 +57,7 @@ func (s *FileStore) Load(ctx context.Context, runID string) (*Snapshot, error) {
 		return nil, err
 	}
 	defer v.close()
-	if v.recState == HeadRecordBehind {
+	if v.recState == HeadRecordBehind || v.adopted {
 		s.completeRecord(ctx, runID, rf)
 	}
 	return &Snapshot{RunID: runID, State: v.env.State, Summary: v.env.Summary, Head: v.head(), Lease: s.currentLease(rf)}, nil
@@ -91,7 +91,7 @@ func (s *FileStore) inspectShared(ctx context.Context, runID string, rf runFS) (
 func underLockIfCorrupt[T any](s *FileStore, ctx context.Context, runID string, read func(rf runFS) (T, error)) (T, error) {
 	got, err := read(s.unlockedFiles(runID))
 	var ce *CorruptError
-	if !errors.As(err, &ce) || ce.Part == PartRun {
+	if (!errors.As(err, &ce) || ce.Part == PartRun) && !errors.Is(err, errUnderLock) {
 		return got, err
 	}
 	lk, err := s.lockShared(ctx, runID)
@@ -103,8 +103,10 @@ func underLockIfCorrupt[T any](s *FileStore, ctx context.Context, runID string, 
 	return read(s.files(runID))
 }
 
-// completeRecord writes the head record a write left one behind, if the
-// run's lock is free at once (a holder writes the record itself).
+// completeRecord completes what a crash left between a write's state and
+// its head record, if the run's lock is free at once (a holder does it
+// itself): it puts a state read from the temporary file back in place
+// (latestState), and writes a head record left one write behind.
 func (s *FileStore) completeRecord(ctx context.Context, runID string, rf runFS) {
 	lk, err := acquire(ctx, runID, s.runPath(runID, lockFile), true, 0)
 	if err != nil {
@@ -116,6 +118,9 @@ func (s *FileStore) completeRecord(ctx context.Context, runID string, rf runFS) 
 		return
 	}
 	defer v.close()
+	if v.adopted && restoreState(runID, rf) != nil {
+		return
+	}
 	if v.recState == HeadRecordBehind {
 		s.writeHeadRecord(recordOf(v.env), v.recFile, true)
 	}
@@ -141,18 +146,17 @@ func (s *FileStore) Events(ctx context.Context, runID string, afterSeq int64, li
 
 // events is Events through rf.
 func (s *FileStore) events(runID string, afterSeq int64, limit int, rf runFS) ([]Event, error) {
-	env, err := s.readState(runID, rf)
+	env, f, _, _, err := s.latestState(runID, rf, false)
 	if err != nil {
 		return nil, err
 	}
+	defer closeLog(f)
 	if afterSeq < 0 || afterSeq > env.Seq {
 		return nil, fmt.Errorf("run %s: %w: after seq %d, head is %d", runID, ErrSeqOutOfRange, afterSeq, env.Seq)
 	}
-	f, _, err := s.openLog(runID, env, false, rf)
-	if err != nil || f == nil {
-		return nil, err
+	if f == nil {
+		return nil, nil
 	}
-	defer f.Close()
 	want := env.Seq - afterSeq
 	if limit > 0 && int64(limit) < want {
 		return s.eventsWindow(runID, env, f, afterSeq, limit)
@@ -190,18 +194,14 @@ func (s *FileStore) Event(ctx context.Context, runID string, seq int64) (Event, 
 
 // event is Event through rf.
 func (s *FileStore) event(runID string, seq int64, rf runFS) (Event, error) {
-	env, err := s.readState(runID, rf)
+	env, f, _, _, err := s.latestState(runID, rf, false)
 	if err != nil {
 		return Event{}, err
 	}
+	defer closeLog(f)
 	if seq < 1 || seq > env.Seq {
 		return Event{}, fmt.Errorf("run %s: %w: seq %d, head is %d", runID, ErrSeqOutOfRange, seq, env.Seq)
 	}
-	f, _, err := s.openLog(runID, env, false, rf)
-	if err != nil {
-		return Event{}, err
-	}
-	defer f.Close()
 	ev, err := s.eventAt(runID, env, f, seq)
 	if err != nil {
 		return Event{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,6 +49,11 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 		return Head{}, err
 	}
 	defer v.close()
+	if v.adopted {
+		if err := restoreState(runID, rf); err != nil {
+			return Head{}, err
+		}
+	}
 	if v.recState == HeadRecordBehind {
 		// Flushed with this write's own fsyncs (see commit).
 		if err := s.writeHeadRecord(recordOf(v.env), v.recFile, false); err != nil {
@@ -148,7 +154,7 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 			return fmt.Errorf("run %s: append events: %w", runID, err)
 		}
 	}
-	tmp, err := writeTemp(rf, stateTemp, sealEnvelope(&next))
+	tmp, created, err := writeTemp(rf, stateTemp, sealEnvelope(&next))
 	if err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
@@ -162,23 +168,50 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	}
 	err = tmp.Sync()
 	wg.Wait()
+	exchanged, placed, tried := false, false, false
 	if err == nil && logErr == nil && recErr == nil {
-		err = replaceState(rf, tmp)
+		if afterCommitSyncs != nil {
+			err = afterCommitSyncs()
+		}
+		if err == nil {
+			tried = true
+			exchanged, err = replaceState(rf, tmp)
+			placed = err == nil
+		}
+	}
+	if !placed && (!tried || notInPlace(rf, tmp)) {
+		// The temp may hold a whole state that the log supports, which
+		// the next reader under the lock would take for a write a crash
+		// interrupted after its flushes (latestState): empty it, so that
+		// a write that failed stays undone.
+		if terr := errors.Join(tmp.Truncate(0), tmp.Sync()); terr != nil {
+			err = errors.Join(err, fmt.Errorf("empty the temp state: %w", terr))
+		}
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if logErr != nil {
-		return fmt.Errorf("run %s: append events: fsync: %w", runID, logErr)
+		return fmt.Errorf("run %s: append events: fsync: %w", runID, errors.Join(logErr, err))
 	}
 	if recErr != nil {
-		return fmt.Errorf("run %s: flush head record: %w", runID, recErr)
+		return fmt.Errorf("run %s: flush head record: %w", runID, errors.Join(recErr, err))
 	}
 	if err != nil {
 		return fmt.Errorf("run %s: replace state: %w", runID, err)
 	}
-	if err := rf.sync(); err != nil {
-		return fmt.Errorf("run %s: replace state: %w", runID, err)
+	// The directory is flushed only where a crash could otherwise lose
+	// the write: after an exchange of two files that were both there
+	// before it, with events appended, a crash that undoes the exchange
+	// leaves the new state whole in the temp file and its events after
+	// the old state's head, and latestState takes it from there. A
+	// rename (the old state's file gone), a temp file this write created
+	// (a name not yet durable) and a write without events (nothing in the
+	// log to show it happened) keep the directory flush.
+	if !exchanged || created || len(w.lines) == 0 {
+		if err := rf.sync(); err != nil {
+			return fmt.Errorf("run %s: replace state: %w", runID, err)
+		}
 	}
 	if err := s.writeHeadRecord(recordOf(next), v.recFile, v.recFile == nil); err != nil {
 		return err
@@ -186,6 +219,18 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	s.appendIndex(runID, rf, v.env, v.headOffset, w, v.env.LogSize)
 	return nil
 }
+
+// notInPlace reports that the open temp file is known not to be the
+// file the state's name names (a failed exchange or rename may still have
+// happened; where that cannot be told, it is left alone).
+func notInPlace(rf runFS, tmp *smallFile) bool {
+	named, err := rf.named(tmp, stateFile)
+	return err == nil && !named
+}
+
+// afterCommitSyncs, when set (by tests), runs after a write's flushes and
+// before its exchange; an error it returns fails the write there.
+var afterCommitSyncs func() error
 
 // keep writes tails that are not yet kept aside into their files, then
 // cuts the log back to its acknowledged size. Each file is written under
@@ -250,10 +295,17 @@ func writeSyncedReplace(path string, data []byte) error {
 // temp is the previous state's file after an exchange (replaceState), and
 // rewriting its blocks costs the file system less than truncating it to
 // nothing and allocating them again.
-func writeTemp(rf runFS, temp string, data []byte) (*smallFile, error) {
-	f, err := rf.open(temp, os.O_WRONLY|os.O_CREATE, filePerm)
+//
+// created reports that the file did not exist: its name is then new in
+// the directory, and the write must flush the directory (see commit).
+func writeTemp(rf runFS, temp string, data []byte) (f *smallFile, created bool, err error) {
+	f, err = rf.open(temp, os.O_WRONLY, filePerm)
+	if errors.Is(err, fs.ErrNotExist) {
+		created = true
+		f, err = rf.open(temp, os.O_WRONLY|os.O_CREATE, filePerm)
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	_, err = f.WriteAt(data, 0)
 	if err == nil {
@@ -264,9 +316,9 @@ func writeTemp(rf runFS, temp string, data []byte) (*smallFile, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, false, err
 	}
-	return f, nil
+	return f, created, nil
 }
 
 // replaceState puts the state written to stateTemp (and synced), open as
@@ -281,19 +333,22 @@ func writeTemp(rf runFS, temp string, data []byte) (*smallFile, error) {
 // may still have happened (a network or FUSE file system): the state's
 // name is looked at, and only if it does not name tmp is the temp renamed
 // over it; exchanging again could swap the states back.
-func replaceState(rf runFS, tmp *smallFile) error {
-	err := rf.exchange(stateTemp, stateFile)
+//
+// exchanged reports that the names were exchanged: the previous state's
+// file is still there, under the temp's name.
+func replaceState(rf runFS, tmp *smallFile) (exchanged bool, err error) {
+	err = rf.exchange(stateTemp, stateFile)
 	if err == nil {
-		return nil
+		return true, nil
 	}
 	if !errors.Is(err, errNoExchange) {
 		if done, nerr := rf.named(tmp, stateFile); nerr != nil {
-			return fmt.Errorf("%w (and then: %v)", err, nerr)
+			return false, fmt.Errorf("%w (and then: %v)", err, nerr)
 		} else if done {
-			return nil
+			return true, nil
 		}
 	}
-	return os.Rename(filepath.Join(rf.path, stateTemp), filepath.Join(rf.path, stateFile))
+	return false, os.Rename(filepath.Join(rf.path, stateTemp), filepath.Join(rf.path, stateFile))
 }
 
 // errNoExchange: the kernel or file system cannot exchange two names.

@@ -140,6 +140,9 @@ func verifyChecks(env envelope, rep *VerifyReport, anchor string) []string {
 	} else {
 		checks = append(checks, "tail: none")
 	}
+	if rep.StateFromTemp {
+		checks = append(checks, "state: the latest write's, found in the temporary state file (a crash undid its exchange); the next write puts it in place")
+	}
 	if len(rep.Repairs) > 0 {
 		checks = append(checks, fmt.Sprintf("repairs: %d, each kept tail checked against its digest", len(rep.Repairs)))
 	}

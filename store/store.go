@@ -251,6 +251,12 @@ type VerifyReport struct {
 	// unless it is what one interrupted write can leave (Tail.Chained); the
 	// next write keeps it aside and records an EventRepair event.
 	Tail Tail
+	// StateFromTemp is true when the run's latest state was found in the
+	// file store's temporary state file, where a crash that undid the
+	// write's exchange of the two state files left it (docs/storage.md,
+	// "Replacing the state"); the next Load or write puts it back in
+	// place. Other backends never set it.
+	StateFromTemp bool
 	// Checks says in words what was checked.
 	Checks []string
 }
