@@ -29,16 +29,19 @@
 // listing handed out as it is read).
 //
 // [FileStore] is the default backend: under a root (see [DefaultRoot]),
-// one directory per run holding state.json (replaced atomically: temp
-// file, fsync, rename, fsync directory), events.jsonl (appended with one
-// write and fsync per change), events.idx (line offsets for [Store.Event],
-// derived and never trusted), run.lock (a permanent flock lock file taken
-// for every read-modify-write) and lease; and the run's head record in
-// the root's .heads directory, overwritten in place and fdatasynced last.
-// Loading checks the head record, the state and the head line only (cost
-// independent of history); data after the head is what an interrupted
-// write left, kept aside with a [EventRepair] event by the next write, or
-// corruption. [Memory] has the same semantics in memory, for tests of the
+// one directory per run holding state.json and .state.json.tmp (the
+// latest two states: the new one written over the older, fsynced with
+// the log, and the two names exchanged; a power loss that undoes the
+// exchange loses nothing, the latest state being found by its content),
+// events.jsonl (appended with one write and fsync per change), events.idx
+// (line offsets for [Store.Event], derived and never trusted), run.lock
+// (a permanent flock lock file taken for every read-modify-write) and
+// lease; and the run's head record in the root's .heads directory,
+// overwritten in place and flushed by the next write. Loading checks the
+// head record, the state and the head line only (cost independent of
+// history); data after the head is the latest write's when the temp file
+// holds its state, else what an interrupted write left, kept aside with
+// a [EventRepair] event by the next write, or corruption. [Memory] has the same semantics in memory, for tests of the
 // engine. docs/storage.md documents the formats, the canonical JSON that
 // is hashed and every recovery rule.
 //

@@ -221,7 +221,11 @@ func killedWrite(t *testing.T, s *FileStore, id string, fn func(*Snapshot) (*Cha
 // Events finds it does not fit the log and reads again under the lock;
 // Load, for a run without a head record (which would otherwise show it),
 // reads under the lock. Either way the answer is the state in place, and
-// the run verifies.
+// the run verifies. (The killed write that appended events stands: the
+// next write, under the lock, finds its state whole in the temp file and
+// takes it, as after an exchange a power loss undid; docs/storage.md,
+// "Replacing the state". The reader's answer still never shows it from
+// the file read as it was exchanged away and back.)
 func TestStateReadersOfAStateExchangedAwayAndBack(t *testing.T) {
 	ctx := context.Background()
 	stateOnly := func(doc string) func(*Snapshot) (*Change, error) {
