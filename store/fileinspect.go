@@ -25,6 +25,7 @@ type runView struct {
 	// after a crash that undid its exchange (latestState); a writer puts
 	// it back in place before writing.
 	adopted bool
+	choice  stateChoice // how latestState chose the state (for restoreState)
 	// pending are tails kept aside by a repair at this head whose write
 	// did not complete (only read for writes and Verify).
 	pending []keptFile
@@ -60,15 +61,14 @@ func (s *FileStore) inspect(id string, write, full bool, rf runFS) (*runView, er
 			v.close()
 		}
 	}()
-	if v.env, v.log, v.size, v.adopted, err = s.latestState(id, rf, write); err != nil {
+	var rec *headRecord
+	if v.hasRec {
+		rec = &v.rec
+	}
+	if v.choice, err = s.latestState(id, rf, write, rec); err != nil {
 		return nil, err
 	}
-	v.headOffset = -1
-	if v.log != nil {
-		if v.headOffset, err = s.checkHead(id, v.env, v.log); err != nil {
-			return nil, err
-		}
-	}
+	v.env, v.log, v.size, v.headOffset, v.adopted = v.choice.env, v.choice.log, v.choice.size, v.choice.headOffset, v.choice.adopted
 	state, ce := judgeRecord(id, v.env, v.rec, v.hasRec)
 	if ce != nil {
 		return nil, s.located(id, ce)

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -40,42 +42,95 @@ var errUnderLock = errors.New("the state may be in the temporary file: read unde
 // leftover: of a power loss, or of a writer killed after its fsyncs and
 // before its exchange, whose write then stands (a writer that fails
 // empties the temp, see commit).
-func (s *FileStore) latestState(id string, rf runFS, write bool) (env envelope, log *smallFile, size int64, adopted bool, err error) {
-	env, err = s.readState(id, rf)
-	if err != nil {
-		if !s.stateFileUnreadable(id, rf, err) {
-			return envelope{}, nil, 0, false, err
-		}
-		other, ok := s.readTempState(id, rf)
-		if !ok || !s.recordVouches(id, other) {
-			return envelope{}, nil, 0, false, err
-		}
-		if rf.lockFree {
-			return envelope{}, nil, 0, false, errUnderLock
-		}
-		log, size, lerr := s.openLog(id, other, write, rf)
-		if lerr != nil {
-			return envelope{}, nil, 0, false, err
-		}
-		if _, herr := s.checkHead(id, other, log); herr != nil {
-			closeLog(log)
-			return envelope{}, nil, 0, false, err
-		}
-		return other, log, size, true, nil
+func (s *FileStore) latestState(id string, rf runFS, write bool, rec *headRecord) (stateChoice, error) {
+	env, err := s.readState(id, rf)
+	if err != nil && !s.stateFileUnreadable(id, rf, err) {
+		return stateChoice{}, err
 	}
-	if log, size, err = s.openLog(id, env, write, rf); err != nil {
-		return envelope{}, nil, 0, false, err
-	}
-	if size > env.LogSize {
-		if other, ok := s.nextState(id, rf, env, log, size); ok {
-			if rf.lockFree {
-				closeLog(log)
-				return envelope{}, nil, 0, false, errUnderLock
+	if err == nil {
+		c, perr := s.primaryState(id, rf, write, env)
+		if perr == nil && c.size > env.LogSize {
+			next, ok, nerr := s.nextState(id, rf, env, c.log, c.size)
+			if nerr != nil || (ok && rf.lockFree) {
+				closeLog(c.log)
+				return stateChoice{}, cmp.Or(nerr, errUnderLock)
 			}
-			return other, log, size, true, nil
+			if ok {
+				c.env, c.adopted = next, true
+				if c.headOffset, err = s.checkHead(id, next, c.log); err != nil {
+					closeLog(c.log)
+					return stateChoice{}, err
+				}
+				return c, nil
+			}
+		}
+		if perr == nil && rec != nil {
+			if _, ce := judgeRecord(id, env, *rec, true); ce != nil {
+				closeLog(c.log)
+				perr = s.located(id, ce)
+			}
+		}
+		if perr == nil {
+			return c, nil
+		}
+		var ce *CorruptError
+		if !errors.As(perr, &ce) {
+			return stateChoice{}, perr
+		}
+		err = perr
+	}
+	// state.json is not a state the run can stand on: torn, or whole but
+	// ahead of what the log or the head record holds (a write over it
+	// that a power loss cut short, once an undone exchange had put the
+	// name back on it). The temp may hold the latest acknowledged state.
+	prev, ok, terr := s.readTempState(id, rf)
+	if terr != nil {
+		return stateChoice{}, terr
+	}
+	if !ok || (env.RunID == id && prev.Rev != env.Rev-1) || !s.recordVouches(id, prev, rec) {
+		return stateChoice{}, err
+	}
+	if rf.lockFree {
+		return stateChoice{}, errUnderLock
+	}
+	log, size, lerr := s.openLog(id, prev, write, rf)
+	if lerr != nil {
+		return stateChoice{}, err
+	}
+	off, herr := s.checkHead(id, prev, log)
+	if herr != nil {
+		closeLog(log)
+		return stateChoice{}, err
+	}
+	return stateChoice{env: prev, log: log, size: size, headOffset: off, adopted: true, setAside: true}, nil
+}
+
+// stateChoice is the state latestState chose, with the log opened for it.
+type stateChoice struct {
+	env        envelope
+	log        *smallFile
+	size       int64 // the log's size
+	headOffset int64 // where the head's line starts (-1 without events)
+	// adopted: the state is the temporary file's; setAside: state.json
+	// failed (restoreState keeps its bytes aside before a write reuses it).
+	adopted, setAside bool
+}
+
+// primaryState opens the log for state.json's state env and checks that
+// the log holds its head.
+func (s *FileStore) primaryState(id string, rf runFS, write bool, env envelope) (stateChoice, error) {
+	log, size, err := s.openLog(id, env, write, rf)
+	if err != nil {
+		return stateChoice{}, err
+	}
+	off := int64(-1)
+	if log != nil {
+		if off, err = s.checkHead(id, env, log); err != nil {
+			log.Close()
+			return stateChoice{}, err
 		}
 	}
-	return env, log, size, false, nil
+	return stateChoice{env: env, log: log, size: size, headOffset: off}, nil
 }
 
 func closeLog(f *smallFile) {
@@ -96,64 +151,96 @@ func (s *FileStore) stateFileUnreadable(id string, rf runFS, err error) bool {
 	return serr == nil
 }
 
-// recordVouches reports whether the run's head record names the write of
-// env or the one before it.
-func (s *FileStore) recordVouches(id string, env envelope) bool {
-	rec, have, f, err := s.openHeadRecord(id, false)
-	if f != nil {
-		f.Close()
+// recordVouches reports whether the run's head record (rec, or the one on
+// disk when rec is nil) names the write of env or the one before it.
+func (s *FileStore) recordVouches(id string, env envelope, rec *headRecord) bool {
+	if rec == nil {
+		r, have, f, err := s.openHeadRecord(id, false)
+		if f != nil {
+			f.Close()
+		}
+		if err != nil || !have {
+			return false
+		}
+		rec = &r
 	}
-	if err != nil || !have {
-		return false
-	}
-	state, ce := judgeRecord(id, env, rec, have)
+	state, ce := judgeRecord(id, env, *rec, true)
 	return ce == nil && (state == HeadRecordMatch || state == HeadRecordBehind)
 }
 
-// readTempState reads the temporary state file, if it holds a whole state
-// of this run.
-func (s *FileStore) readTempState(id string, rf runFS) (envelope, bool) {
+// readTempState reads the temporary state file: ok when it holds a whole
+// state of this run; an error only when it could not be read.
+func (s *FileStore) readTempState(id string, rf runFS) (envelope, bool, error) {
 	data, err := readWhole(rf, stateTemp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return envelope{}, false, nil
+	}
 	if err != nil {
-		return envelope{}, false
+		return envelope{}, false, fmt.Errorf("run %s: read the temporary state: %w", id, err)
 	}
 	env, err := decodeEnvelope(data)
 	if err != nil || env.RunID != id || env.Seq < 1 {
-		return envelope{}, false
+		return envelope{}, false, nil
 	}
-	return env, true
+	return env, true, nil
 }
 
 // nextState returns the temporary file's state when it is the write that
 // follows cur: whole, of the same run, one write further (rev), and the
 // data after cur's head in the log is its events (chained from cur's
 // head, whole lines) up to its own head, which checkHead confirms.
-func (s *FileStore) nextState(id string, rf runFS, cur envelope, log *smallFile, size int64) (envelope, bool) {
-	next, ok := s.readTempState(id, rf)
-	if !ok || next.Rev != cur.Rev+1 || next.LogSize <= cur.LogSize || next.LogSize > size || next.LogSize-cur.LogSize > maxTailRead {
-		return envelope{}, false
+func (s *FileStore) nextState(id string, rf runFS, cur envelope, log *smallFile, size int64) (envelope, bool, error) {
+	next, ok, err := s.readTempState(id, rf)
+	if err != nil || !ok || next.Rev != cur.Rev+1 || next.LogSize <= cur.LogSize || next.LogSize > size || next.LogSize-cur.LogSize > maxTailRead {
+		return envelope{}, false, err
 	}
 	between := make([]byte, next.LogSize-cur.LogSize)
 	if _, err := log.ReadAt(between, cur.LogSize); err != nil {
-		return envelope{}, false
+		return envelope{}, false, fmt.Errorf("run %s: read the log after the head: %w", id, err)
 	}
 	t := classifyTail(between, Head{Seq: cur.Seq, Hash: cur.Head})
 	if !t.Chained || tailTorn(between) || int64(t.Events) != next.Seq-cur.Seq {
-		return envelope{}, false
+		return envelope{}, false, nil
 	}
 	if _, err := s.checkHead(id, next, log); err != nil {
-		return envelope{}, false
+		return envelope{}, false, nil
 	}
-	return next, true
+	return next, true, nil
 }
 
 // restoreState puts the state latestState took from the temporary file
-// back under the name state.json (and the state it replaced under the
-// temporary name, where the names can be exchanged), and flushes the
+// back under the name state.json (and the file it replaced under the
+// temporary name, where the names can be exchanged) and flushes the
 // directory: the one write after such a crash that pays a directory
-// flush.
-func restoreState(id string, rf runFS) error {
-	err := rf.exchange(stateTemp, stateFile)
+// flush. The taken state and the log are flushed first: a writer killed
+// after writing them, before its own flushes, left them whole in the page
+// cache only. When state.json failed (c.setAside), its bytes are kept in
+// state.json.set-aside-<seq> (seq: the taken state's head), and the file
+// is emptied once it is the temp: whatever it held stays for a person to
+// look at, and no later look takes it for a state.
+func (s *FileStore) restoreState(id string, rf runFS, c stateChoice) error {
+	fail := func(err error) error { return fmt.Errorf("run %s: put the latest state back in place: %w", id, err) }
+	tmp, err := rf.open(stateTemp, os.O_RDONLY, 0)
+	if err != nil {
+		return fail(err)
+	}
+	err = tmp.Sync()
+	tmp.Close()
+	if err == nil && c.log != nil {
+		err = c.log.Sync()
+	}
+	if err == nil && c.setAside {
+		err = s.setAsideState(id, rf, c.env.Seq)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	err = rf.exchange(stateTemp, stateFile)
+	if err == nil && c.setAside {
+		// The state set aside is now the temp: emptied, so that no later
+		// look takes it (its bytes are in the set-aside file).
+		err = emptyFile(rf, stateTemp)
+	}
 	if errors.Is(err, errNoExchange) {
 		err = os.Rename(filepath.Join(rf.path, stateTemp), filepath.Join(rf.path, stateFile))
 	}
@@ -161,7 +248,38 @@ func restoreState(id string, rf runFS) error {
 		err = rf.sync()
 	}
 	if err != nil {
-		return fmt.Errorf("run %s: put the latest state back in place: %w", id, err)
+		return fail(err)
 	}
 	return nil
+}
+
+// emptyFile cuts the run's file name to nothing and flushes it.
+func emptyFile(rf runFS, name string) error {
+	f, err := rf.open(name, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = errors.Join(f.Truncate(0), f.Sync())
+	return errors.Join(err, f.Close())
+}
+
+// setAsideState copies state.json to the first free name
+// state.json.set-aside-<seq>[.n], fsynced (the caller flushes the
+// directory).
+func (s *FileStore) setAsideState(id string, rf runFS, seq int64) error {
+	data, err := readWhole(rf, stateFile)
+	if err != nil {
+		return err
+	}
+	for n := 1; ; n++ {
+		name := fmt.Sprintf("%s.set-aside-%d", stateFile, seq)
+		if n > 1 {
+			name += fmt.Sprintf(".%d", n)
+		}
+		path := filepath.Join(rf.path, name)
+		if _, err := os.Lstat(path); err == nil {
+			continue
+		}
+		return writeSynced(path, data)
+	}
 }

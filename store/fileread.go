@@ -118,7 +118,7 @@ func (s *FileStore) completeRecord(ctx context.Context, runID string, rf runFS) 
 		return
 	}
 	defer v.close()
-	if v.adopted && restoreState(runID, rf) != nil {
+	if v.adopted && s.restoreState(runID, rf, v.choice) != nil {
 		return
 	}
 	if v.recState == HeadRecordBehind {
@@ -146,10 +146,11 @@ func (s *FileStore) Events(ctx context.Context, runID string, afterSeq int64, li
 
 // events is Events through rf.
 func (s *FileStore) events(runID string, afterSeq int64, limit int, rf runFS) ([]Event, error) {
-	env, f, _, _, err := s.latestState(runID, rf, false)
+	c, err := s.latestState(runID, rf, false, nil)
 	if err != nil {
 		return nil, err
 	}
+	env, f := c.env, c.log
 	defer closeLog(f)
 	if afterSeq < 0 || afterSeq > env.Seq {
 		return nil, fmt.Errorf("run %s: %w: after seq %d, head is %d", runID, ErrSeqOutOfRange, afterSeq, env.Seq)
@@ -194,10 +195,11 @@ func (s *FileStore) Event(ctx context.Context, runID string, seq int64) (Event, 
 
 // event is Event through rf.
 func (s *FileStore) event(runID string, seq int64, rf runFS) (Event, error) {
-	env, f, _, _, err := s.latestState(runID, rf, false)
+	c, err := s.latestState(runID, rf, false, nil)
 	if err != nil {
 		return Event{}, err
 	}
+	env, f := c.env, c.log
 	defer closeLog(f)
 	if seq < 1 || seq > env.Seq {
 		return Event{}, fmt.Errorf("run %s: %w: seq %d, head is %d", runID, ErrSeqOutOfRange, seq, env.Seq)

@@ -50,7 +50,7 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 	}
 	defer v.close()
 	if v.adopted {
-		if err := restoreState(runID, rf); err != nil {
+		if err := s.restoreState(runID, rf, v.choice); err != nil {
 			return Head{}, err
 		}
 	}
@@ -168,23 +168,24 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	}
 	err = tmp.Sync()
 	wg.Wait()
-	exchanged, placed, tried := false, false, false
+	exchanged, placed, aside := false, false, true
 	if err == nil && logErr == nil && recErr == nil {
 		if afterCommitSyncs != nil {
 			err = afterCommitSyncs()
 		}
 		if err == nil {
-			tried = true
-			exchanged, err = replaceState(rf, tmp)
+			exchanged, aside, err = replaceState(rf, tmp)
 			placed = err == nil
 		}
 	}
-	if !placed && (!tried || notInPlace(rf, tmp)) {
+	if !placed && aside {
 		// The temp may hold a whole state that the log supports, which
 		// the next reader under the lock would take for a write a crash
 		// interrupted after its flushes (latestState): empty it, so that
-		// a write that failed stays undone.
-		if terr := errors.Join(tmp.Truncate(0), tmp.Sync()); terr != nil {
+		// a write that failed stays undone. A temp this write created is
+		// removed instead: its name may not be on disk, and the next
+		// write, creating it again, flushes the directory.
+		if terr := undoTemp(rf, tmp, created); terr != nil {
 			err = errors.Join(err, fmt.Errorf("empty the temp state: %w", terr))
 		}
 	}
@@ -220,12 +221,13 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	return nil
 }
 
-// notInPlace reports that the open temp file is known not to be the
-// file the state's name names (a failed exchange or rename may still have
-// happened; where that cannot be told, it is left alone).
-func notInPlace(rf runFS, tmp *smallFile) bool {
-	named, err := rf.named(tmp, stateFile)
-	return err == nil && !named
+// undoTemp leaves no state in the temp file of a write that failed:
+// removed when the write created it, else emptied and flushed.
+func undoTemp(rf runFS, tmp *smallFile, created bool) error {
+	if created && os.Remove(filepath.Join(rf.path, stateTemp)) == nil {
+		return nil
+	}
+	return errors.Join(tmp.Truncate(0), tmp.Sync())
 }
 
 // afterCommitSyncs, when set (by tests), runs after a write's flushes and
@@ -307,14 +309,18 @@ func writeTemp(rf runFS, temp string, data []byte) (f *smallFile, created bool, 
 	if err != nil {
 		return nil, false, err
 	}
-	_, err = f.WriteAt(data, 0)
+	err = f.Chmod(filePerm) // a leftover temp file keeps its mode
+	if err == nil {
+		_, err = f.WriteAt(data, 0)
+	}
 	if err == nil {
 		err = f.Truncate(int64(len(data)))
 	}
-	if err == nil {
-		err = f.Chmod(filePerm) // a leftover temp file keeps its mode
-	}
 	if err != nil {
+		// What was written must not pass for a whole state (latestState).
+		if uerr := undoTemp(rf, f, created); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
 		f.Close()
 		return nil, false, err
 	}
@@ -336,19 +342,26 @@ func writeTemp(rf runFS, temp string, data []byte) (f *smallFile, created bool, 
 //
 // exchanged reports that the names were exchanged: the previous state's
 // file is still there, under the temp's name.
-func replaceState(rf runFS, tmp *smallFile) (exchanged bool, err error) {
+//
+// On failure, aside reports that tmp is known to be still the temp, not in
+// place (false when that cannot be told).
+func replaceState(rf runFS, tmp *smallFile) (exchanged, aside bool, err error) {
 	err = rf.exchange(stateTemp, stateFile)
 	if err == nil {
-		return true, nil
+		return true, false, nil
 	}
 	if !errors.Is(err, errNoExchange) {
 		if done, nerr := rf.named(tmp, stateFile); nerr != nil {
-			return false, fmt.Errorf("%w (and then: %v)", err, nerr)
+			return false, false, fmt.Errorf("%w (and then: %v)", err, nerr)
 		} else if done {
-			return true, nil
+			return true, false, nil
 		}
 	}
-	return false, os.Rename(filepath.Join(rf.path, stateTemp), filepath.Join(rf.path, stateFile))
+	// A rename that fails leaves both names as they were.
+	if err := os.Rename(filepath.Join(rf.path, stateTemp), filepath.Join(rf.path, stateFile)); err != nil {
+		return false, true, err
+	}
+	return false, false, nil
 }
 
 // errNoExchange: the kernel or file system cannot exchange two names.

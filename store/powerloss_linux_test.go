@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -204,5 +205,103 @@ func TestFailedWriteLeavesNothingToTake(t *testing.T) {
 	}
 	if rep, err := s.Verify(ctx, "r", VerifyOptions{}); err != nil || len(rep.Repairs) != 1 || rep.Head.Seq != 4 {
 		t.Fatalf("after the next update: %+v, %v", rep, err)
+	}
+}
+
+// After an undone exchange the next update writes over state.json's file;
+// a power loss can leave that state whole while the log's append, or the
+// head record's flush, did not reach the disk. state.json is then ahead of
+// what the log or the record holds, and the temp holds the latest
+// acknowledged state: that is the run's, state.json's bytes are kept
+// aside (state.json.set-aside-<seq>), and whatever of the cut write's
+// events reached the log is kept aside as a tail.
+func TestWholeStateAheadAfterAnUndoneExchange(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name         string
+		withLog      bool // the cut write's events reached the log
+		recordBehind int  // how many writes the head record is behind the temp's
+	}{
+		{"log short", false, 0},
+		{"log whole, head record two behind state.json", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, nil)
+			mustCreate(t, s, "r", `{"v":0}`, 1)
+			if _, err := s.Update(ctx, "r", appendEvents(`{"v":1}`, 1)); err != nil {
+				t.Fatal(err)
+			}
+			recBefore, _ := os.ReadFile(s.headPath("r"))
+			powerLost(t, s, "r", appendEvents(`{"v":2}`, 1), false)
+			// The cut write, made on a copy of the run and brought back:
+			// its state over state.json, its log only withLog.
+			copyRoot := filepath.Join(t.TempDir(), "copy")
+			if err := os.CopyFS(copyRoot, os.DirFS(s.root)); err != nil {
+				t.Fatal(err)
+			}
+			c, err := NewFileStore(copyRoot, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Update(ctx, "r", appendEvents(`{"v":"cut"}`, 1)); err != nil {
+				t.Fatal(err)
+			}
+			cut, err := os.ReadFile(c.runPath("r", stateFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(s.runPath("r", stateFile), cut, filePerm); err != nil {
+				t.Fatal(err)
+			}
+			if tc.withLog {
+				log, err := os.ReadFile(c.runPath("r", eventsFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(s.runPath("r", eventsFile), log, filePerm)
+			}
+			if tc.recordBehind > 0 {
+				os.WriteFile(s.headPath("r"), recBefore, filePerm)
+			}
+			snap, err := s.Load(ctx, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(snap.State) != `{"v":2}` || snap.Head.Seq != 3 {
+				t.Fatalf("Load: %s at seq %d, want the acknowledged {\"v\":2} at 3", snap.State, snap.Head.Seq)
+			}
+			if kept, err := os.ReadFile(s.runPath("r", stateFile+".set-aside-3")); err != nil || string(kept) != string(cut) {
+				t.Fatalf("state.json was not kept aside: %v", err)
+			}
+			if _, err := s.Update(ctx, "r", appendEvents(`{"v":3}`, 1)); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := s.Verify(ctx, "r", VerifyOptions{})
+			wantRepairs := 0
+			if tc.withLog {
+				wantRepairs = 1
+			}
+			if err != nil || len(rep.Repairs) != wantRepairs || rep.HeadRecord != HeadRecordMatch {
+				t.Fatalf("after the next update: %+v, %v", rep, err)
+			}
+		})
+	}
+}
+
+// A write that fails after creating the temp file (a run's first update)
+// removes it: its name may not be on disk, and the next write creates it
+// again and flushes the directory.
+func TestFailedFirstWriteRemovesItsTemp(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, nil)
+	mustCreate(t, s, "r", `{"v":0}`, 1)
+	afterCommitSyncs = func() error { return errors.New("injected") }
+	_, err := s.Update(ctx, "r", appendEvents(`{"v":"failed"}`, 1))
+	afterCommitSyncs = nil
+	if err == nil {
+		t.Fatal("the injected failure did not fail the write")
+	}
+	if _, err := os.Stat(s.runPath("r", stateTemp)); !os.IsNotExist(err) {
+		t.Fatalf("the temp this write created is still there: %v", err)
 	}
 }
