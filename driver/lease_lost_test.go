@@ -1,0 +1,68 @@
+package driver
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratum-go/stratum/engine"
+)
+
+// A drive whose lease another process took (here: released behind its
+// back and granted to another owner) stops its agents and says why: the
+// lease was lost (when the renewal notices first), or another process
+// holds it (when the attempt's report does), never a bare "context
+// canceled".
+func TestDriveSaysTheLeaseWasLost(t *testing.T) {
+	f := newFixture(t)
+	d := New(Options{Agent: script(t, "sleep 30\necho '{}'\n"), PollInterval: 10 * time.Millisecond})
+	e := engine.New(f.store, engine.Options{Dispatcher: d.Dispatcher(), Workspace: engine.WorkspacePolicy{Default: f.ws},
+		Evaluator: Shell{}, LeaseTTL: 300 * time.Millisecond})
+	t.Cleanup(e.Close)
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Start(ctx, e, engine.PlanRequest{Spec: []byte(twoStepSpec), Input: []byte(`{}`)})
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("the drive never took its lease")
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the drive ended before its lease was taken: %v", err)
+		default:
+		}
+		runs, err := f.store.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) == 1 {
+			snap, err := f.store.Load(ctx, runs[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Lease != nil {
+				if err := f.store.ReleaseLease(ctx, runs[0].ID, *snap.Lease); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.store.AcquireLease(ctx, runs[0].ID, "another process", time.Hour); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "the lease was lost") && !strings.Contains(err.Error(), "another process, which holds its lease") {
+			t.Fatalf("Start: %v, want it to say the lease was lost", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the drive did not stop when its lease was lost")
+	}
+}
