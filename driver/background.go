@@ -417,7 +417,7 @@ func (d *Driver) driveHeld(ctx context.Context, e *engine.Engine, runID string, 
 	defer stop()
 	resp, err := e.TakeOver(ctx, runID)
 	if err != nil {
-		return nil, err
+		return nil, leaseCause(ctx, runID, err)
 	}
 	if d.opts.Plan == nil {
 		if plan, err := e.RunPlan(ctx, runID); err == nil {
@@ -425,5 +425,6 @@ func (d *Driver) driveHeld(ctx context.Context, e *engine.Engine, runID string, 
 			defer d.untrack(runID)
 		}
 	}
-	return d.drive(ctx, e, resp, 0)
+	out, err := d.drive(ctx, e, resp, 0)
+	return out, leaseCause(ctx, runID, err)
 }

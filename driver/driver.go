@@ -211,7 +211,8 @@ func (d *Driver) Start(ctx context.Context, e *engine.Engine, req engine.PlanReq
 		d.track(resp.RunID, plan)
 		defer d.untrack(resp.RunID)
 	}
-	return d.drive(ctx, e, resp, 0)
+	out, err := d.drive(ctx, e, resp, 0)
+	return out, leaseCause(ctx, resp.RunID, err)
 }
 
 // holdRun takes the run's lease for one drive, so that two drivers never
@@ -254,11 +255,27 @@ func heldContext(ctx context.Context, runID string, hold *engine.Hold) (context.
 	go func() {
 		select {
 		case <-hold.Lost():
-			cancel(fmt.Errorf("run %s: the lease was lost: another process drives the run", runID))
+			cancel(ErrLeaseLost)
 		case <-ctx.Done():
 		}
 	}()
 	return ctx, func() { cancel(nil) }
+}
+
+// ErrLeaseLost ends a drive whose run's lease another process took.
+var ErrLeaseLost = errors.New("the lease was lost: another process drives the run")
+
+// leaseCause is err with a plain cancellation replaced by ErrLeaseLost
+// when the held context ctx ended because the lease was lost: whichever
+// call the cancellation cut short, the drive says why it stopped.
+func leaseCause(ctx context.Context, runID string, err error) error {
+	if err == nil || !errors.Is(context.Cause(ctx), ErrLeaseLost) || errors.Is(err, ErrLeaseLost) || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if he, ok := errors.AsType[*HaltError](err); ok {
+		return &HaltError{RunID: he.RunID, StepID: he.StepID, Err: ErrLeaseLost}
+	}
+	return &HaltError{RunID: runID, Err: ErrLeaseLost}
 }
 
 // track records the compiled spec of a run being driven; untrack forgets it.
@@ -298,11 +315,11 @@ func (d *Driver) Resume(ctx context.Context, e *engine.Engine, runID string) (*O
 	// a resumed drive shows what happens from now on.
 	poll, err := e.Poll(ctx, runID, 0)
 	if err != nil {
-		return nil, err
+		return nil, leaseCause(ctx, runID, err)
 	}
 	resp, err := e.Resume(ctx, runID)
 	if err != nil {
-		return nil, err
+		return nil, leaseCause(ctx, runID, err)
 	}
 	if d.opts.Plan == nil {
 		if plan, err := e.RunPlan(ctx, runID); err == nil {
@@ -310,7 +327,8 @@ func (d *Driver) Resume(ctx context.Context, e *engine.Engine, runID string) (*O
 			defer d.untrack(runID)
 		}
 	}
-	return d.drive(ctx, e, resp, poll.NextCursor)
+	out, err := d.drive(ctx, e, resp, poll.NextCursor)
+	return out, leaseCause(ctx, runID, err)
 }
 
 func terminal(status engine.RunStatus) bool { return status.Terminal() }

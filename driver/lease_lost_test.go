@@ -2,6 +2,8 @@ package driver
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,14 +11,15 @@ import (
 	"github.com/stratum-go/stratum/engine"
 )
 
-// A drive whose lease another process took (here: released behind its
-// back and granted to another owner) stops its agents and says why: the
-// lease was lost (when the renewal notices first), or another process
-// holds it (when the attempt's report does), never a bare "context
-// canceled".
+// A drive whose lease another process took while its agent ran (here:
+// released behind its back and granted to another owner) stops its agents
+// and says why: the lease was lost (or, when a report reaches the engine
+// first, that another process holds it), never a bare "context canceled",
+// whichever call the cancellation cut short.
 func TestDriveSaysTheLeaseWasLost(t *testing.T) {
 	f := newFixture(t)
-	d := New(Options{Agent: script(t, "sleep 30\necho '{}'\n"), PollInterval: 10 * time.Millisecond})
+	started := filepath.Join(t.TempDir(), "started")
+	d := New(Options{Agent: script(t, "touch "+started+"\nsleep 30\necho '{}'\n"), PollInterval: 10 * time.Millisecond})
 	e := engine.New(f.store, engine.Options{Dispatcher: d.Dispatcher(), Workspace: engine.WorkspacePolicy{Default: f.ws},
 		Evaluator: Shell{}, LeaseTTL: 300 * time.Millisecond})
 	t.Cleanup(e.Close)
@@ -40,7 +43,7 @@ func TestDriveSaysTheLeaseWasLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(runs) == 1 {
+		if _, err := os.Stat(started); err == nil && len(runs) == 1 {
 			snap, err := f.store.Load(ctx, runs[0].ID)
 			if err != nil {
 				t.Fatal(err)
