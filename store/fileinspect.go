@@ -21,11 +21,9 @@ type runView struct {
 	headOffset int64 // where the head's line starts (-1 without events)
 	tail       Tail
 	tailData   []byte
-	// adopted: the state is the temporary file's, the latest write's
-	// after a crash that undid its exchange (latestState); a writer puts
-	// it back in place before writing.
-	adopted bool
-	choice  stateChoice // how latestState chose the state (for restoreState)
+	// choice is how latestState chose the state: choice.adopted when it
+	// is the temporary file's (a writer puts it back in place first).
+	choice stateChoice
 	// pending are tails kept aside by a repair at this head whose write
 	// did not complete (only read for writes and Verify).
 	pending []keptFile
@@ -68,7 +66,7 @@ func (s *FileStore) inspect(id string, write, full bool, rf runFS) (*runView, er
 	if v.choice, err = s.latestState(id, rf, write, rec); err != nil {
 		return nil, err
 	}
-	v.env, v.log, v.size, v.headOffset, v.adopted = v.choice.env, v.choice.log, v.choice.size, v.choice.headOffset, v.choice.adopted
+	v.env, v.log, v.size, v.headOffset = v.choice.env, v.choice.log, v.choice.size, v.choice.headOffset
 	state, ce := judgeRecord(id, v.env, v.rec, v.hasRec)
 	if ce != nil {
 		return nil, s.located(id, ce)

@@ -21,27 +21,23 @@ var errUnderLock = errors.New("the state may be in the temporary file: read unde
 // (docs/storage.md, "Replacing the state"). An update writes its state
 // over the file that holds the state before the last acknowledged one,
 // fsyncs it with the log, and exchanges the two names without flushing
-// the directory; so after a power loss the names may be as they were
-// before the last exchanges, and the latest state may be in the file
-// called .state.json.tmp. That file holds the latest state when it is
-// whole, follows the state in place by exactly one write, and the log
-// holds its events: the events after the state in place are then its
-// write's, up to its head. When state.json itself is not whole (a write
-// over it cut short by a power loss, once the names were swapped back),
-// the temp holds the latest state when it is whole, the log holds its
-// head, and the head record names it or the write before it (the record
-// is at most one write behind): a state.json edited by hand, with the
-// state before it in the temp, is still reported as it was, since the
-// record names a later write than the temp's.
+// the directory, so after a power loss the latest state may be in the
+// file called .state.json.tmp. It is taken from there in two cases:
+//   - there is data after state.json's head, and the temp holds the write
+//     that follows state.json's: one rev further, the data after the head
+//     its events up to its own head (nextState);
+//   - state.json is no state the run can stand on (torn, or whole but
+//     ahead of what the log or the head record rec holds), and the temp
+//     holds the write before it, its head in the log, and the head record
+//     names that write or the one before (recordVouches): a state.json
+//     edited by hand is still reported, since a current record names a
+//     later write than the temp's.
 //
-// The temporary file is looked at only in those two cases (data after
-// the head, or a state.json that fails its check), so the usual read is
-// one read of state.json, as before. A reader without the lock that finds
-// such a temp returns errUnderLock rather than take it: a writer may be
-// between its fsyncs and its exchange. Under the lock the temp is a
-// leftover: of a power loss, or of a writer killed after its fsyncs and
-// before its exchange, whose write then stands (a writer that fails
-// empties the temp, see commit).
+// The usual read is one read of state.json, as before. A reader without
+// the lock that would take the temp returns errUnderLock instead: a writer
+// may be between its fsyncs and its exchange. Under the lock the temp is
+// a leftover, of a power loss or of a writer killed after writing it,
+// whose write then stands (a writer that fails empties it, see commit).
 func (s *FileStore) latestState(id string, rf runFS, write bool, rec *headRecord) (stateChoice, error) {
 	env, err := s.readState(id, rf)
 	if err != nil && !s.stateFileUnreadable(id, rf, err) {
@@ -50,17 +46,13 @@ func (s *FileStore) latestState(id string, rf runFS, write bool, rec *headRecord
 	if err == nil {
 		c, perr := s.primaryState(id, rf, write, env)
 		if perr == nil && c.size > env.LogSize {
-			next, ok, nerr := s.nextState(id, rf, env, c.log, c.size)
+			next, off, ok, nerr := s.nextState(id, rf, env, c.log, c.size)
 			if nerr != nil || (ok && rf.lockFree) {
 				closeLog(c.log)
 				return stateChoice{}, cmp.Or(nerr, errUnderLock)
 			}
 			if ok {
-				c.env, c.adopted = next, true
-				if c.headOffset, err = s.checkHead(id, next, c.log); err != nil {
-					closeLog(c.log)
-					return stateChoice{}, err
-				}
+				c.env, c.headOffset, c.adopted = next, off, true
 				return c, nil
 			}
 		}
@@ -185,27 +177,29 @@ func (s *FileStore) readTempState(id string, rf runFS) (envelope, bool, error) {
 	return env, true, nil
 }
 
-// nextState returns the temporary file's state when it is the write that
-// follows cur: whole, of the same run, one write further (rev), and the
-// data after cur's head in the log is its events (chained from cur's
-// head, whole lines) up to its own head, which checkHead confirms.
-func (s *FileStore) nextState(id string, rf runFS, cur envelope, log *smallFile, size int64) (envelope, bool, error) {
+// nextState returns the temporary file's state, and where its head's
+// line starts, when it is the write that follows cur: whole, of the same
+// run, one write further (rev), and the data after cur's head in the log
+// is its events (chained from cur's head, whole lines) up to its own
+// head, which checkHead confirms.
+func (s *FileStore) nextState(id string, rf runFS, cur envelope, log *smallFile, size int64) (envelope, int64, bool, error) {
 	next, ok, err := s.readTempState(id, rf)
 	if err != nil || !ok || next.Rev != cur.Rev+1 || next.LogSize <= cur.LogSize || next.LogSize > size || next.LogSize-cur.LogSize > maxTailRead {
-		return envelope{}, false, err
+		return envelope{}, 0, false, err
 	}
 	between := make([]byte, next.LogSize-cur.LogSize)
 	if _, err := log.ReadAt(between, cur.LogSize); err != nil {
-		return envelope{}, false, fmt.Errorf("run %s: read the log after the head: %w", id, err)
+		return envelope{}, 0, false, fmt.Errorf("run %s: read the log after the head: %w", id, err)
 	}
 	t := classifyTail(between, Head{Seq: cur.Seq, Hash: cur.Head})
 	if !t.Chained || tailTorn(between) || int64(t.Events) != next.Seq-cur.Seq {
-		return envelope{}, false, nil
+		return envelope{}, 0, false, nil
 	}
-	if _, err := s.checkHead(id, next, log); err != nil {
-		return envelope{}, false, nil
+	off, err := s.checkHead(id, next, log)
+	if err != nil {
+		return envelope{}, 0, false, nil
 	}
-	return next, true, nil
+	return next, off, true, nil
 }
 
 // restoreState puts the state latestState took from the temporary file
@@ -259,9 +253,11 @@ func emptyFile(rf runFS, name string) error {
 	if err != nil {
 		return err
 	}
-	err = errors.Join(f.Truncate(0), f.Sync())
-	return errors.Join(err, f.Close())
+	return errors.Join(emptySynced(f), f.Close())
 }
+
+// emptySynced cuts an open file to nothing and flushes it.
+func emptySynced(f *smallFile) error { return errors.Join(f.Truncate(0), f.Sync()) }
 
 // setAsideState copies state.json to the first free name
 // state.json.set-aside-<seq>[.n], fsynced (the caller flushes the
@@ -271,15 +267,13 @@ func (s *FileStore) setAsideState(id string, rf runFS, seq int64) error {
 	if err != nil {
 		return err
 	}
-	for n := 1; ; n++ {
-		name := fmt.Sprintf("%s.set-aside-%d", stateFile, seq)
-		if n > 1 {
-			name += fmt.Sprintf(".%d", n)
+	name := filepath.Join(rf.path, fmt.Sprintf("%s.set-aside-%d", stateFile, seq))
+	for n := 2; ; n++ {
+		// writeSynced creates the file exclusively: an earlier set-aside
+		// at this head keeps its name.
+		if err := writeSynced(name, data); !errors.Is(err, fs.ErrExist) {
+			return err
 		}
-		path := filepath.Join(rf.path, name)
-		if _, err := os.Lstat(path); err == nil {
-			continue
-		}
-		return writeSynced(path, data)
+		name = filepath.Join(rf.path, fmt.Sprintf("%s.set-aside-%d.%d", stateFile, seq, n))
 	}
 }

@@ -57,7 +57,7 @@ func (s *FileStore) Load(ctx context.Context, runID string) (*Snapshot, error) {
 		return nil, err
 	}
 	defer v.close()
-	if v.recState == HeadRecordBehind || v.adopted {
+	if v.recState == HeadRecordBehind || v.choice.adopted {
 		s.completeRecord(ctx, runID, rf)
 	}
 	return &Snapshot{RunID: runID, State: v.env.State, Summary: v.env.Summary, Head: v.head(), Lease: s.currentLease(rf)}, nil
@@ -118,7 +118,7 @@ func (s *FileStore) completeRecord(ctx context.Context, runID string, rf runFS) 
 		return
 	}
 	defer v.close()
-	if v.adopted && s.restoreState(runID, rf, v.choice) != nil {
+	if v.choice.adopted && s.restoreState(runID, rf, v.choice) != nil {
 		return
 	}
 	if v.recState == HeadRecordBehind {

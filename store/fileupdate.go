@@ -49,7 +49,7 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 		return Head{}, err
 	}
 	defer v.close()
-	if v.adopted {
+	if v.choice.adopted {
 		if err := s.restoreState(runID, rf, v.choice); err != nil {
 			return Head{}, err
 		}
@@ -168,17 +168,16 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	}
 	err = tmp.Sync()
 	wg.Wait()
-	exchanged, placed, aside := false, false, true
-	if err == nil && logErr == nil && recErr == nil {
-		if afterCommitSyncs != nil {
-			err = afterCommitSyncs()
-		}
-		if err == nil {
-			exchanged, aside, err = replaceState(rf, tmp)
-			placed = err == nil
-		}
+	if err == nil && logErr == nil && recErr == nil && afterCommitSyncs != nil {
+		err = afterCommitSyncs()
 	}
-	if !placed && aside {
+	// aside: tmp is known still to be the temp (replaceState says so on
+	// failure; before it is called, it is).
+	exchanged, aside := false, true
+	if err == nil && logErr == nil && recErr == nil {
+		exchanged, aside, err = replaceState(rf, tmp)
+	}
+	if aside && (err != nil || logErr != nil || recErr != nil) {
 		// The temp may hold a whole state that the log supports, which
 		// the next reader under the lock would take for a write a crash
 		// interrupted after its flushes (latestState): empty it, so that
@@ -227,7 +226,7 @@ func undoTemp(rf runFS, tmp *smallFile, created bool) error {
 	if created && os.Remove(filepath.Join(rf.path, stateTemp)) == nil {
 		return nil
 	}
-	return errors.Join(tmp.Truncate(0), tmp.Sync())
+	return emptySynced(tmp)
 }
 
 // afterCommitSyncs, when set (by tests), runs after a write's flushes and

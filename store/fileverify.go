@@ -43,7 +43,7 @@ func (s *FileStore) Verify(ctx context.Context, runID string, opts VerifyOptions
 		return nil, err
 	}
 	defer v.close()
-	rep := &VerifyReport{RunID: runID, StateBytes: len(v.env.State), HeadRecord: v.recState, Tail: v.tail, StateFromTemp: v.adopted}
+	rep := &VerifyReport{RunID: runID, StateBytes: len(v.env.State), HeadRecord: v.recState, Tail: v.tail, StateFromTemp: v.choice.adopted}
 	for _, k := range v.pending {
 		rep.Pending = append(rep.Pending, k.KeptTail)
 	}
