@@ -117,6 +117,7 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	if err := checkAgentFlag(c.agent); err != nil {
 		return err
 	}
+	defer floorGC()()
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	m, err := openMCPServer(env, mcpServerConfig{command: "stratum mcp", agent: c.agent, flags: c.policy, log: log})
 	if err != nil {

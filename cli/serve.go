@@ -116,6 +116,7 @@ func (c *serveCmd) Run(ctx context.Context, env *Env, args []string) error {
 		}
 		token = t
 	}
+	defer floorGC()()
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	// Composed as stratum mcp composes its server (openMCPServer), so that
 	// /mcp has the same tools.

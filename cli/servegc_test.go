@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func TestHeapFloorPercent(t *testing.T) {
+	const room = 16 << 20
+	for _, c := range []struct {
+		name string
+		live uint64
+		base int
+		want int
+	}{
+		// Small heaps: the runtime's minimum goal (4 MiB at 100%) sets it.
+		{"nothing live", 0, 100, 400},
+		{"1 MiB live", 1 << 20, 100, 425},
+		{"4 MiB live", 4 << 20, 100, 400},
+		// Larger heaps: growth sets it (live*(1+p/100) = live+room).
+		{"8 MiB live", 8 << 20, 100, 200},
+		{"a heap of the room", 16 << 20, 100, 100},
+		{"a heap the room is less than: the base", 64 << 20, 100, 100},
+		{"a larger base stands", 1 << 30, 400, 400},
+		{"collection off stays off", 1 << 20, -1, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := heapFloorPercent(c.live, room, c.base); got != c.want {
+				t.Errorf("heapFloorPercent(%d, %d, %d) = %d, want %d", c.live, room, c.base, got, c.want)
+			}
+		})
+	}
+}
+
+// gcPercent is the percent in force, as the runtime reports it.
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+// TestFloorGCFollowsTheLiveHeap: after a collection the percent gives
+// the heap serverHeapRoom above what it found live (this test binary's
+// heap is far below the room), and restore puts the percent back and
+// stops following.
+func TestFloorGCFollowsTheLiveHeap(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	before := gcPercent()
+	restore := floorGC()
+	// The sentinel's finalizer runs on the finalizer goroutine after the
+	// collection that found it garbage: collect until it has.
+	deadline := time.Now().Add(10 * time.Second)
+	for gcPercent() == before && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	got := gcPercent()
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	want := heapFloorPercent(live[0].Value.Uint64(), serverHeapRoom, before)
+	// The heap found live moves a little between collections; set
+	// keeps a percent within a tenth of the wanted one.
+	if got*10 < want*9 || got*10 > want*11 {
+		t.Errorf("after collections the percent is %d, want about %d (live %d bytes, base %d)", got, want, live[0].Value.Uint64(), before)
+	}
+	restore()
+	if got := gcPercent(); got != before {
+		t.Errorf("restore left the percent at %d, want %d", got, before)
+	}
+	for range 3 {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := gcPercent(); got != before {
+		t.Errorf("after restore a collection set the percent to %d, want it left at %d", got, before)
+	}
+}
+
+// TestFloorGCLeavesTheUsersSetting: GOGC or GOMEMLIMIT in the
+// environment are left to rule.
+func TestFloorGCLeavesTheUsersSetting(t *testing.T) {
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv("GOGC", "")
+			t.Setenv("GOMEMLIMIT", "")
+			t.Setenv(env, map[string]string{"GOGC": "100", "GOMEMLIMIT": "1GiB"}[env])
+			before := gcPercent()
+			restore := floorGC()
+			defer restore()
+			for range 3 {
+				runtime.GC()
+				time.Sleep(time.Millisecond)
+			}
+			if got := gcPercent(); got != before {
+				t.Errorf("with %s set the percent became %d, want %d left alone", env, got, before)
+			}
+		})
+	}
+}
