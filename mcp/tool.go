@@ -80,6 +80,9 @@ type tool struct {
 	// field by field) from the Go types. The advertised output schema is
 	// the same with objects left open (see advertisedOutput).
 	infer func() (in, out *jsonschema.Schema)
+	// input is the check of the arguments (nil for a tool that decodes
+	// its own: newToolDecoding).
+	input func() (*inputCheck, error)
 	add   func(*sdk.Server)
 }
 
@@ -152,10 +155,18 @@ func (p payload) MarshalJSON() ([]byte, error) { return p, nil }
 // schema is resolved at a tool's first call, and answers are checked
 // against the closed output schema by the tests instead.
 func newTool[In, Out any](s *server, m toolMeta, h handler[In, Out]) tool {
-	resolveInput := sync.OnceValues(func() (*jsonschema.Resolved, error) {
-		return mustInfer(reflect.TypeFor[In](), s.schemas()).Resolve(nil)
+	resolveInput := sync.OnceValues(func() (*inputCheck, error) {
+		schema := mustInfer(reflect.TypeFor[In](), s.schemas())
+		rs, err := schema.Resolve(nil)
+		if err != nil {
+			return nil, err
+		}
+		quick, _ := compileQuick(schema)
+		return &inputCheck{full: rs, quick: quick}, nil
 	})
-	return newToolDecoding(s, m, func(args json.RawMessage) (In, error) { return decodeArgs[In](args, resolveInput) }, h)
+	t := newToolDecoding(s, m, func(args json.RawMessage) (In, error) { return decodeArgs[In](args, resolveInput) }, h)
+	t.input = resolveInput
+	return t
 }
 
 // newToolDecoding is newTool with the arguments decoded by decode instead
@@ -236,9 +247,26 @@ func outputSchema[Out any](ts map[reflect.Type]*jsonschema.Schema, m toolMeta) *
 	return out
 }
 
+// inputCheck is a tool's input schema, resolved for the validator, and
+// compiled for the quick check where it can be (nil otherwise).
+type inputCheck struct {
+	full  *jsonschema.Resolved
+	quick *quickSchema
+}
+
+// validate checks v against the schema: arguments the quick check knows
+// valid pass at once, the others are judged (and explained) by the
+// validator.
+func (c *inputCheck) validate(v *any) error {
+	if c.quick != nil && c.quick.valid(*v) {
+		return nil
+	}
+	return c.full.Validate(v)
+}
+
 // decodeArgs checks the arguments against the tool's input schema and
 // decodes them. Absent arguments are an empty object.
-func decodeArgs[In any](args json.RawMessage, schema func() (*jsonschema.Resolved, error)) (In, error) {
+func decodeArgs[In any](args json.RawMessage, schema func() (*inputCheck, error)) (In, error) {
 	var in In
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
@@ -250,12 +278,12 @@ func decodeArgs[In any](args json.RawMessage, schema func() (*jsonschema.Resolve
 	if _, ok := v.(map[string]any); !ok {
 		return in, argErrorf("the arguments must be a JSON object of the tool's parameters, not %s", jsonKind(args))
 	}
-	rs, err := schema()
+	check, err := schema()
 	if err != nil {
 		return in, fmt.Errorf("input schema: %w", err)
 	}
-	if err := rs.Validate(&v); err != nil {
-		if msg := explainArgs(rs.Schema(), v); msg != "" {
+	if err := check.validate(&v); err != nil {
+		if msg := explainArgs(check.full.Schema(), v); msg != "" {
 			return in, argErrorf("%s", msg)
 		}
 		param, msg := schemaProblem(err)
