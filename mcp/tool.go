@@ -198,14 +198,16 @@ func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMes
 		args := req.Params.Arguments
 		var v any
 		failed := true
-		if in, err := decode(args); err != nil {
-			v = envelope(errorBody(m.name, err))
-		} else {
-			c := &call{args: args, session: req.Session}
-			stop := s.startProgress(ctx, req, c, m.name)
-			v, failed = invoke(ctx, log, m.name, c, in, h)
-			stop()
-		}
+		warm.run(func() {
+			if in, err := decode(args); err != nil {
+				v = envelope(errorBody(m.name, err))
+			} else {
+				c := &call{args: args, session: req.Session}
+				stop := s.startProgress(ctx, req, c, m.name)
+				v, failed = invoke(ctx, log, m.name, c, in, h)
+				stop()
+			}
+		})
 		b, err := encode(v)
 		if err != nil {
 			log.Error("encode result", "tool", m.name, "err", err)
