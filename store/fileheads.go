@@ -128,7 +128,7 @@ func (s *FileStore) openHeadRecord(id string, write bool) (rec headRecord, have 
 			f.Close()
 		}
 	}()
-	slots, err := readSlots(f, nil)
+	slots, err := readSlots(onceReader{f}, nil) // one pread where the file is shorter
 	if err != nil {
 		return headRecord{}, false, nil, fmt.Errorf("run %s: read head record: %w", id, err)
 	}

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/gofrs/flock"
 )
 
 // lockRetry is how often a waiter retries a held lock. flock offers no
@@ -18,13 +16,13 @@ import (
 // (1-2 ms), hence a short delay.
 const lockRetry = 2 * time.Millisecond
 
-// runLock is one acquisition of a run's lock file. Each acquisition uses a
-// fresh flock.Flock: a Flock value is not a lock between goroutines
-// (TryLock on a value that holds the lock succeeds at once), but two open
-// file descriptions of one file exclude each other even within a process.
+// runLock is one acquisition of a run's lock file. Each acquisition opens
+// the file anew: two open file descriptions of one file exclude each
+// other even within a process, where one description locked twice would
+// not.
 type runLock struct {
-	fl  *flock.Flock
-	pid *smallFile // exclusive holders: where the pid record is written
+	h   lockHandle
+	pid bool // the holder's pid is recorded in the file
 }
 
 // pidRecordLen is the fixed size of the pid record in a lock file. The
@@ -55,24 +53,25 @@ func acquire(ctx context.Context, runID, path string, exclusive bool, timeout ti
 // acquireLock is acquire with the pid record optional: a lease file is
 // locked on itself, and its content is the lease, not a pid.
 func acquireLock(ctx context.Context, runID, path string, exclusive bool, timeout time.Duration, recordPID bool) (*runLock, error) {
-	fl := flock.New(path, flock.SetPermissions(0o600))
-	try := fl.TryRLock
-	tryCtx := fl.TryRLockContext
-	if exclusive {
-		try, tryCtx = fl.TryLock, fl.TryLockContext
+	h, err := openLockHandle(path, exclusive && recordPID)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errNoRunDir
+		}
+		return nil, fmt.Errorf("run %s: lock %s: %w", runID, path, err)
 	}
 	start := time.Now()
-	ok, err := try()
+	ok, err := h.tryLock(exclusive)
 	if err == nil && !ok {
-		wctx, cancel := context.WithTimeout(ctx, timeout)
-		ok, err = tryCtx(wctx, lockRetry)
-		cancel()
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		ok, err = waitLock(ctx, h, exclusive, timeout)
+		if err == nil && !ok {
+			h.close()
 			return nil, &LockedError{RunID: runID, PID: lockHolder(path), Waited: time.Since(start)}
 		}
 	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		h.close()
+		if errors.Is(err, fs.ErrNotExist) { // where the handle opens the file lazily
 			return nil, errNoRunDir
 		}
 		if ctx.Err() != nil {
@@ -80,31 +79,55 @@ func acquireLock(ctx context.Context, runID, path string, exclusive bool, timeou
 		}
 		return nil, fmt.Errorf("run %s: lock %s: %w", runID, path, err)
 	}
-	if !ok { // TryLockContext promises ok or an error; never trust that silently
-		return nil, fmt.Errorf("run %s: lock %s: not acquired", runID, path)
-	}
-	l := &runLock{fl: fl}
-	if recordPID {
+	l := &runLock{h: h}
+	if exclusive && recordPID {
 		// Best effort: the pid only improves a refused caller's message.
-		if f, err := openSmall(path, os.O_WRONLY, 0); err == nil {
-			if _, err := f.WriteAt(pidRecord(os.Getpid()), 0); err == nil {
-				l.pid = f
-			} else {
-				f.Close()
+		l.pid = h.writePID(pidRecord(os.Getpid())) == nil
+	}
+	return l, nil
+}
+
+// waitLock retries a held lock every lockRetry (flock offers no queue)
+// until it is taken (true), timeout passes (false), or ctx ends (its
+// error).
+func waitLock(ctx context.Context, h lockHandle, exclusive bool, timeout time.Duration) (bool, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(lockRetry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-deadline.C:
+			return false, nil
+		case <-tick.C:
+			if ok, err := h.tryLock(exclusive); err != nil || ok {
+				return ok, err
 			}
 		}
 	}
-	return l, nil
 }
 
 // release blanks the recorded pid (so that no stale pid is ever reported)
 // and releases the lock.
 func (l *runLock) release() error {
-	if l.pid != nil {
-		l.pid.WriteAt(pidRecord(0), 0)
-		l.pid.Close()
+	if l.pid {
+		l.h.writePID(pidRecord(0))
 	}
-	return l.fl.Unlock()
+	return l.h.close()
+}
+
+// lockHandle is one open file description of a lock file
+// (lock_flock.go, lock_other.go).
+type lockHandle interface {
+	// tryLock takes the lock without waiting: false when another
+	// description holds it.
+	tryLock(exclusive bool) (bool, error)
+	// writePID overwrites the pid record (a handle opened for it).
+	writePID(rec []byte) error
+	// close releases the lock, if held, and the file.
+	close() error
 }
 
 // lockHolder reads the pid an exclusive holder recorded, 0 if none.

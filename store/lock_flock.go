@@ -1,0 +1,65 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package store
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// flockHandle locks with flock(2) on a file opened directly, with no
+// poller registration: taking and releasing a run's lock costs open,
+// flock, close (and the pid record's write) where os.OpenFile and a
+// second open for the pid record cost eight more system calls per
+// update.
+type flockHandle struct{ f *smallFile }
+
+func openLockHandle(path string, forPID bool) (lockHandle, error) {
+	flag := os.O_RDONLY | os.O_CREATE
+	if forPID {
+		flag = os.O_RDWR | os.O_CREATE
+	}
+	f, err := openSmall(path, flag, filePerm)
+	if err != nil {
+		return nil, err
+	}
+	return &flockHandle{f: f}, nil
+}
+
+func (h *flockHandle) tryLock(exclusive bool) (bool, error) {
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	for {
+		err := syscall.Flock(h.f.fd, how|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return false, nil
+		}
+		return false, h.f.fail("flock", err)
+	}
+}
+
+func (h *flockHandle) writePID(rec []byte) error {
+	_, err := h.f.WriteAt(rec, 0)
+	return err
+}
+
+// close unlocks explicitly first: a child process forked (and not yet
+// exec'd) while the lock was held shares the description, and closing
+// alone would leave the lock held until its exec.
+func (h *flockHandle) close() error {
+	for {
+		err := syscall.Flock(h.f.fd, syscall.LOCK_UN)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		return errors.Join(err, h.f.Close())
+	}
+}
