@@ -19,9 +19,15 @@ const auditGCPercent = 50
 // too large for any fixed limit does not collect without pause. GOGC or
 // GOMEMLIMIT in the environment are the user's choice and left alone.
 func tightenGC() (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+	if userTunesGC() {
 		return func() {}
 	}
 	percent := debug.SetGCPercent(auditGCPercent)
 	return func() { debug.SetGCPercent(percent) }
+}
+
+// userTunesGC reports whether GOGC or GOMEMLIMIT is set: the collector's
+// settings are then the user's, and no command changes them.
+func userTunesGC() bool {
+	return os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != ""
 }

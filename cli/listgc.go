@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"runtime/debug"
 	"runtime/metrics"
 )
@@ -21,7 +20,7 @@ const listingHeapRoom = 256 << 20
 // process) is not made to collect without pause. GOGC or GOMEMLIMIT in
 // the environment are the user's choice and left alone.
 func relaxGC() (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+	if userTunesGC() {
 		return func() {}
 	}
 	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}

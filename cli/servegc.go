@@ -2,7 +2,6 @@ package cli
 
 import (
 	"math"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -26,7 +25,7 @@ const serverHeapRoom = 16 << 20
 // a memory at most serverHeapRoom above the default's. GOGC or GOMEMLIMIT
 // in the environment are the user's choice and left alone.
 func floorGC() (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+	if userTunesGC() {
 		return func() {}
 	}
 	floors.mu.Lock()
