@@ -128,7 +128,7 @@ func (s *FileStore) openHeadRecord(id string, write bool) (rec headRecord, have 
 			f.Close()
 		}
 	}()
-	slots, err := readSlots(onceReader{f}, nil) // one pread where the file is shorter
+	slots, err := readSlots(f, nil)
 	if err != nil {
 		return headRecord{}, false, nil, fmt.Errorf("run %s: read head record: %w", id, err)
 	}

@@ -39,6 +39,9 @@ func pidRecord(pid int) []byte {
 	return rec
 }
 
+// errReadOnlyLock is writePID's answer for a lock file opened read-only.
+var errReadOnlyLock = errors.New("the lock file is read-only: no pid recorded")
+
 // errNoRunDir is returned by acquire when the directory holding the lock
 // file does not exist.
 var errNoRunDir = errors.New("run directory does not exist")
@@ -90,7 +93,12 @@ func acquireLock(ctx context.Context, runID, path string, exclusive bool, timeou
 // waitLock retries a held lock every lockRetry (flock offers no queue)
 // until it is taken (true), timeout passes (false), or ctx ends (its
 // error).
+// An ended context wins over a deadline passed at the same time (with a
+// timeout of 0 both are ready at once), as it did with gofrs/flock.
 func waitLock(ctx context.Context, h lockHandle, exclusive bool, timeout time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(lockRetry)
@@ -100,7 +108,7 @@ func waitLock(ctx context.Context, h lockHandle, exclusive bool, timeout time.Du
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-deadline.C:
-			return false, nil
+			return false, ctx.Err()
 		case <-tick.C:
 			if ok, err := h.tryLock(exclusive); err != nil || ok {
 				return ok, err

@@ -4,6 +4,7 @@ package store
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -13,19 +14,34 @@ import (
 // flock, close (and the pid record's write) where os.OpenFile and a
 // second open for the pid record cost eight more system calls per
 // update.
-type flockHandle struct{ f *smallFile }
+type flockHandle struct {
+	f        *smallFile
+	writable bool // opened for the pid record
+}
 
+// openLockHandle opens the lock file, for writing when the pid is to be
+// recorded; a lock file that cannot be written (a store copied read-only)
+// is locked without the record, as before.
 func openLockHandle(path string, forPID bool) (lockHandle, error) {
-	flag := os.O_RDONLY | os.O_CREATE
 	if forPID {
-		flag = os.O_RDWR | os.O_CREATE
+		f, err := openLockFile(path, os.O_RDWR|os.O_CREATE, filePerm)
+		if err == nil {
+			return &flockHandle{f: f, writable: true}, nil
+		}
+		if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EROFS) {
+			return nil, err
+		}
 	}
-	f, err := openSmall(path, flag, filePerm)
+	f, err := openLockFile(path, os.O_RDONLY|os.O_CREATE, filePerm)
 	if err != nil {
 		return nil, err
 	}
 	return &flockHandle{f: f}, nil
 }
+
+// openLockFile is openSmall; a test makes writing refused (as it is for
+// a user other than root on a read-only file).
+var openLockFile = openSmall
 
 func (h *flockHandle) tryLock(exclusive bool) (bool, error) {
 	how := syscall.LOCK_SH
@@ -47,6 +63,9 @@ func (h *flockHandle) tryLock(exclusive bool) (bool, error) {
 }
 
 func (h *flockHandle) writePID(rec []byte) error {
+	if !h.writable {
+		return errReadOnlyLock
+	}
 	_, err := h.f.WriteAt(rec, 0)
 	return err
 }

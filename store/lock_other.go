@@ -9,16 +9,18 @@ import (
 )
 
 // gofrsHandle locks through gofrs/flock where flock(2) is not in package
-// syscall (Windows, Solaris, AIX...); the pid record is written through a
-// second file.
+// syscall (Windows, Solaris, AIX...). The pid record is written through a
+// second descriptor kept open until the lock is released: where the lock
+// is an fcntl lock (Solaris, AIX), closing any descriptor of the file
+// releases the process's lock on it.
 type gofrsHandle struct {
-	fl     *flock.Flock
-	path   string
-	forPID bool
+	fl   *flock.Flock
+	path string
+	pid  *smallFile
 }
 
 func openLockHandle(path string, forPID bool) (lockHandle, error) {
-	return &gofrsHandle{fl: flock.New(path, flock.SetPermissions(0o600)), path: path, forPID: forPID}, nil
+	return &gofrsHandle{fl: flock.New(path, flock.SetPermissions(0o600)), path: path}, nil
 }
 
 func (h *gofrsHandle) tryLock(exclusive bool) (bool, error) {
@@ -29,15 +31,20 @@ func (h *gofrsHandle) tryLock(exclusive bool) (bool, error) {
 }
 
 func (h *gofrsHandle) writePID(rec []byte) error {
-	f, err := openSmall(h.path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
+	if h.pid == nil {
+		f, err := openSmall(h.path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		h.pid = f
 	}
-	_, err = f.WriteAt(rec, 0)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	_, err := h.pid.WriteAt(rec, 0)
 	return err
 }
 
-func (h *gofrsHandle) close() error { return h.fl.Unlock() }
+func (h *gofrsHandle) close() error {
+	if h.pid != nil {
+		h.pid.Close()
+	}
+	return h.fl.Unlock()
+}
