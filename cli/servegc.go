@@ -21,8 +21,9 @@ const serverHeapRoom = 16 << 20
 // SDK's decoding) brought a collection every 13 calls, some 3 ms of CPU
 // each: a sixth of the server's CPU per call (docs/decisions/0213). The
 // percent is set again after every collection, from the heap it found
-// live, so a server holding a large plan keeps the default proportion and
-// a memory at most serverHeapRoom above the default's. GOGC or GOMEMLIMIT
+// live (with the stacks and globals the collector scanned), so a server
+// holding a large plan keeps the default proportion, and a small one
+// collects at serverHeapRoom above what is live. GOGC or GOMEMLIMIT
 // in the environment are the user's choice and left alone.
 func floorGC() (restore func()) {
 	if userTunesGC() {
@@ -33,9 +34,18 @@ func floorGC() (restore func()) {
 	if floors.users == 0 {
 		sample := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 		metrics.Read(sample)
-		base := int(sample[0].Value.Uint64())
-		floors.active = &gcFloor{base: base, percent: base}
-		floors.active.arm()
+		base := int(sample[0].Value.Uint64()) // -1 (off) wraps back
+		if base < 0 {
+			// Collection is off (a listing's relaxGC in the same
+			// process): that setting's owner restores it.
+			return func() {}
+		}
+		t := &gcFloor{base: base, percent: base}
+		t.mu.Lock()
+		t.adjust() // from the last collection, if there was one
+		t.mu.Unlock()
+		t.arm()
+		floors.active = t
 	}
 	floors.users++
 	return sync.OnceFunc(func() {
@@ -91,12 +101,19 @@ func (t *gcFloor) arm() {
 // adjust sets the percent for the heap the last collection found live
 // (under t.mu).
 func (t *gcFloor) adjust() {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+	metrics.Read(samples)
+	var v [3]uint64
+	for i, s := range samples {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		v[i] = s.Value.Uint64()
 	}
-	t.set(heapFloorPercent(sample[0].Value.Uint64(), serverHeapRoom, t.base))
+	if v[0] == 0 {
+		return // no collection yet
+	}
+	t.set(heapFloorPercent(v[0], v[1]+v[2], serverHeapRoom, t.base))
 }
 
 // set applies percent unless it is within a tenth of the one in force
@@ -117,23 +134,26 @@ func (t *gcFloor) stop() {
 }
 
 // runtimeHeapMinimum is the runtime's least heap goal at GOGC=100; it
-// scales with the percent (runtime/mgcpacer.go, defaultHeapMinimum).
+// scales with the percent (runtime/mgcpacer.go, defaultHeapMinimum; 512
+// KiB only in a build with GOEXPERIMENT=heapminimum512kib, which
+// Stratum's are not).
 const runtimeHeapMinimum = 4 << 20
 
 // heapFloorPercent is the GC percent that puts the heap goal room bytes
 // above live, never below base. The runtime's goal is the larger of
-// live*(1+percent/100) and its minimum, runtimeHeapMinimum*percent/100:
-// both grow with the percent, so the goal is live+room at the smaller of
-// the percents at which either one reaches it. For a small heap that is
-// the minimum's (a percent of room*100/live would raise the minimum
-// far above the room).
-func heapFloorPercent(live, room uint64, base int) int {
+// live + (live+scan)*percent/100, where scan is the stacks and globals
+// the last cycle scanned, and its minimum, runtimeHeapMinimum*percent/100
+// (runtime/mgcpacer.go): both grow with the percent, so the goal is
+// live+room at the smaller of the percents at which either reaches it.
+// For a small heap that is the minimum's (a percent of room*100/live
+// would raise the minimum far above the room).
+func heapFloorPercent(live, scan, room uint64, base int) int {
 	if base < 0 {
 		return base // collection is off: the user's choice
 	}
 	byGrowth := uint64(math.MaxInt32)
-	if live > 0 {
-		byGrowth = room * 100 / live
+	if live+scan > 0 {
+		byGrowth = room * 100 / (live + scan)
 	}
 	byMinimum := (live + room) * 100 / runtimeHeapMinimum
 	return max(base, int(min(byGrowth, byMinimum, math.MaxInt32)))

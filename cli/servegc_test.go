@@ -10,25 +10,27 @@ import (
 func TestHeapFloorPercent(t *testing.T) {
 	const room = 16 << 20
 	for _, c := range []struct {
-		name string
-		live uint64
-		base int
-		want int
+		name       string
+		live, scan uint64
+		base       int
+		want       int
 	}{
 		// Small heaps: the runtime's minimum goal (4 MiB at 100%) sets it.
-		{"nothing live", 0, 100, 400},
-		{"1 MiB live", 1 << 20, 100, 425},
-		{"4 MiB live", 4 << 20, 100, 400},
-		// Larger heaps: growth sets it (live*(1+p/100) = live+room).
-		{"8 MiB live", 8 << 20, 100, 200},
-		{"a heap of the room", 16 << 20, 100, 100},
-		{"a heap the room is less than: the base", 64 << 20, 100, 100},
-		{"a larger base stands", 1 << 30, 400, 400},
-		{"collection off stays off", 1 << 20, -1, -1},
+		{"nothing live", 0, 0, 100, 400},
+		{"1 MiB live", 1 << 20, 0, 100, 425},
+		{"4 MiB live", 4 << 20, 0, 100, 400},
+		// Larger heaps: growth sets it (live + (live+scan)*p/100 = live+room).
+		{"8 MiB live", 8 << 20, 0, 100, 200},
+		{"8 MiB live and 8 MiB of stacks and globals", 8 << 20, 8 << 20, 100, 100},
+		{"6 MiB live and 2 MiB scanned", 6 << 20, 2 << 20, 100, 200},
+		{"a heap of the room", 16 << 20, 0, 100, 100},
+		{"a heap the room is less than: the base", 64 << 20, 0, 100, 100},
+		{"a larger base stands", 1 << 30, 0, 400, 400},
+		{"collection off stays off", 1 << 20, 0, -1, -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := heapFloorPercent(c.live, room, c.base); got != c.want {
-				t.Errorf("heapFloorPercent(%d, %d, %d) = %d, want %d", c.live, room, c.base, got, c.want)
+			if got := heapFloorPercent(c.live, c.scan, room, c.base); got != c.want {
+				t.Errorf("heapFloorPercent(%d, %d, %d, %d) = %d, want %d", c.live, c.scan, room, c.base, got, c.want)
 			}
 		})
 	}
@@ -50,21 +52,21 @@ func TestFloorGCFollowsTheLiveHeap(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
 	before := gcPercent()
 	restore := floorGC()
-	// The sentinel's finalizer runs on the finalizer goroutine after the
-	// collection that found it garbage: collect until it has.
-	deadline := time.Now().Add(10 * time.Second)
-	for gcPercent() == before && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(time.Millisecond)
-	}
+	collectUntil(t, func() bool { return gcPercent() != before })
 	got := gcPercent()
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 	metrics.Read(live)
-	want := heapFloorPercent(live[0].Value.Uint64(), serverHeapRoom, before)
+	want := heapFloorPercent(live[0].Value.Uint64(), live[1].Value.Uint64()+live[2].Value.Uint64(), serverHeapRoom, before)
 	// The heap found live moves a little between collections; set
 	// keeps a percent within a tenth of the wanted one.
 	if got*10 < want*9 || got*10 > want*11 {
 		t.Errorf("after collections the percent is %d, want about %d (live %d bytes, base %d)", got, want, live[0].Value.Uint64(), before)
+	}
+	// The goal the runtime computes from it: the room above what is live.
+	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(goal)
+	if g, l := goal[0].Value.Uint64(), live[0].Value.Uint64(); g < l+serverHeapRoom*8/10 || g > l+serverHeapRoom*12/10 {
+		t.Errorf("the heap goal is %d bytes with %d live, want about %d above", g, l, serverHeapRoom)
 	}
 	restore()
 	if got := gcPercent(); got != before {
@@ -98,5 +100,61 @@ func TestFloorGCLeavesTheUsersSetting(t *testing.T) {
 				t.Errorf("with %s set the percent became %d, want %d left alone", env, got, before)
 			}
 		})
+	}
+}
+
+// TestFloorGCSharedByServers: two servers in one process share the
+// floor; it stays until the last one restores, which puts back the
+// percent found by the first.
+func TestFloorGCSharedByServers(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	before := gcPercent()
+	first, second := floorGC(), floorGC()
+	collectUntil(t, func() bool { return gcPercent() != before })
+	first()
+	first() // restoring twice counts once
+	for range 3 {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if gcPercent() == before {
+		t.Error("the floor ended while a second server still ran")
+	}
+	second()
+	if got := gcPercent(); got != before {
+		t.Errorf("after both restored the percent is %d, want %d", got, before)
+	}
+}
+
+// TestFloorGCLeavesCollectionOff: started while a listing has turned
+// collection off in the same process, the floor does nothing, so the
+// listing's restore is the one that counts.
+func TestFloorGCLeavesCollectionOff(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	before := gcPercent()
+	restoreList := relaxGC()
+	restoreServe := floorGC()
+	runtime.GC()
+	time.Sleep(time.Millisecond)
+	restoreList() // the listing ends first
+	restoreServe()
+	if got := gcPercent(); got != before {
+		t.Errorf("after both restored the percent is %d, want %d", got, before)
+	}
+}
+
+// collectUntil collects until cond holds (the floor's finalizer runs on
+// the finalizer goroutine after a collection), failing after a while.
+func collectUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("the floor never set the percent")
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
 	}
 }
