@@ -57,6 +57,9 @@ func compileQuick(s *jsonschema.Schema) (*quickSchema, bool) {
 			return nil, false
 		}
 	}
+	if s.MinLength != nil && *s.MinLength < 0 || s.MaxLength != nil && *s.MaxLength < 0 {
+		return nil, false // -1 means "none" here; the validator reads it as a bound
+	}
 	q := &quickSchema{minimum: s.Minimum, maximum: s.Maximum, minLen: -1, maxLen: -1, required: s.Required}
 	switch {
 	case s.Type != "":

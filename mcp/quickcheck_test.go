@@ -53,7 +53,7 @@ func TestQuickCheckCoversEveryTool(t *testing.T) {
 // TestCompileQuickRefuses: a schema with a keyword the quick check does
 // not implement is left to the validator alone.
 func TestCompileQuickRefuses(t *testing.T) {
-	one, two := 1.0, 2
+	one, two, minusOne := 1.0, 2, -1
 	for name, s := range map[string]*jsonschema.Schema{
 		"pattern":                             {Type: "string", Pattern: "^a"},
 		"$ref":                                {Ref: "#/$defs/x"},
@@ -67,6 +67,8 @@ func TestCompileQuickRefuses(t *testing.T) {
 		"an item's const":                     {Items: &jsonschema.Schema{Const: new(any)}},
 		"additionalProperties with a pattern": {AdditionalProperties: &jsonschema.Schema{Pattern: "x"}},
 		"$schema":                             {Schema: "http://json-schema.org/draft-07/schema#"},
+		"an enum of arrays":                   {Enum: []any{[]any{"a"}}},
+		"a negative maxLength":                {Type: "string", MaxLength: &minusOne},
 	} {
 		if _, ok := compileQuick(s); ok {
 			t.Errorf("%s: compiled, want refused", name)

@@ -1,5 +1,11 @@
 package mcp
 
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
 // warmStacks runs tool calls on goroutines kept from one call to the
 // next. The SDK starts a goroutine for every request, whose stack starts
 // small and is copied each time it doubles on the way down through
@@ -17,8 +23,13 @@ const warmIdle = 8
 
 var warm = warmStacks{idle: make(chan chan func(), warmIdle)}
 
-// run calls fn on a kept goroutine and waits for it; a panic in fn is
-// raised again here, in the caller, as if fn had run on its goroutine.
+// run calls fn on a kept goroutine and waits for it. A panic in fn is
+// raised again here, in the caller, as a [*warmPanic] that carries the
+// value and the stack where it happened (the SDK does not recover, so
+// that stack is what a crash shows); a runtime.Goexit in fn (a test's
+// FailNow) ends the caller's goroutine too. Nothing else of a goroutine
+// passes between calls: tool handlers neither lock their OS thread nor
+// set pprof labels.
 func (w *warmStacks) run(fn func()) {
 	var job chan func()
 	select {
@@ -27,19 +38,57 @@ func (w *warmStacks) run(fn func()) {
 		job = make(chan func())
 		go w.work(job)
 	}
-	done := make(chan any, 1)
+	done := make(chan callEnd, 1)
 	job <- func() {
-		defer func() { done <- recover() }()
+		returned := false
+		defer func() {
+			end := callEnd{returned: returned}
+			if !returned {
+				if end.panic = recover(); end.panic != nil {
+					end.stack = debug.Stack()
+				}
+			}
+			done <- end
+		}()
 		fn()
+		returned = true
 	}
-	if p := <-done; p != nil {
-		panic(p)
+	end := <-done
+	switch {
+	case end.panic != nil:
+		panic(&warmPanic{value: end.panic, stack: end.stack})
+	case !end.returned:
+		runtime.Goexit()
 	}
+}
+
+// callEnd is how a call on a kept goroutine ended: it returned, it
+// panicked (with the stack), or neither (runtime.Goexit).
+type callEnd struct {
+	returned bool
+	panic    any
+	stack    []byte
+}
+
+// warmPanic is a panic of a call on a kept goroutine, raised again in
+// its caller.
+type warmPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *warmPanic) Error() string {
+	return fmt.Sprintf("%v\n\ngoroutine of the call:\n%s", p.value, p.stack)
+}
+
+func (p *warmPanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
 }
 
 func (w *warmStacks) work(job chan func()) {
 	for fn := range job {
-		fn()
+		fn() // a Goexit in it ends this goroutine: run's caller starts another
 		select {
 		case w.idle <- job:
 		default:

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,17 +14,47 @@ func TestWarmStacksRaisePanicsInTheCaller(t *testing.T) {
 	w := &warmStacks{idle: make(chan chan func(), 2)}
 	func() {
 		defer func() {
-			if p := recover(); p != "boom" {
-				t.Errorf("recovered %v, want the call's panic boom", p)
+			p, _ := recover().(*warmPanic)
+			if p == nil || p.value != "boom" {
+				t.Fatalf("recovered %v, want the call's panic boom", p)
+			}
+			// The stack is the call's, where it panicked.
+			if msg := p.Error(); !strings.Contains(msg, "boom") || !strings.Contains(msg, "panicsInTheCall") {
+				t.Errorf("the panic says %q, want the value and the call's stack", msg)
 			}
 		}()
-		w.run(func() { panic("boom") })
+		w.run(panicsInTheCall)
 		t.Error("run returned after its call panicked")
 	}()
 	ran := false
 	w.run(func() { ran = true })
 	if !ran {
 		t.Error("after a panic the next call did not run")
+	}
+}
+
+//go:noinline
+func panicsInTheCall() { panic("boom") }
+
+// TestWarmStacksGoexit: a call that ends its goroutine (t.FailNow in a
+// handler under test) ends the caller's too, never returning as if the
+// call had finished.
+func TestWarmStacksGoexit(t *testing.T) {
+	w := &warmStacks{idle: make(chan chan func(), 2)}
+	returned, ended := false, make(chan struct{})
+	go func() {
+		defer close(ended)
+		w.run(runtime.Goexit)
+		returned = true
+	}()
+	<-ended
+	if returned {
+		t.Error("run returned after its call's runtime.Goexit")
+	}
+	ran := false
+	w.run(func() { ran = true })
+	if !ran {
+		t.Error("after a Goexit the next call did not run")
 	}
 }
 
