@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 )
 
 // warmStacks runs tool calls on goroutines kept from one call to the
@@ -14,7 +15,8 @@ import (
 // stays grown (the collector halves a stack only when a quarter of it is
 // used, and collections are rare: see floorGC in package cli).
 type warmStacks struct {
-	idle chan chan func()
+	idle    chan chan func()
+	workers atomic.Int32 // goroutines alive, waiting or running a call
 }
 
 // warmIdle is how many goroutines wait for a call at most; more calls at
@@ -87,6 +89,8 @@ func (p *warmPanic) Unwrap() error {
 }
 
 func (w *warmStacks) work(job chan func()) {
+	w.workers.Add(1)
+	defer w.workers.Add(-1)
 	for fn := range job {
 		fn() // a Goexit in it ends this goroutine: run's caller starts another
 		select {

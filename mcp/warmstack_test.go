@@ -64,7 +64,6 @@ func TestWarmStacksGoexit(t *testing.T) {
 func TestWarmStacksKeepAtMostTheirRoom(t *testing.T) {
 	const room, calls = 3, 20
 	w := &warmStacks{idle: make(chan chan func(), room)}
-	before := runtime.NumGoroutine()
 	release := make(chan struct{})
 	var started, done sync.WaitGroup
 	started.Add(calls)
@@ -77,14 +76,17 @@ func TestWarmStacksKeepAtMostTheirRoom(t *testing.T) {
 		})
 	}
 	started.Wait() // all at once: no call waited for another's goroutine
+	if n := w.workers.Load(); n != calls {
+		t.Errorf("%d goroutines ran %d calls at once, want one each", n, calls)
+	}
 	close(release)
 	done.Wait()
 	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before+room && time.Now().Before(deadline) {
+	for w.workers.Load() > room && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if n := runtime.NumGoroutine() - before; n > room {
-		t.Errorf("%d goroutines left after the calls, want at most %d", n, room)
+	if n := w.workers.Load(); n != room {
+		t.Errorf("%d goroutines left after the calls, want %d", n, room)
 	}
 	if len(w.idle) != room {
 		t.Errorf("%d goroutines wait for a call, want %d", len(w.idle), room)
