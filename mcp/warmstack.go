@@ -12,8 +12,9 @@ import (
 // small and is copied each time it doubles on the way down through
 // argument decoding, the engine and the store: about 50 µs a step_done,
 // a twentieth of the server's CPU per call. A kept goroutine's stack
-// stays grown (the collector halves a stack only when a quarter of it is
-// used, and collections are rare: see floorGC in package cli).
+// stays grown between calls; a collection halves it while it waits
+// (using less than a quarter of it), and collections are rare (floorGC
+// in package cli), so a call grows it again about once in a hundred.
 type warmStacks struct {
 	idle    chan chan func()
 	workers atomic.Int32 // goroutines alive, waiting or running a call
