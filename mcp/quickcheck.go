@@ -24,7 +24,7 @@ type quickSchema struct {
 	enum           []any    // scalars only
 	minimum        *float64
 	maximum        *float64
-	minLen, maxLen int // -1: none
+	minLen, maxLen *int
 	items          *quickSchema
 	props          map[string]*quickSchema
 	required       []string
@@ -57,10 +57,7 @@ func compileQuick(s *jsonschema.Schema) (*quickSchema, bool) {
 			return nil, false
 		}
 	}
-	if s.MinLength != nil && *s.MinLength < 0 || s.MaxLength != nil && *s.MaxLength < 0 {
-		return nil, false // -1 means "none" here; the validator reads it as a bound
-	}
-	q := &quickSchema{minimum: s.Minimum, maximum: s.Maximum, minLen: -1, maxLen: -1, required: s.Required}
+	q := &quickSchema{minimum: s.Minimum, maximum: s.Maximum, minLen: s.MinLength, maxLen: s.MaxLength, required: s.Required}
 	switch {
 	case s.Type != "":
 		q.types = []string{s.Type}
@@ -83,12 +80,6 @@ func compileQuick(s *jsonschema.Schema) (*quickSchema, bool) {
 		default: // numbers compare as exact rationals there; none are needed here
 			return nil, false
 		}
-	}
-	if s.MinLength != nil {
-		q.minLen = *s.MinLength
-	}
-	if s.MaxLength != nil {
-		q.maxLen = *s.MaxLength
 	}
 	if s.Items != nil {
 		items, ok := compileQuick(s.Items)
@@ -134,9 +125,9 @@ func (q *quickSchema) valid(v any) bool {
 		kind = "boolean"
 	case string:
 		kind = "string"
-		if q.minLen >= 0 || q.maxLen >= 0 {
+		if q.minLen != nil || q.maxLen != nil {
 			n := utf8.RuneCountInString(x)
-			if q.minLen >= 0 && n < q.minLen || q.maxLen >= 0 && n > q.maxLen {
+			if q.minLen != nil && n < *q.minLen || q.maxLen != nil && n > *q.maxLen {
 				return false
 			}
 		}

@@ -53,7 +53,7 @@ func TestQuickCheckCoversEveryTool(t *testing.T) {
 // TestCompileQuickRefuses: a schema with a keyword the quick check does
 // not implement is left to the validator alone.
 func TestCompileQuickRefuses(t *testing.T) {
-	one, two, minusOne := 1.0, 2, -1
+	one, two := 1.0, 2
 	for name, s := range map[string]*jsonschema.Schema{
 		"pattern":                             {Type: "string", Pattern: "^a"},
 		"$ref":                                {Ref: "#/$defs/x"},
@@ -68,7 +68,6 @@ func TestCompileQuickRefuses(t *testing.T) {
 		"additionalProperties with a pattern": {AdditionalProperties: &jsonschema.Schema{Pattern: "x"}},
 		"$schema":                             {Schema: "http://json-schema.org/draft-07/schema#"},
 		"an enum of arrays":                   {Enum: []any{[]any{"a"}}},
-		"a negative maxLength":                {Type: "string", MaxLength: &minusOne},
 	} {
 		if _, ok := compileQuick(s); ok {
 			t.Errorf("%s: compiled, want refused", name)
@@ -108,6 +107,31 @@ func TestQuickCheckAgreesWithTheValidator(t *testing.T) {
 		t.Logf("%s: %d valid, %d invalid", name, valid, invalid)
 		if valid == 0 || invalid == 0 {
 			t.Errorf("%s: %d valid and %d invalid arguments generated, want some of both", name, valid, invalid)
+		}
+	}
+}
+
+// TestQuickCheckOddBounds: bounds no inferred schema has (negative
+// lengths, which the validator reads literally) are judged as the
+// validator judges them.
+func TestQuickCheckOddBounds(t *testing.T) {
+	minusOne, three := -1, 3
+	for name, s := range map[string]*jsonschema.Schema{
+		"maxLength -1": {Type: "string", MaxLength: &minusOne},
+		"minLength -1": {Type: "string", MinLength: &minusOne},
+		"maxLength 3":  {Type: "string", MaxLength: &three},
+	} {
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		q, ok := compileQuick(s)
+		if !ok {
+			t.Fatalf("%s: not compiled", name)
+		}
+		c := &inputCheck{full: rs, quick: q}
+		for _, v := range []any{"", "ab", "abcd", "éééé"} {
+			agree(t, name, c, v)
 		}
 	}
 }
