@@ -1,10 +1,12 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,13 +207,17 @@ func BenchmarkStdioStepDone(b *testing.B) {
 // writes JSON-RPC lines to the server's stdin and reads its answers, with
 // no SDK on this side: the client's own CPU (the SDK's encoding, decoding
 // and validation of each answer, about half a millisecond a call here) no
-// longer shares the two cores with the server, so the figure is the
+// longer shares the two cores with the server. Each call is timed from
+// the write of its request line to the read of its answer line, on one
+// goroutine; the request is encoded before, and the answer decoded after
+// (a host's own JSON is not the server's latency). So the figure is the
 // server's latency as a host sees it, against the fsync floor in the same
 // loop.
 func BenchmarkStdioStepDoneRaw(b *testing.B) {
-	s := startRaw(b)
+	c := startLineClient(b)
 	floor := newFloorLane(b)
 	type answer struct {
+		ID     int `json:"id"`
 		Result struct {
 			IsError           bool `json:"isError"`
 			StructuredContent struct {
@@ -224,48 +230,106 @@ func BenchmarkStdioStepDoneRaw(b *testing.B) {
 			} `json:"structuredContent"`
 		} `json:"result"`
 	}
-	call := func(name string, args any) answer {
+	request := func(name string, args any) []byte {
 		params, err := json.Marshal(map[string]any{"name": name, "arguments": args})
 		if err != nil {
 			b.Fatal(err)
 		}
-		s.nextID++
-		s.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, s.nextID, params))
-		raw, err := json.Marshal(s.response(s.nextID))
-		if err != nil {
-			b.Fatal(err)
-		}
+		c.nextID++
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`+"\n", c.nextID, params)
+	}
+	decode := func(name string, line []byte) answer {
 		var a answer
-		if err := json.Unmarshal(raw, &a); err != nil || a.Result.IsError {
-			b.Fatalf("%s: %v %s", name, err, raw)
+		if err := json.Unmarshal(line, &a); err != nil || a.ID != c.nextID || a.Result.IsError {
+			b.Fatalf("%s: %v %s", name, err, line)
 		}
 		return a
 	}
 	spec := linearN(100)
 	output := map[string]any{"output": map[string]any{"v": "done"}}
-	cpuBefore, cpuOK := processCPU(s.cmd.Process.Pid)
+	cpuBefore, cpuOK := processCPU(c.cmd.Process.Pid)
 	stepDoneLoop(b, func() (string, string, string) {
-		sc := call("stratum_plan", map[string]any{"spec": spec, "input": map[string]any{}}).Result.StructuredContent
+		sc := decode("stratum_plan", c.roundTrip(request("stratum_plan", map[string]any{"spec": spec, "input": map[string]any{}}))).Result.StructuredContent
 		return sc.RunID, sc.Ready[0].ID, sc.Ready[0].DispatchToken
 	}, func(run, step, tok string) (string, string, bool) {
-		var a answer
-		floor.beside(func() {
-			a = call("stratum_step_done", map[string]any{"runId": run, "stepId": step, "dispatchToken": tok, "result": output})
-		})
-		sc := a.Result.StructuredContent
+		req := request("stratum_step_done", map[string]any{"runId": run, "stepId": step, "dispatchToken": tok, "result": output})
+		var line []byte
+		floor.beside(func() { line = c.roundTrip(req) })
+		sc := decode("stratum_step_done", line).Result.StructuredContent
 		if sc.Status != "ready" {
 			return "", "", false
 		}
 		return sc.Ready[0].ID, sc.Ready[0].DispatchToken, true
 	})
 	floor.report()
-	if cpuAfter, ok := processCPU(s.cmd.Process.Pid); ok && cpuOK {
+	if cpuAfter, ok := processCPU(c.cmd.Process.Pid); ok && cpuOK {
 		// The server's CPU per call (a plan every hundred calls included),
 		// and the part of it in the kernel (where fsyncs cost CPU too).
 		perCall := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
 		b.ReportMetric(perCall(cpuAfter.user+cpuAfter.sys-cpuBefore.user-cpuBefore.sys), "server-cpu-µs/call")
 		b.ReportMetric(perCall(cpuAfter.sys-cpuBefore.sys), "server-sys-µs/call")
 	}
+}
+
+// lineClient is the least a host can be: a `stratum mcp` child whose
+// stdin it writes request lines to and whose stdout it reads answer lines
+// from, on the caller's goroutine (no reader goroutine to hand lines
+// over).
+type lineClient struct {
+	tb     testing.TB
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	nextID int
+}
+
+// startLineClient starts the server and makes the initialize handshake.
+func startLineClient(tb *testing.B) *lineClient {
+	tb.Helper()
+	bin, _ := buildBinaries(tb)
+	cmd := exec.Command(bin, "mcp", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "STRATUM_HOME="+benchHome(tb), "STRATUM_STATE_ROOT=")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	c := &lineClient{tb: tb, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 1<<20)}
+	tb.Cleanup(func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			tb.Errorf("stratum mcp exited with %v", err)
+		}
+	})
+	c.nextID++
+	if line := c.roundTrip(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}`+"\n", c.nextID)); !bytes.Contains(line, []byte(`"result"`)) {
+		tb.Fatalf("initialize: %s", line)
+	}
+	if _, err := c.stdin.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// roundTrip writes one request line and returns the next line the server
+// writes (the caller checks it answers that request: a request with no
+// progress token gets no notification first).
+func (c *lineClient) roundTrip(request []byte) []byte {
+	if _, err := c.stdin.Write(request); err != nil {
+		c.tb.Fatalf("write: %v", err)
+	}
+	line, err := c.stdout.ReadBytes('\n')
+	if err != nil {
+		c.tb.Fatalf("read: %v", err)
+	}
+	return line
 }
 
 // cpuTimes is a process's CPU time in user space and in the kernel.
