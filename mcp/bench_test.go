@@ -332,6 +332,89 @@ func (c *lineClient) roundTrip(request []byte) []byte {
 	return line
 }
 
+// BenchmarkStdioConcurrentRunsRaw is BenchmarkStdioConcurrentRuns with
+// one lean host in place of 20 SDK clients: a lineClient multiplexing the
+// runs over the one stdio connection, as a host driving several agents
+// does. Each answer is read as it comes and the next request of that run
+// written at once, so STRATUM_BENCH_RUNS requests are in flight (within
+// the transport's MaxInFlight); steps/s is then the server's own
+// throughput, with almost no client CPU sharing the cores.
+func BenchmarkStdioConcurrentRunsRaw(b *testing.B) {
+	runs := 20
+	if s := os.Getenv("STRATUM_BENCH_RUNS"); s != "" {
+		fmt.Sscan(s, &runs)
+	}
+	if runs < 1 || runs > MaxInFlight {
+		b.Fatalf("STRATUM_BENCH_RUNS=%d: want 1 to %d (MaxInFlight)", runs, MaxInFlight)
+	}
+	c := startLineClient(b)
+	type answer struct {
+		ID     int `json:"id"`
+		Result struct {
+			IsError           bool `json:"isError"`
+			StructuredContent struct {
+				Status string `json:"status"`
+				RunID  string `json:"runId"`
+				Ready  []struct {
+					ID            string `json:"id"`
+					DispatchToken string `json:"dispatchToken"`
+				} `json:"ready"`
+			} `json:"structuredContent"`
+		} `json:"result"`
+	}
+	spec := linearN(20)
+	output := map[string]any{"output": map[string]any{"v": "done"}}
+	// send writes a tools/call and returns its id.
+	send := func(name string, args any) int {
+		params, err := json.Marshal(map[string]any{"name": name, "arguments": args})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.nextID++
+		if _, err := fmt.Fprintf(c.stdin, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`+"\n", c.nextID, params); err != nil {
+			b.Fatal(err)
+		}
+		return c.nextID
+	}
+	cpuBefore, cpuOK := processCPU(c.cmd.Process.Pid)
+	b.ResetTimer()
+	total := 0
+	for i := 0; i < b.N; i++ {
+		waiting := map[int]bool{} // ids of plans and step_dones in flight
+		for r := 0; r < runs; r++ {
+			waiting[send("stratum_plan", map[string]any{"spec": spec, "input": map[string]any{}})] = true
+		}
+		for len(waiting) > 0 {
+			line, err := c.stdout.ReadBytes('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			var a answer
+			if err := json.Unmarshal(line, &a); err != nil || !waiting[a.ID] || a.Result.IsError {
+				b.Fatalf("%v %s", err, line)
+			}
+			delete(waiting, a.ID)
+			sc := a.Result.StructuredContent
+			if sc.Status != "ready" {
+				continue
+			}
+			if sc.RunID == "" { // a step_done's answer names no run
+				b.Fatalf("an answer without its run: %s", line)
+			}
+			waiting[send("stratum_step_done", map[string]any{"runId": sc.RunID, "stepId": sc.Ready[0].ID,
+				"dispatchToken": sc.Ready[0].DispatchToken, "result": output})] = true
+			total++
+		}
+	}
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "steps/s")
+	if cpuAfter, ok := processCPU(c.cmd.Process.Pid); ok && cpuOK && total > 0 {
+		// The server's CPU per step (its plans included): against two
+		// cores, the throughput it can reach at most.
+		cpu := cpuAfter.user + cpuAfter.sys - cpuBefore.user - cpuBefore.sys
+		b.ReportMetric(float64(cpu.Microseconds())/float64(total), "server-cpu-µs/step")
+	}
+}
+
 // cpuTimes is a process's CPU time in user space and in the kernel.
 type cpuTimes struct{ user, sys time.Duration }
 
