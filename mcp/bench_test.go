@@ -290,13 +290,25 @@ func startLineClient(tb *testing.B) *lineClient {
 	cmd := exec.Command(bin, "mcp", "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "STRATUM_HOME="+benchHome(tb), "STRATUM_STATE_ROOT=")
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
+	var stdin io.WriteCloser
+	var stdout io.Reader
+	switch mode := os.Getenv("STRATUM_BENCH_STDIO"); mode {
+	case "", "pipe":
+		var err error
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			tb.Fatal(err)
+		}
+		if stdout, err = cmd.StdoutPipe(); err != nil {
+			tb.Fatal(err)
+		}
+	case "socket": // as Node (Claude Code) connects a child: a socket pair per stream
+		in, out := socketPair(tb), socketPair(tb)
+		cmd.Stdin, cmd.Stdout = in[1], out[1]
+		stdin, stdout = in[0], out[0]
+		defer in[1].Close()
+		defer out[1].Close()
+	default:
+		tb.Fatalf("STRATUM_BENCH_STDIO=%q: want pipe or socket", mode)
 	}
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -316,6 +328,17 @@ func startLineClient(tb *testing.B) *lineClient {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// socketPair is a connected pair of Unix stream sockets (close-on-exec:
+// a child given one end must not inherit the other, or it never reads
+// the end of its input).
+func socketPair(tb testing.TB) [2]*os.File {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return [2]*os.File{os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "server")}
 }
 
 // roundTrip writes one request line and returns the next line the server
