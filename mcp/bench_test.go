@@ -152,12 +152,22 @@ func BenchmarkEngineStepDone(b *testing.B) {
 // call followed by one atomic replace of a 4 KiB file (a temp file
 // written, fsynced, renamed, its directory fsynced, as the engine's
 // BenchmarkFsyncFloor), so that a shared disk's noise hits both alike.
+// Between the call and the floor it waits floorPause, as an agent takes
+// time before its next step_done: what a call leaves to finish after its
+// answer (the flush of its head record, docs/storage.md "Writing") then
+// has finished, and neither lane is timed while the other's writes are
+// still reaching the disk.
 type floorLane struct {
 	b             *testing.B
 	file          string
 	data          []byte
 	calls, floors []time.Duration
 }
+
+// floorPause is the wait between a call and its floor: longer than a
+// flush takes on the disks measured (0.5-2 ms), far shorter than an
+// agent's step.
+const floorPause = 5 * time.Millisecond
 
 func newFloorLane(b *testing.B) *floorLane {
 	return &floorLane{b: b, file: filepath.Join(b.TempDir(), "floor.json"), data: make([]byte, 4096)}
@@ -168,6 +178,7 @@ func (l *floorLane) beside(call func()) {
 	start := time.Now()
 	call()
 	l.calls = append(l.calls, time.Since(start))
+	time.Sleep(floorPause)
 	start = time.Now()
 	if err := atomicfile.WriteFile(l.file, l.data, 0o600); err != nil {
 		l.b.Fatal(err)

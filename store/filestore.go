@@ -56,6 +56,7 @@ type FileStore struct {
 	root        string
 	lockTimeout time.Duration
 	onRepair    func(string, Tail)
+	flushes     recordFlushes // head records flushed ahead of the next write
 }
 
 var _ Store = (*FileStore)(nil)

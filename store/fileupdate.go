@@ -55,7 +55,9 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 		}
 	}
 	if v.recState == HeadRecordBehind {
-		// Flushed with this write's own fsyncs (see commit).
+		// Flushed with this write's own fsyncs (see commit), never by an
+		// earlier flush of this store's.
+		s.flushes.take(runID)
 		if err := s.writeHeadRecord(recordOf(v.env), v.recFile, false); err != nil {
 			return Head{}, err
 		}
@@ -164,7 +166,13 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 		wg.Go(func() { logErr = v.log.Sync() })
 	}
 	if v.recFile != nil {
-		wg.Go(func() { recErr = v.recFile.Datasync() })
+		// The record of the write before, in place: flushed now, or by
+		// this store right after that write (recordFlushes).
+		fl, rev := s.flushes.take(runID), v.env.Rev
+		if v.recState != HeadRecordMatch {
+			fl = nil
+		}
+		wg.Go(func() { recErr = fl.settle(v.recFile, rev) })
 	}
 	err = tmp.Sync()
 	wg.Wait()
@@ -215,6 +223,12 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	}
 	if err := s.writeHeadRecord(recordOf(next), v.recFile, v.recFile == nil); err != nil {
 		return err
+	}
+	if earlyRecordFlush && v.recFile != nil {
+		// Flushed from now on, for the next write (recordFlushes), which
+		// takes the file over.
+		s.flushes.start(runID, v.recFile, next.Rev)
+		v.recFile = nil
 	}
 	s.appendIndex(runID, rf, v.env, v.headOffset, w, v.env.LogSize)
 	return nil

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -45,3 +46,12 @@ func openSmallAt(dir *smallFile, name string, flag int, perm fs.FileMode) (*smal
 
 // readAtOnce is ReadAt here.
 func (f *smallFile) readAtOnce(b []byte, off int64) (int, error) { return f.ReadAt(b, off) }
+
+// fileID is not available here: head records are flushed by the next
+// write (earlyRecordFlush).
+type fileID struct{}
+
+func (f *smallFile) id() (fileID, error) { return fileID{}, errors.ErrUnsupported }
+
+// earlyRecordFlush is off where files cannot be told apart by id.
+const earlyRecordFlush = false

@@ -162,3 +162,19 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// fileID is what tells two open files apart: the device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// id is the file's fileID (fstat).
+func (f *smallFile) id() (fileID, error) {
+	var st syscall.Stat_t
+	if err := f.retry("stat", func() error { return syscall.Fstat(f.fd, &st) }); err != nil {
+		return fileID{}, err
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil //nolint:unconvert // Ino is not 64 bits everywhere
+}
+
+// earlyRecordFlush says head records are flushed as soon as they are
+// written (recordFlushes): files here can be told apart (id).
+const earlyRecordFlush = true
