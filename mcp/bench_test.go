@@ -152,7 +152,7 @@ func BenchmarkEngineStepDone(b *testing.B) {
 // call followed by one atomic replace of a 4 KiB file (a temp file
 // written, fsynced, renamed, its directory fsynced, as the engine's
 // BenchmarkFsyncFloor), so that a shared disk's noise hits both alike.
-// Between the call and the floor it waits floorPause, as an agent takes
+// Between the call and the floor it waits (floorPause), as an agent takes
 // time before its next step_done: what a call leaves to finish after its
 // answer (the flush of its head record, docs/storage.md "Writing") then
 // has finished, and neither lane is timed while the other's writes are
@@ -161,16 +161,25 @@ type floorLane struct {
 	b             *testing.B
 	file          string
 	data          []byte
+	pause         time.Duration
 	calls, floors []time.Duration
 }
 
 // floorPause is the wait between a call and its floor: longer than a
 // flush takes on the disks measured (0.5-2 ms), far shorter than an
-// agent's step.
+// agent's step. STRATUM_BENCH_PAUSE sets another (0: calls back to back
+// with their floors).
 const floorPause = 5 * time.Millisecond
 
 func newFloorLane(b *testing.B) *floorLane {
-	return &floorLane{b: b, file: filepath.Join(b.TempDir(), "floor.json"), data: make([]byte, 4096)}
+	pause := floorPause
+	if s := os.Getenv("STRATUM_BENCH_PAUSE"); s != "" {
+		var err error
+		if pause, err = time.ParseDuration(s); err != nil || pause < 0 {
+			b.Fatalf("STRATUM_BENCH_PAUSE=%q: want a duration such as 5ms or 0s", s)
+		}
+	}
+	return &floorLane{b: b, file: filepath.Join(b.TempDir(), "floor.json"), data: make([]byte, 4096), pause: pause}
 }
 
 // beside times call, then the floor.
@@ -178,7 +187,7 @@ func (l *floorLane) beside(call func()) {
 	start := time.Now()
 	call()
 	l.calls = append(l.calls, time.Since(start))
-	time.Sleep(floorPause)
+	time.Sleep(l.pause)
 	start = time.Now()
 	if err := atomicfile.WriteFile(l.file, l.data, 0o600); err != nil {
 		l.b.Fatal(err)
