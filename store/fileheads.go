@@ -146,8 +146,8 @@ func (s *FileStore) openHeadRecord(id string, write bool) (rec headRecord, have 
 // writeHeadRecord makes rec the run's head record. open is the head file
 // when it exists, open for writing (openHeadRecord), or nil: with a file
 // the record overwrites its slot in place (one write, and an fdatasync
-// when durable; an Update leaves the flush to the run's next write, see
-// commit); else the file is made whole under a temp name, fsynced and
+// when durable; an Update starts the flush in the background, for the
+// run's next write to wait for, see commit); else the file is made whole under a temp name, fsynced and
 // renamed into place, so a head file never exists without a valid record.
 func (s *FileStore) writeHeadRecord(rec headRecord, open *smallFile, durable bool) error {
 	line := encodeHeadRecord(rec)

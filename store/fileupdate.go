@@ -16,7 +16,9 @@ import (
 // the new events are appended and fsynced (with the new state's temp file
 // and the previous head record), then the state (which records the new
 // head and log size) is renamed into place, then the head record is
-// overwritten in place, to be flushed by the next write. A crash after the
+// overwritten in place, its flush started then and answered by the next
+// write at the latest (docs/storage.md, "The head record's early flush").
+// A crash after the
 // append leaves one write's events after the acknowledged size, which the
 // next write keeps aside with an EventRepair event; a crash after the
 // state replace (or a power loss before the record is flushed) leaves the
@@ -134,8 +136,8 @@ func planRepair(runID string, v *runView) (repairPlan, error) {
 // file is visible before the rename, and syncs issued together share a
 // journal commit where the file system allows; the state renamed into
 // place and the directory fsynced; this write's head record overwritten in
-// place, to be flushed by the next write (docs/decisions/0010); then the
-// index (derived, not fsynced).
+// place, its flush started in the background for the next write to wait
+// for (docs/decisions/0010, 0214); then the index (derived, not fsynced).
 func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, w encodedWrite, p prepared) error {
 	if err := s.keep(runID, v, kept); err != nil {
 		return err
@@ -168,11 +170,8 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	if v.recFile != nil {
 		// The record of the write before, in place: flushed now, or by
 		// this store right after that write (recordFlushes).
-		fl, rev := s.flushes.take(runID), v.env.Rev
-		if v.recState != HeadRecordMatch {
-			fl = nil
-		}
-		wg.Go(func() { recErr = fl.settle(v.recFile, rev) })
+		fl, rec := s.flushes.take(runID), v.rec
+		wg.Go(func() { recErr = s.flushes.settle(fl, v.recFile, rec) })
 	}
 	err = tmp.Sync()
 	wg.Wait()
@@ -221,13 +220,14 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 			return fmt.Errorf("run %s: replace state: %w", runID, err)
 		}
 	}
-	if err := s.writeHeadRecord(recordOf(next), v.recFile, v.recFile == nil); err != nil {
+	rec := recordOf(next)
+	if err := s.writeHeadRecord(rec, v.recFile, v.recFile == nil); err != nil {
 		return err
 	}
 	if earlyRecordFlush && v.recFile != nil {
 		// Flushed from now on, for the next write (recordFlushes), which
 		// takes the file over.
-		s.flushes.start(runID, v.recFile, next.Rev)
+		s.flushes.start(runID, v.recFile, rec, encodeHeadRecord(rec))
 		v.recFile = nil
 	}
 	s.appendIndex(runID, rf, v.env, v.headOffset, w, v.env.LogSize)

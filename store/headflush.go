@@ -3,38 +3,57 @@ package store
 import "sync"
 
 // recordFlushes are the head records this store flushed as soon as it
-// wrote them (docs/storage.md, "Writing", step 9). A write must know the
-// previous write's record is durable before it replaces the state, which
-// it does by flushing the record file with its own fsyncs; when that
-// record was written by this store, its flush was started right after the
-// write that wrote it, in the background, and the next write only waits
-// for its answer: in the time between two steps it has long finished, and
-// the next write's flushes are one fewer. Any doubt (another process wrote
-// since, the record file was replaced, the flush failed to start) and the
-// next write flushes the file itself, as it always did, so this never
-// makes less durable than before; it only flushes earlier.
+// wrote them (docs/storage.md, "The head record's early flush"). A write
+// must know the previous write's record is durable before it replaces the
+// state, which it learns by flushing the record file with its own fsyncs.
+// When that record was written by this store, its flush was started right
+// after the write that wrote it, in the background, and the next write
+// only waits for its answer: in the time between two steps it has long
+// finished, and the next write's flushes are one fewer. When anything else
+// touched the run or its record since (another process wrote, the record
+// file was replaced), or the flush is forgotten, the next write flushes
+// the file itself, as it always did.
 type recordFlushes struct {
 	mu    sync.Mutex
 	m     map[string]*recordFlush
 	limit int // at most this many remembered (maxRecordFlushes when 0)
+	// sync flushes a record file and wait is called when a write is
+	// about to wait for a flush: nil outside tests, which count the
+	// flushes, make them fail or hold them.
+	sync func(*smallFile) error
+	wait func()
 }
 
 // maxRecordFlushes bounds the flushes remembered: forgetting one only
 // makes the run's next write flush its record file itself.
 const maxRecordFlushes = 4096
 
-// recordFlush is the flush of the record of one write (rev) of a run.
+// recordFlush is the flush of one write's head record.
 type recordFlush struct {
-	rev  int64
-	done chan struct{} // closed when the flush answered; then:
-	file fileID        // the file flushed (zero when unknown)
-	err  error         // the flush's answer
+	rec  headRecord // the record flushed, as written
+	done chan struct{}
+	// Set before done is closed:
+	file fileID // the file flushed (zero when unknown)
+	err  error  // the flush's answer
 }
 
-// start takes f (holding the record of write rev of runID, just written)
-// and flushes it in the background, then closes it.
-func (r *recordFlushes) start(runID string, f *smallFile, rev int64) {
-	fl := &recordFlush{rev: rev, done: make(chan struct{})}
+// datasync flushes f (through the test hook when set).
+func (r *recordFlushes) datasync(f *smallFile) error {
+	if r.sync != nil {
+		return r.sync(f)
+	}
+	return f.Datasync()
+}
+
+// start takes f, which holds rec (encoded as line) just written, and
+// flushes it in the background, then closes it. A failed flush writes the
+// record's bytes again before the file is closed: the kernel reports a
+// failed write-back once and may then take the pages for clean, and
+// written again they are dirty, so whoever flushes the file next (this
+// store's next write, which also fails with this error, or another
+// process) writes them or hears of the failure.
+func (r *recordFlushes) start(runID string, f *smallFile, rec headRecord, line []byte) {
+	fl := &recordFlush{rec: rec, done: make(chan struct{})}
 	r.mu.Lock()
 	if r.m == nil {
 		r.m = map[string]*recordFlush{}
@@ -43,7 +62,7 @@ func (r *recordFlushes) start(runID string, f *smallFile, rev int64) {
 	if limit == 0 {
 		limit = maxRecordFlushes
 	}
-	if len(r.m) >= limit {
+	if _, ok := r.m[runID]; !ok && len(r.m) >= limit {
 		for id, old := range r.m {
 			select {
 			case <-old.done:
@@ -52,16 +71,18 @@ func (r *recordFlushes) start(runID string, f *smallFile, rev int64) {
 			}
 		}
 	}
-	if len(r.m) < limit {
+	if _, ok := r.m[runID]; ok || len(r.m) < limit {
 		r.m[runID] = fl
 	}
 	r.mu.Unlock()
 	go func() {
 		defer f.Close()
 		defer close(fl.done)
-		if fl.err = recordDatasync(f); fl.err == nil {
-			fl.file, _ = f.id() // zero on error: the next write flushes itself
+		if fl.err = r.datasync(f); fl.err != nil {
+			writeSlot(f, rec.Rev%2, line) // best effort: see above
+			return
 		}
+		fl.file, _ = f.id() // zero on error: the next write flushes itself
 	}()
 }
 
@@ -74,31 +95,31 @@ func (r *recordFlushes) take(runID string) *recordFlush {
 	return fl
 }
 
-// settle makes the record in f, of write rev, durable: by waiting for fl
-// when it flushed that record in that very file, else by flushing f. A
-// failed flush fails the write that depends on it, as its own flush
-// would have.
-func (fl *recordFlush) settle(f *smallFile, rev int64) error {
-	if fl == nil || fl.rev != rev {
-		return recordDatasync(f)
+// settle makes the head record in f durable, rec as read from it: by
+// waiting for fl when fl flushed that very record in that very file, else
+// by flushing f. A failed flush fails the write that depends on it, as its
+// own flush would have.
+func (r *recordFlushes) settle(fl *recordFlush, f *smallFile, rec headRecord) error {
+	if fl == nil || !sameRecord(fl.rec, rec) {
+		return r.datasync(f)
 	}
-	if recordFlushWait != nil {
-		recordFlushWait()
+	if r.wait != nil {
+		r.wait()
 	}
 	<-fl.done
 	if fl.err != nil {
 		return fl.err
 	}
 	if id, err := f.id(); err != nil || id != fl.file || id == (fileID{}) {
-		return recordDatasync(f)
+		return r.datasync(f)
 	}
 	return nil
 }
 
-// recordFlushWait, when set (by tests), is called when a write is about
-// to wait for an earlier flush.
-var recordFlushWait func()
-
-// recordDatasync flushes a head record file (a variable for tests, which
-// count the flushes or make them fail).
-var recordDatasync = (*smallFile).Datasync
+// sameRecord reports whether two head records are of the same write: the
+// same revision, head and state, saved at the same instant (nanoseconds),
+// which no other write of the run shares.
+func sameRecord(a, b headRecord) bool {
+	return a.RunID == b.RunID && a.Rev == b.Rev && a.Seq == b.Seq && a.Hash == b.Hash &&
+		a.SavedAt.Equal(b.SavedAt) && a.State == b.State
+}

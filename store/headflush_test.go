@@ -14,21 +14,19 @@ import (
 	"time"
 )
 
-// countRecordFlushes replaces recordDatasync for one test: every flush of
-// a head record file is counted, and hold, when set, runs first.
-func countRecordFlushes(t *testing.T, hold func(n int64) error) *atomic.Int64 {
+// countRecordFlushes makes s count every flush of a head record file;
+// hold, when set, runs first (its error fails the flush).
+func countRecordFlushes(s *FileStore, hold func(n int64) error) *atomic.Int64 {
 	var n atomic.Int64
-	recordDatasync = func(f *smallFile) error {
+	s.flushes.sync = func(f *smallFile) error {
+		c := n.Add(1)
 		if hold != nil {
-			if err := hold(n.Add(1)); err != nil {
+			if err := hold(c); err != nil {
 				return err
 			}
-		} else {
-			n.Add(1)
 		}
 		return f.Datasync()
 	}
-	t.Cleanup(func() { recordDatasync = (*smallFile).Datasync; recordFlushWait = nil })
 	return &n
 }
 
@@ -55,7 +53,7 @@ func TestRecordFlushedAfterItsWrite(t *testing.T) {
 	}
 	settled(t, s, "r")
 	release := make(chan struct{})
-	n := countRecordFlushes(t, func(n int64) error {
+	n := countRecordFlushes(s, func(n int64) error {
 		if n == 1 {
 			<-release // the flush of the second write's record
 		}
@@ -77,7 +75,7 @@ func TestRecordFlushedAfterItsWrite(t *testing.T) {
 	}
 	waiting := make(chan struct{})
 	var once sync.Once
-	recordFlushWait = func() { once.Do(func() { close(waiting) }) }
+	s.flushes.wait = func() { once.Do(func() { close(waiting) }) }
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.Update(ctx, "r", appendEvents(`{"v":3}`, 1))
@@ -113,7 +111,7 @@ func TestRecordFlushFailureFailsTheNextWrite(t *testing.T) {
 	}
 	settled(t, s, "r")
 	boom := errors.New("injected flush failure")
-	n := countRecordFlushes(t, func(n int64) error {
+	n := countRecordFlushes(s, func(n int64) error {
 		if n == 1 {
 			return boom
 		}
@@ -181,7 +179,7 @@ func TestRecordFlushNotTrustedAfterOthers(t *testing.T) {
 			}
 			settled(t, s, "r")
 			tc.between(t, s)
-			n := countRecordFlushes(t, nil)
+			n := countRecordFlushes(s, nil)
 			if _, err := s.Update(ctx, "r", appendEvents(`{"v":2}`, 1)); err != nil {
 				t.Fatal(err)
 			}
@@ -212,10 +210,10 @@ func TestRecordFlushesBounded(t *testing.T) {
 		}
 	}
 	s.flushes.mu.Lock()
-	got := len(s.flushes.m)
+	got, newest := len(s.flushes.m), s.flushes.m["c"]
 	s.flushes.mu.Unlock()
-	if got > 2 {
-		t.Fatalf("%d flushes remembered, want at most 2", got)
+	if got > 2 || newest == nil {
+		t.Fatalf("%d flushes remembered (the newest: %v), want at most 2, the newest among them", got, newest != nil)
 	}
 	for _, id := range []string{"a", "b", "c"} {
 		if _, err := s.Update(ctx, id, appendEvents(`{"v":2}`, 1)); err != nil {
