@@ -236,20 +236,6 @@ func BenchmarkStdioStepDone(b *testing.B) {
 func BenchmarkStdioStepDoneRaw(b *testing.B) {
 	c := startLineClient(b)
 	floor := newFloorLane(b)
-	type answer struct {
-		ID     int `json:"id"`
-		Result struct {
-			IsError           bool `json:"isError"`
-			StructuredContent struct {
-				Status string `json:"status"`
-				RunID  string `json:"runId"`
-				Ready  []struct {
-					ID            string `json:"id"`
-					DispatchToken string `json:"dispatchToken"`
-				} `json:"ready"`
-			} `json:"structuredContent"`
-		} `json:"result"`
-	}
 	request := func(name string, args any) []byte {
 		params, err := json.Marshal(map[string]any{"name": name, "arguments": args})
 		if err != nil {
@@ -258,8 +244,8 @@ func BenchmarkStdioStepDoneRaw(b *testing.B) {
 		c.nextID++
 		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`+"\n", c.nextID, params)
 	}
-	decode := func(name string, line []byte) answer {
-		var a answer
+	decode := func(name string, line []byte) lineAnswer {
+		var a lineAnswer
 		if err := json.Unmarshal(line, &a); err != nil || a.ID != c.nextID || a.Result.IsError {
 			b.Fatalf("%s: %v %s", name, err, line)
 		}
@@ -289,6 +275,22 @@ func BenchmarkStdioStepDoneRaw(b *testing.B) {
 		b.ReportMetric(perCall(cpuAfter.user+cpuAfter.sys-cpuBefore.user-cpuBefore.sys), "server-cpu-µs/call")
 		b.ReportMetric(perCall(cpuAfter.sys-cpuBefore.sys), "server-sys-µs/call")
 	}
+}
+
+// lineAnswer is what the lean-host benchmarks read of a tools/call answer.
+type lineAnswer struct {
+	ID     int `json:"id"`
+	Result struct {
+		IsError           bool `json:"isError"`
+		StructuredContent struct {
+			Status string `json:"status"`
+			RunID  string `json:"runId"`
+			Ready  []struct {
+				ID            string `json:"id"`
+				DispatchToken string `json:"dispatchToken"`
+			} `json:"ready"`
+		} `json:"structuredContent"`
+	} `json:"result"`
 }
 
 // lineClient is the least a host can be: a `stratum mcp` child whose
@@ -391,20 +393,6 @@ func BenchmarkStdioConcurrentRunsRaw(b *testing.B) {
 		b.Fatalf("STRATUM_BENCH_RUNS=%d: want 1 to %d (MaxInFlight)", runs, MaxInFlight)
 	}
 	c := startLineClient(b)
-	type answer struct {
-		ID     int `json:"id"`
-		Result struct {
-			IsError           bool `json:"isError"`
-			StructuredContent struct {
-				Status string `json:"status"`
-				RunID  string `json:"runId"`
-				Ready  []struct {
-					ID            string `json:"id"`
-					DispatchToken string `json:"dispatchToken"`
-				} `json:"ready"`
-			} `json:"structuredContent"`
-		} `json:"result"`
-	}
 	spec := linearN(20)
 	output := map[string]any{"output": map[string]any{"v": "done"}}
 	// send writes a tools/call and returns its id.
@@ -432,7 +420,7 @@ func BenchmarkStdioConcurrentRunsRaw(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var a answer
+			var a lineAnswer
 			if err := json.Unmarshal(line, &a); err != nil || !waiting[a.ID] || a.Result.IsError {
 				b.Fatalf("%v %s", err, line)
 			}
