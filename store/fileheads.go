@@ -147,8 +147,9 @@ func (s *FileStore) openHeadRecord(id string, write bool) (rec headRecord, have 
 // when it exists, open for writing (openHeadRecord), or nil: with a file
 // the record overwrites its slot in place (one write, and an fdatasync
 // when durable; an Update starts the flush in the background, for the
-// run's next write to wait for, see commit); else the file is made whole under a temp name, fsynced and
-// renamed into place, so a head file never exists without a valid record.
+// run's next write to wait for, see commit); else the file is made whole
+// under a temp name, fsynced and renamed into place, so a head file never
+// exists without a valid record.
 func (s *FileStore) writeHeadRecord(rec headRecord, open *smallFile, durable bool) error {
 	line := encodeHeadRecord(rec)
 	path := s.headPath(rec.RunID)

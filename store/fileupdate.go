@@ -57,9 +57,8 @@ func (s *FileStore) Update(ctx context.Context, runID string, fn func(cur *Snaps
 		}
 	}
 	if v.recState == HeadRecordBehind {
-		// Flushed with this write's own fsyncs (see commit), never by an
-		// earlier flush of this store's.
-		s.flushes.take(runID)
+		// Flushed with this write's own fsyncs (see commit): the record
+		// read is not one this store flushed (recordFlushes.settle).
 		if err := s.writeHeadRecord(recordOf(v.env), v.recFile, false); err != nil {
 			return Head{}, err
 		}
@@ -227,7 +226,7 @@ func (s *FileStore) commit(runID string, rf runFS, v *runView, kept []keptFile, 
 	if earlyRecordFlush && v.recFile != nil {
 		// Flushed from now on, for the next write (recordFlushes), which
 		// takes the file over.
-		s.flushes.start(runID, v.recFile, rec, encodeHeadRecord(rec))
+		s.flushes.start(runID, v.recFile, rec)
 		v.recFile = nil
 	}
 	s.appendIndex(runID, rf, v.env, v.headOffset, w, v.env.LogSize)

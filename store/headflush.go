@@ -45,14 +45,14 @@ func (r *recordFlushes) datasync(f *smallFile) error {
 	return f.Datasync()
 }
 
-// start takes f, which holds rec (encoded as line) just written, and
-// flushes it in the background, then closes it. A failed flush writes the
+// start takes f, which holds rec just written, and flushes it in the
+// background, then closes it. A failed flush writes the
 // record's bytes again before the file is closed: the kernel reports a
 // failed write-back once and may then take the pages for clean, and
 // written again they are dirty, so whoever flushes the file next (this
 // store's next write, which also fails with this error, or another
 // process) writes them or hears of the failure.
-func (r *recordFlushes) start(runID string, f *smallFile, rec headRecord, line []byte) {
+func (r *recordFlushes) start(runID string, f *smallFile, rec headRecord) {
 	fl := &recordFlush{rec: rec, done: make(chan struct{})}
 	r.mu.Lock()
 	if r.m == nil {
@@ -79,7 +79,7 @@ func (r *recordFlushes) start(runID string, f *smallFile, rec headRecord, line [
 		defer f.Close()
 		defer close(fl.done)
 		if fl.err = r.datasync(f); fl.err != nil {
-			writeSlot(f, rec.Rev%2, line) // best effort: see above
+			writeSlot(f, rec.Rev%2, encodeHeadRecord(rec)) // best effort: see above
 			return
 		}
 		fl.file, _ = f.id() // zero on error: the next write flushes itself

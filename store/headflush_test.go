@@ -42,16 +42,24 @@ func settled(t *testing.T, s *FileStore, run string) {
 	<-fl.done
 }
 
+// writtenOnce is a store with run r created and updated once, the flush
+// of that update's record answered.
+func writtenOnce(t *testing.T) *FileStore {
+	t.Helper()
+	s := newStore(t, nil)
+	mustCreate(t, s, "r", `{"v":0}`, 1)
+	if _, err := s.Update(context.Background(), "r", appendEvents(`{"v":1}`, 1)); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, s, "r")
+	return s
+}
+
 // The next write of the same store waits for the record flush the write
 // before started, and flushes nothing of the record file itself.
 func TestRecordFlushedAfterItsWrite(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t, nil)
-	mustCreate(t, s, "r", `{"v":0}`, 1)
-	if _, err := s.Update(ctx, "r", appendEvents(`{"v":1}`, 1)); err != nil {
-		t.Fatal(err)
-	}
-	settled(t, s, "r")
+	s := writtenOnce(t)
 	release := make(chan struct{})
 	n := countRecordFlushes(s, func(n int64) error {
 		if n == 1 {
@@ -104,12 +112,7 @@ func TestRecordFlushedAfterItsWrite(t *testing.T) {
 // record file itself.
 func TestRecordFlushFailureFailsTheNextWrite(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t, nil)
-	mustCreate(t, s, "r", `{"v":0}`, 1)
-	if _, err := s.Update(ctx, "r", appendEvents(`{"v":1}`, 1)); err != nil {
-		t.Fatal(err)
-	}
-	settled(t, s, "r")
+	s := writtenOnce(t)
 	boom := errors.New("injected flush failure")
 	n := countRecordFlushes(s, func(n int64) error {
 		if n == 1 {
@@ -156,6 +159,25 @@ func TestRecordFlushNotTrustedAfterOthers(t *testing.T) {
 			}
 			settled(t, other, "r")
 		}},
+		{"the record fell behind", func(t *testing.T, s *FileStore) {
+			// As after a power loss that lost the record's slot: the
+			// record read is the write before's, and the write rewrites it.
+			s.flushes.mu.Lock()
+			rev := s.flushes.m["r"].rec.Rev
+			s.flushes.mu.Unlock()
+			f, err := os.OpenFile(s.headPath("r"), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			primary, _ := slotOffsets(rev % 2)
+			if _, err := f.WriteAt(make([]byte, slotPrimary), primary); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if v, err := s.Verify(ctx, "r", VerifyOptions{}); err != nil || v.HeadRecord != HeadRecordBehind {
+				t.Fatalf("Verify: %v, head record %v, want it behind", err, v)
+			}
+		}},
 		{"the record file was replaced", func(t *testing.T, s *FileStore) {
 			path := s.headPath("r")
 			data, err := os.ReadFile(path)
@@ -172,12 +194,7 @@ func TestRecordFlushNotTrustedAfterOthers(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t, nil)
-			mustCreate(t, s, "r", `{"v":0}`, 1)
-			if _, err := s.Update(ctx, "r", appendEvents(`{"v":1}`, 1)); err != nil {
-				t.Fatal(err)
-			}
-			settled(t, s, "r")
+			s := writtenOnce(t)
 			tc.between(t, s)
 			n := countRecordFlushes(s, nil)
 			if _, err := s.Update(ctx, "r", appendEvents(`{"v":2}`, 1)); err != nil {

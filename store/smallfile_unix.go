@@ -119,11 +119,14 @@ func (f *smallFile) Chmod(mode fs.FileMode) error {
 
 // Size is the file's size (fstat).
 func (f *smallFile) Size() (int64, error) {
+	st, err := f.stat()
+	return st.Size, err
+}
+
+func (f *smallFile) stat() (syscall.Stat_t, error) {
 	var st syscall.Stat_t
-	if err := f.retry("stat", func() error { return syscall.Fstat(f.fd, &st) }); err != nil {
-		return 0, err
-	}
-	return st.Size, nil
+	err := f.retry("stat", func() error { return syscall.Fstat(f.fd, &st) })
+	return st, err
 }
 
 func (f *smallFile) Close() error {
@@ -168,8 +171,8 @@ type fileID struct{ dev, ino uint64 }
 
 // id is the file's fileID (fstat).
 func (f *smallFile) id() (fileID, error) {
-	var st syscall.Stat_t
-	if err := f.retry("stat", func() error { return syscall.Fstat(f.fd, &st) }); err != nil {
+	st, err := f.stat()
+	if err != nil {
 		return fileID{}, err
 	}
 	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil //nolint:unconvert // Ino is not 64 bits everywhere
