@@ -1,3 +1,5 @@
+//go:build unix
+
 package pgtest
 
 import (
@@ -137,8 +139,7 @@ func private() (*server, error) {
 	defer logf.Close()
 	cmd := command(cred, bins.postgres, "-D", data, "-k", dir, "-p", "5432",
 		"-c", "listen_addresses=", "-c", "max_connections=300", "-c", "fsync=on", "-c", "synchronous_commit=on")
-	// SIGQUIT (immediate shutdown) if this binary dies without stopping it.
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
+	quitWithParent(cmd.SysProcAttr)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := startLocked(cmd); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
