@@ -2,6 +2,7 @@ package ir
 
 import (
 	"bytes"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -17,14 +18,20 @@ import (
 //   - whitespace other than spaces and newlines (a tab or carriage return);
 //   - a raw character that yaml.v3 refuses or reads as a line break, or
 //     a byte-order mark (see yamlTextRune), and invalid UTF-8;
-//   - the one JSON escape YAML lacks (\/) and escapes of a UTF-16
-//     surrogate, which yaml.v3 refuses (a JSON spec must write a
-//     character outside the BMP raw; expr.EncodeJSON does);
+//   - an escaped UTF-16 surrogate that is not half of a pair;
 //   - a key whose ':' is not on its line within 1024 characters of its
 //     start (YAML's rule on implicit keys);
 //   - a repeated key, nesting deeper than MaxNesting, more than MaxNodes
 //     values;
 //   - anything that is not JSON.
+//
+// Two escapes of JSON yaml.v3 lacks are read as JSON reads them, so
+// that a JSON spec is accepted as it is (docs/spec-language.md): \/ (a
+// slash; YAML 1.2 has it, yaml.v3 does not) and a UTF-16 surrogate pair
+// (one character outside the BMP, which Python's json.dumps writes so by
+// default). yaml.v3 refuses both, so for a text holding them this path
+// is the only one that loads it; elsewhere in the text the rules above
+// still hold.
 //
 // Positions are yaml.v3's: the line, and the column in characters, of the
 // first character of each value and key. FuzzFastJSON and the tests in
@@ -356,15 +363,29 @@ func (p *jsonParser) str() (string, bool) {
 				buf = append(buf, '\r')
 			case 't':
 				buf = append(buf, '\t')
+			case '/': // JSON's, which yaml.v3 lacks (see fastJSON)
+				buf = append(buf, '/')
 			case 'u':
 				r, ok := hex4(s, k+2)
-				if !ok || r >= 0xD800 && r <= 0xDFFF {
+				if !ok {
 					return "", false
+				}
+				if utf16.IsSurrogate(r) {
+					// Only a pair, high then low: one character.
+					if r > 0xDBFF || k+7 >= len(s) || s[k+6] != '\\' || s[k+7] != 'u' {
+						return "", false
+					}
+					lo, ok := hex4(s, k+8)
+					if !ok || lo < 0xDC00 || lo > 0xDFFF {
+						return "", false
+					}
+					r = utf16.DecodeRune(r, lo)
+					k += 6
 				}
 				buf = utf8.AppendRune(buf, r)
 				k += 4
 			default:
-				return "", false // "\/" among them: not a YAML escape
+				return "", false
 			}
 			k++
 			seg = k + 1
