@@ -36,7 +36,9 @@ import (
 // Positions are yaml.v3's: the line, and the column in characters, of the
 // first character of each value and key. FuzzFastJSON and the tests in
 // fastjson_test.go require the same tree, positions included, as yaml.v3
-// whenever fastJSON accepts, and the same plan or diagnostics from Build.
+// whenever fastJSON accepts, and the same plan or diagnostics from Build;
+// for a text with the two escapes above, the same values as yaml.v3 reads
+// from it with them written its way (checkJSONAgrees).
 func fastJSON(src []byte) *node {
 	start := 0
 	for start < len(src) && (src[start] == ' ' || src[start] == '\n') {
