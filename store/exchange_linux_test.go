@@ -126,6 +126,92 @@ func TestStateReadersOfAnExchangedState(t *testing.T) {
 	}
 }
 
+// A reader without the lock that finds the log past state.json's head (a
+// writer has appended its events) looks at the temp, which that writer is
+// rewriting in place: written, then truncated. Cut shorter between the
+// reader's size and its read, the temp is a writer's, not a state, and the
+// reader answers with the state in place (an engine fanout on tmpfs met
+// "read the temporary state: EOF" from a Status beside its items'
+// reports).
+func TestStateReadersOfATempCutUnderTheRead(t *testing.T) {
+	ctx := context.Background()
+	for _, read := range []string{"Load", "Events", "Event"} {
+		t.Run(read, func(t *testing.T) {
+			s := newStore(t, nil)
+			mustCreate(t, s, "r", `{"v":0}`, 1)
+			if _, err := s.Update(ctx, "r", appendEvents(`{"v":1,"pad":"`+strings.Repeat("x", 500)+`"}`, 1)); err != nil {
+				t.Fatal(err)
+			}
+			// A writer of v2 that has appended its events and not yet
+			// exchanged the names: v2 written, then every file but the
+			// log (the head record too) put back as it was.
+			dir := s.runDir("r")
+			files, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paths := []string{s.headPath("r")}
+			for _, f := range files {
+				if f.Name() != eventsFile {
+					paths = append(paths, filepath.Join(dir, f.Name()))
+				}
+			}
+			before := map[string][]byte{}
+			for _, path := range paths {
+				if before[path], err = os.ReadFile(path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.Update(ctx, "r", appendEvents(`{"v":2}`, 1)); err != nil {
+				t.Fatal(err)
+			}
+			for path, data := range before {
+				if err := os.WriteFile(path, data, filePerm); err != nil {
+					t.Fatal(err)
+				}
+			}
+			temp, cut := filepath.Join(dir, stateTemp), 0
+			afterFileSized = func(path string) {
+				if path != temp || cut > 0 {
+					return
+				}
+				cut++
+				// The writer's write of a shorter state, then its truncate.
+				if err := os.WriteFile(temp, []byte(`{"check":"`), filePerm); err != nil {
+					t.Error(err)
+				}
+			}
+			t.Cleanup(func() { afterFileSized = nil })
+			var head int64
+			switch read {
+			case "Load":
+				var snap *Snapshot
+				if snap, err = s.Load(ctx, "r"); err == nil {
+					head = snap.Head.Seq
+				}
+			case "Events":
+				var evs []Event
+				if evs, err = s.Events(ctx, "r", 0, 0); err == nil {
+					head = int64(len(evs))
+				}
+			case "Event":
+				_, err = s.Event(ctx, "r", 2)
+				head = 2
+			}
+			afterFileSized = nil
+			if err != nil {
+				t.Fatalf("%s: %v", read, err)
+			}
+			if cut != 1 {
+				t.Fatalf("%s: the temp was cut %d times under a read, want once", read, cut)
+			}
+			if head != 2 {
+				t.Fatalf("%s: head %d, want 2 (the state in place)", read, head)
+			}
+		})
+	}
+}
+
 // Readers without the lock beside a writer exchanging the state as fast
 // as it can: every read is a whole state.
 func TestStateReadersBesideAWriter(t *testing.T) {

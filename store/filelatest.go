@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -161,10 +162,12 @@ func (s *FileStore) recordVouches(id string, env envelope, rec *headRecord) bool
 }
 
 // readTempState reads the temporary state file: ok when it holds a whole
-// state of this run; an error only when it could not be read.
+// state of this run; an error only when it could not be read. A temp cut
+// shorter under the read is a writer's, rewriting it in place (a reader
+// without the lock meets one part way through its write), and no state.
 func (s *FileStore) readTempState(id string, rf runFS) (envelope, bool, error) {
 	data, err := readWhole(rf, stateTemp)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, io.EOF) {
 		return envelope{}, false, nil
 	}
 	if err != nil {

@@ -240,6 +240,10 @@ func (s *FileStore) readState(id string, rf runFS) (envelope, error) {
 // looking at its name.
 var afterStateOpen, afterStateRead func()
 
+// afterFileSized, when set (by tests), runs in readOpen between taking a
+// file's size and reading it, with the file's path.
+var afterFileSized func(path string)
+
 // stateReads is how many times readState reads a state file that changes
 // under it.
 const stateReads = 3
@@ -280,11 +284,16 @@ func readWhole(rf runFS, name string) ([]byte, error) {
 	return readOpen(f)
 }
 
-// readOpen reads an open file whole.
+// readOpen reads an open file whole. A file cut shorter between its size
+// and its read (a writer rewriting a temp in place: writeTemp writes, then
+// truncates) ends in io.EOF.
 func readOpen(f *smallFile) ([]byte, error) {
 	size, err := f.Size()
 	if err != nil {
 		return nil, err
+	}
+	if afterFileSized != nil {
+		afterFileSized(f.path)
 	}
 	buf := make([]byte, size)
 	n, err := f.ReadAt(buf, 0)
