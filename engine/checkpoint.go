@@ -249,6 +249,9 @@ func (t *txn) rotate(sc *scope) {
 			st.GateToken = t.token()
 		}
 		if st.Fanout != nil {
+			// Every unfinished item changes below (restored steps come
+			// decoded, without a window, but that is the caller's affair).
+			st.Fanout.forgetWindow()
 			for _, it := range st.Fanout.Items {
 				if isTerminalStep(it.Status) {
 					continue // as a finished step, a finished item keeps what it accepted

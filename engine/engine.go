@@ -612,6 +612,27 @@ func (e *Engine) checkPersisted(ctx context.Context, runID string, head store.He
 	if a, b := fanoutsText("", disk.Steps), fanoutsText("", mem.Steps); a != b {
 		return fmt.Errorf("persisted fanouts of run %s differ from memory:\n disk %s\n mem  %s", runID, a, b)
 	}
+	return checkWindows("", mem.Steps)
+}
+
+// checkWindows checks the window of every fanout among steps (subflows
+// included): tests only, as checkPersisted.
+func checkWindows(prefix string, steps map[string]*stepState) error {
+	for id, ss := range steps {
+		if ss == nil {
+			continue
+		}
+		if ss.Fanout != nil {
+			if err := ss.Fanout.checkWindow(prefix + id); err != nil {
+				return err
+			}
+		}
+		if ss.Sub != nil {
+			if err := checkWindows(prefix+id+"/", ss.Sub.Steps); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

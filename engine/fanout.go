@@ -60,9 +60,26 @@ func (t *txn) progressFanout(sc *scope, s *ir.Step, st *stepState) bool {
 		return false
 	}
 	changed := false
+	f := st.Fanout
 	if consumerFanout(s) {
-		active := countActive(st.Fanout.Items)
-		for _, it := range st.Fanout.Items {
+		// Pending items are promoted in index order: those in the window
+		// (started before, or waiting for a retry), then the unstarted.
+		live := f.liveItems()
+		active := countActive(live)
+		next, i := 0, f.window().hi
+		for {
+			var it *itemState
+			switch {
+			case next < len(live):
+				it = live[next]
+				next++
+			case i < len(f.Items):
+				it = f.Items[i]
+				i++
+			}
+			if it == nil {
+				break
+			}
 			if !t.running() {
 				return true
 			}
@@ -72,6 +89,7 @@ func (t *txn) progressFanout(sc *scope, s *ir.Step, st *stepState) bool {
 			if active >= s.Fanout.Concurrency {
 				break
 			}
+			f.reach(it.Index)
 			t.promoteItem(sc, s, st, it)
 			if it.Status == StepReady || it.Status == StepRunning {
 				active++
@@ -82,7 +100,10 @@ func (t *txn) progressFanout(sc *scope, s *ir.Step, st *stepState) bool {
 	if !t.running() {
 		return true
 	}
-	for _, it := range st.Fanout.Items {
+	if f.unstarted() {
+		return changed
+	}
+	for _, it := range f.liveItems() {
 		if !isTerminalStep(it.Status) {
 			return changed
 		}

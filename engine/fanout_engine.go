@@ -172,6 +172,7 @@ func (e *Engine) driveItem(runID string, s *ir.Step, epoch, idx int) bool {
 				stop = true
 				return nil
 			}
+			st.Fanout.reach(idx)
 			it := st.Fanout.Items[idx]
 			if isTerminalStep(it.Status) {
 				done = true

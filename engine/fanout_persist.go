@@ -35,8 +35,12 @@ func (f *fanoutState) MarshalJSON() ([]byte, error) {
 		p.Over = Value{}
 	}
 	if len(f.Chunks) > 0 || f.Gen0 != 0 {
-		p.Items = make([]*itemState, 0, min(len(f.Items), 2*fanoutChunkSize))
-		for _, it := range f.Items {
+		items := f.Items // read only: a fanout without a window is not given one here
+		if f.win.ok {
+			items = f.win.live
+		}
+		p.Items = make([]*itemState, 0, min(len(items), 2*fanoutChunkSize))
+		for _, it := range items {
 			if !it.chunked && !f.pristineItem(it) {
 				p.Items = append(p.Items, it)
 			}
@@ -104,10 +108,13 @@ func (t *txn) persistFanout(stepID string, f *fanoutState) error {
 		f.OverSeq = seq
 	}
 	var settled []*itemState
-	for _, it := range f.Items {
-		if !it.chunked && settledItem(it) {
+	for _, it := range f.liveItems() {
+		if settledItem(it) {
 			settled = append(settled, it)
 		}
+	}
+	if len(settled) >= fanoutChunkSize {
+		defer f.dropChunked()
 	}
 	for len(settled) >= fanoutChunkSize {
 		chunk := settled[:fanoutChunkSize]
@@ -193,6 +200,7 @@ func (e *Engine) hydrateFanout(ctx context.Context, runID string, f *fanoutState
 		return fmt.Errorf("run %s: %w: %v", runID, ErrCorrupt, err)
 	}
 	f.Items = items
+	f.forgetWindow()
 	return nil
 }
 

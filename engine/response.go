@@ -237,7 +237,7 @@ func (t *txn) readyEntries() []ReadyEntry {
 		if s.Kind != ir.KindFanout || s.Fanout.Dispatch != ir.DispatchConsumer || st == nil || st.Status != StepRunning || st.Fanout == nil {
 			continue
 		}
-		for _, it := range st.Fanout.Items {
+		for _, it := range st.Fanout.liveItems() {
 			if it.Status == StepReady {
 				out = append(out, t.itemEntry(s, st, it))
 			}

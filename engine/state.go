@@ -390,6 +390,8 @@ type fanoutState struct {
 	// Paused says why an engine fanout stopped being driven: its agent
 	// could not run (ErrAgentUnavailable). A resume clears it.
 	Paused string `json:"paused,omitempty"`
+	// win is the part of Items a report can change (fanout_window.go).
+	win itemWindow
 }
 
 // itemState is one fanout item.
