@@ -293,7 +293,7 @@ func readOpen(f *smallFile) ([]byte, error) {
 		return nil, err
 	}
 	if afterFileSized != nil {
-		afterFileSized(f.path)
+		afterFileSized(f.Name())
 	}
 	buf := make([]byte, size)
 	n, err := f.ReadAt(buf, 0)

@@ -32,6 +32,9 @@ func openSmall(path string, flag int, perm fs.FileMode) (*smallFile, error) {
 	}
 }
 
+// Name is the path the file was opened by, as os.File's.
+func (f *smallFile) Name() string { return f.path }
+
 func (f *smallFile) fail(op string, err error) error {
 	return &fs.PathError{Op: op, Path: f.path, Err: err}
 }
