@@ -163,11 +163,12 @@ func (s *FileStore) recordVouches(id string, env envelope, rec *headRecord) bool
 
 // readTempState reads the temporary state file: ok when it holds a whole
 // state of this run; an error only when it could not be read. A temp cut
-// shorter under the read is a writer's, rewriting it in place (a reader
-// without the lock meets one part way through its write), and no state.
+// shorter under a read without the lock is a writer's, rewriting it in
+// place, and no state; under the lock no writer runs, and a file that
+// shrinks is an error.
 func (s *FileStore) readTempState(id string, rf runFS) (envelope, bool, error) {
 	data, err := readWhole(rf, stateTemp)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, io.EOF) {
+	if errors.Is(err, fs.ErrNotExist) || (rf.lockFree && errors.Is(err, io.EOF)) {
 		return envelope{}, false, nil
 	}
 	if err != nil {
