@@ -52,6 +52,26 @@ func TestStateExchangeReusesFiles(t *testing.T) {
 	}
 }
 
+// readHead reads run r as read names ("Load", "Events" or "Event") and
+// gives the head it read: the snapshot's or the number of events; Event
+// reads the event at seq and gives seq.
+func readHead(ctx context.Context, s *FileStore, read string, seq int64) (int64, error) {
+	switch read {
+	case "Load":
+		snap, err := s.Load(ctx, "r")
+		if err != nil {
+			return 0, err
+		}
+		return snap.Head.Seq, nil
+	case "Events":
+		evs, err := s.Events(ctx, "r", 0, 0)
+		return int64(len(evs)), err
+	default:
+		_, err := s.Event(ctx, "r", seq)
+		return seq, err
+	}
+}
+
 // A reader without the lock whose state file is exchanged, or rewritten as
 // the next temp, between its open and its read reads the state again:
 // Load, Events and Event answer with a whole state, never corrupt. The
@@ -94,22 +114,9 @@ func TestStateReadersOfAnExchangedState(t *testing.T) {
 					}
 				}
 				t.Cleanup(func() { afterStateOpen = nil })
-				var err error
-				var head int64
-				switch read {
-				case "Load":
-					var snap *Snapshot
-					if snap, err = s.Load(ctx, "r"); err == nil {
-						head = snap.Head.Seq
-					}
-				case "Events":
-					var evs []Event
-					if evs, err = s.Events(ctx, "r", 0, 0); err == nil {
-						head = int64(len(evs))
-					}
-				case "Event":
-					_, err = s.Event(ctx, "r", 1)
-					head = 2 + int64(disturbed)
+				head, err := readHead(ctx, s, read, 1)
+				if read == "Event" {
+					head = int64(2 + disturbed) // the writer's events came after it
 				}
 				afterStateOpen = nil
 				if err != nil {
@@ -182,22 +189,7 @@ func TestStateReadersOfATempCutUnderTheRead(t *testing.T) {
 				}
 			}
 			t.Cleanup(func() { afterFileSized = nil })
-			var head int64
-			switch read {
-			case "Load":
-				var snap *Snapshot
-				if snap, err = s.Load(ctx, "r"); err == nil {
-					head = snap.Head.Seq
-				}
-			case "Events":
-				var evs []Event
-				if evs, err = s.Events(ctx, "r", 0, 0); err == nil {
-					head = int64(len(evs))
-				}
-			case "Event":
-				_, err = s.Event(ctx, "r", 2)
-				head = 2
-			}
+			head, err := readHead(ctx, s, read, 2)
 			afterFileSized = nil
 			if err != nil {
 				t.Fatalf("%s: %v", read, err)
