@@ -60,9 +60,10 @@ func writtenOnce(t *testing.T) *FileStore {
 func TestRecordFlushedAfterItsWrite(t *testing.T) {
 	ctx := context.Background()
 	s := writtenOnce(t)
-	release := make(chan struct{})
+	release, held := make(chan struct{}), make(chan struct{})
 	n := countRecordFlushes(s, func(n int64) error {
 		if n == 1 {
+			close(held)
 			<-release // the flush of the second write's record
 		}
 		return nil
@@ -80,6 +81,13 @@ func TestRecordFlushedAfterItsWrite(t *testing.T) {
 	case <-time.After(time.Minute): // a liveness bound, far above a write's cost
 		close(release)
 		t.Fatal("the second write waited for the flush of its own record")
+	}
+	// The flush runs on its own goroutine, which may start after the write
+	// returned.
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("the second write's record was never flushed")
 	}
 	waiting := make(chan struct{})
 	var once sync.Once
