@@ -20,12 +20,18 @@ type compiled struct {
 	specJSON []byte
 
 	mu        sync.Mutex
-	reach     map[*ir.Step][]bool // forward closure over dependency + routing edges
+	reach     map[*ir.Step][]uint64 // forward closure over dependency + routing edges, a bit per step
 	progs     map[string]progOrErr
 	contracts map[string]*Contract
+	// fields is each contract's field map, shared by the descriptors
+	// (contract) that include it.
+	fields map[string]map[string]string
 
 	outlineOnce sync.Once
 	outlineOf   *ir.Outline
+
+	// estimate is what the plan cache counts for it (heapEstimate).
+	estimate int
 }
 
 type progOrErr struct {
@@ -34,8 +40,9 @@ type progOrErr struct {
 }
 
 func newCompiled(p *ir.Plan, digest string, specJSON []byte) *compiled {
-	return &compiled{plan: p, digest: digest, specJSON: specJSON,
-		reach: map[*ir.Step][]bool{}, progs: map[string]progOrErr{}, contracts: map[string]*Contract{}}
+	return &compiled{plan: p, digest: digest, specJSON: specJSON, estimate: heapEstimate(p, specJSON),
+		reach: map[*ir.Step][]uint64{}, progs: map[string]progOrErr{}, contracts: map[string]*Contract{},
+		fields: map[string]map[string]string{}}
 }
 
 // program compiles an expression once per plan.
@@ -79,14 +86,14 @@ func (c *compiled) reaches(f *ir.Flow, from, to *ir.Step) bool {
 	c.mu.Lock()
 	set, ok := c.reach[from]
 	if !ok {
-		set = make([]bool, len(f.Steps))
+		set = make([]uint64, (len(f.Steps)+63)/64)
 		stack := []int{from.Index}
 		for len(stack) > 0 {
 			i := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			for _, j := range successors(f, f.Steps[i]) {
-				if !set[j] {
-					set[j] = true
+				if set[j/64]&(1<<(j%64)) == 0 {
+					set[j/64] |= 1 << (j % 64)
 					stack = append(stack, j)
 				}
 			}
@@ -94,7 +101,7 @@ func (c *compiled) reaches(f *ir.Flow, from, to *ir.Step) bool {
 		c.reach[from] = set
 	}
 	c.mu.Unlock()
-	return set[to.Index]
+	return set[to.Index/64]&(1<<(to.Index%64)) != 0
 }
 
 // Contract is the output contract of a step as agents see it: the root
@@ -132,10 +139,16 @@ func (c *compiled) contract(name string) *Contract {
 		if _, seen := d.Contracts[ct.Name]; seen {
 			return
 		}
-		fields := map[string]string{}
+		fields, ok := c.fields[ct.Name]
+		if !ok {
+			fields = make(map[string]string, len(ct.Fields))
+			for _, f := range ct.Fields {
+				fields[f.Name] = f.Type.Source
+			}
+			c.fields[ct.Name] = fields
+		}
 		d.Contracts[ct.Name] = fields
 		for _, f := range ct.Fields {
-			fields[f.Name] = f.Type.Source
 			walkType(f.Type)
 		}
 	}

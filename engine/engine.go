@@ -73,16 +73,11 @@ type cachedRun struct {
 	st  *runState
 }
 
-// The compiled-plan cache is bounded by count and by bytes: a compiled
-// plan takes 7.5 to 16 bytes of heap per byte of its spec's JSON, by the
-// spec's shape (measured on 10,000-step specs: 7.6 MB for one of 657 KB;
-// 16.1 bytes for the terse one-line steps), so a count alone would let a
-// few large specs hold gigabytes (docs/engine.md, "Cost").
-const (
-	maxPlans = 64
-	// planBytesPerSpecByte over-estimates a plan's heap from its spec.
-	planBytesPerSpecByte = 18
-)
+// The compiled-plan cache is bounded by count and by bytes: a plan's heap
+// depends on its spec's shape and grows as its runs use it (planheap.go),
+// so a count alone would let a few large specs hold gigabytes
+// (docs/engine.md, "Cost").
+const maxPlans = 64
 
 // maxPlanBytes is the cache's budget (a variable for tests).
 var maxPlanBytes = 256 << 20
@@ -166,7 +161,7 @@ func (e *Engine) compileSource(src []byte) (*compiled, error) {
 // fits both bounds; a plan larger than the whole budget is used but not
 // kept.
 func (e *Engine) storePlan(c *compiled) {
-	size := planBytesPerSpecByte * len(c.specJSON)
+	size := c.estimate
 	if size > maxPlanBytes {
 		return
 	}
@@ -175,7 +170,7 @@ func (e *Engine) storePlan(c *compiled) {
 			break
 		}
 		delete(e.plans, k)
-		e.planBytes -= planBytesPerSpecByte * len(old.specJSON)
+		e.planBytes -= old.estimate
 	}
 	e.plans[c.digest] = c
 	e.planBytes += size

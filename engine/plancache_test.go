@@ -15,7 +15,7 @@ func TestPlanCacheBoundedByBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size := planBytesPerSpecByte * len(one.specJSON)
+	size := one.estimate
 	maxPlanBytes = 3*size + size/2
 	for i := 0; i < 8; i++ {
 		spec := linearN(20) + fmt.Sprintf("# spec %d\n", i) // a comment: the same plan, the same digest
@@ -28,7 +28,7 @@ func TestPlanCacheBoundedByBytes(t *testing.T) {
 		}
 		sum := 0
 		for _, c := range e.plans {
-			sum += planBytesPerSpecByte * len(c.specJSON)
+			sum += c.estimate
 		}
 		if sum != e.planBytes || e.planBytes > maxPlanBytes || len(e.plans) > 3 {
 			t.Fatalf("after %d specs: %d plans, %d bytes estimated, %d counted, budget %d", i+1, len(e.plans), e.planBytes, sum, maxPlanBytes)

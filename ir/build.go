@@ -72,6 +72,10 @@ func (v *validator) compile() *Plan {
 		contracts: make(map[string]*Contract, len(v.contracts)),
 		flows:     make(map[string]*Flow, len(v.flows)),
 	}
+	for src := range v.exprs {
+		p.Expressions++
+		p.ExpressionBytes += len(src)
+	}
 	for _, ci := range v.contracts {
 		p.Contracts = append(p.Contracts, ci.c)
 		p.contracts[ci.name] = ci.c

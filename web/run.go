@@ -193,7 +193,7 @@ func (s *Server) runView(ctx context.Context, runID string) (*runView, int64, er
 		}
 	}
 	v.GatesV = version(v.Gates)
-	plan, err := s.plans.get(ctx, s.eng, runID, a.RevisionDigest)
+	plan, err := s.eng.RunPlan(ctx, runID)
 	if err != nil {
 		return nil, 0, err
 	}

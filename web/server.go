@@ -60,7 +60,6 @@ type Server struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	csrf   *http.CrossOriginProtection
-	plans  planCache
 	chains chainCache
 }
 

@@ -76,7 +76,7 @@ func (s *Server) stepView(ctx context.Context, runID, key string) (*stepPageView
 	if err != nil {
 		return nil, err
 	}
-	plan, err := s.plans.get(ctx, s.eng, runID, rep.RevisionDigest)
+	plan, err := s.eng.RunPlan(ctx, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,86 @@
+package engine
+
+import "github.com/stratum-go/stratum/ir"
+
+// The plan cache is bounded by bytes (docs/engine.md, "Cost"), so what it
+// counts for a plan must cover what the plan comes to hold as its runs go,
+// not only what compiling it made: its outline (built at the first load),
+// its expressions compiled at their first evaluation, the reach sets of its
+// routing targets and the contract descriptors of its steps. Each part's
+// rate is a measured figure with headroom (TestPlanHeapWithinEstimate holds
+// the whole to it for the shapes that take the most).
+const (
+	// planBytesPerSpecByte covers the plan itself: 10 to 17 bytes of heap
+	// per byte of the spec's JSON, by the spec's shape (7.6 MB for a
+	// 10,000-step spec of 657 KB; the most for terse one-line steps).
+	planBytesPerSpecByte = 20
+	// outlineBytesPerStep: an outline's step is about 50 bytes.
+	outlineBytesPerStep = 64
+	// A compiled expression: 700 to 2,700 bytes, about 40 per byte of its
+	// source beyond a fixed part (its syntax tree, the cache's entry).
+	programBytes, programBytesPerSourceByte = 768, 40
+	// A reach set is a bit per step of its flow, in a map entry.
+	reachSetBytes = 96
+	// A contract descriptor holds an entry per contract it includes (the
+	// field maps are shared between descriptors), and each contract's
+	// field map is made once.
+	descriptorBytes, descriptorEntryBytes = 256, 64
+	fieldMapBytes, fieldBytes             = 256, 64
+)
+
+// heapEstimate over-estimates the heap a compiled plan holds once every
+// part of it has been used.
+func heapEstimate(p *ir.Plan, specJSON []byte) int {
+	n := planBytesPerSpecByte*len(specJSON) + programBytes*p.Expressions + programBytesPerSourceByte*p.ExpressionBytes
+	for _, ct := range p.Contracts {
+		n += fieldMapBytes + fieldBytes*len(ct.Fields)
+	}
+	outs := map[string]bool{}
+	for _, f := range p.Flows {
+		n += outlineBytesPerStep * len(f.Steps)
+		targets := map[string]bool{}
+		for _, s := range f.Steps {
+			targets[s.OnFail] = true
+			if s.Gate != nil {
+				targets[s.Gate.OnKill] = true
+			}
+			outs[s.Out] = true
+			if s.Fanout != nil {
+				for _, st := range s.Fanout.Stages {
+					outs[st.Out] = true
+				}
+			}
+		}
+		delete(targets, "")
+		n += len(targets) * (reachSetBytes + 8*((len(f.Steps)+63)/64))
+	}
+	delete(outs, "")
+	for name := range outs {
+		if ct := p.Contract(name); ct != nil {
+			n += descriptorBytes + descriptorEntryBytes*contractClosure(ct)
+		}
+	}
+	return n
+}
+
+// contractClosure is the number of contracts a descriptor of ct includes:
+// ct and every contract its fields reach.
+func contractClosure(ct *ir.Contract) int {
+	seen := map[*ir.Contract]bool{}
+	var walk func(ct *ir.Contract)
+	walk = func(ct *ir.Contract) {
+		if seen[ct] {
+			return
+		}
+		seen[ct] = true
+		for _, f := range ct.Fields {
+			for t := f.Type; t != nil; t = t.Elem {
+				if t.Kind == ir.TypeContract && t.Contract != nil {
+					walk(t.Contract)
+				}
+			}
+		}
+	}
+	walk(ct)
+	return len(seen)
+}
