@@ -14,9 +14,14 @@ type blobCache struct {
 	order []blobKey // insertion order, for eviction
 	// parsed holds decoded forms of cached payloads that callers share
 	// read-only (a fanout's array, its settled items); evicted with the
-	// payload.
+	// payload, and counted in size at parsedBytesPerPayloadByte.
 	parsed map[blobKey]any
 }
+
+// parsedBytesPerPayloadByte over-estimates the heap of a payload's decoded
+// form (the items, values and strings decoding makes) from its JSON
+// (TestRunStateHeapWithinEstimate measures it).
+const parsedBytesPerPayloadByte = 4
 
 type blobKey struct {
 	run string
@@ -56,24 +61,41 @@ func (c *blobCache) putKey(k blobKey, b []byte) {
 	if _, ok := c.byKey[k]; ok || len(b) > min(c.limit/4, maxCachedBlob) {
 		return // cached already, or too large to keep (a big patch is read once)
 	}
-	for c.size+len(b) > c.limit && len(c.order) > 0 {
-		old := c.order[0]
-		c.order = c.order[1:]
-		c.size -= len(c.byKey[old])
-		delete(c.byKey, old)
-		delete(c.parsed, old)
-	}
+	c.makeRoom(len(b))
 	c.byKey[k] = b
 	c.order = append(c.order, k)
 	c.size += len(b)
 }
 
-// getParsed returns the decoded form of a cached payload.
-func (c *blobCache) getParsed(run string, seq int64) (any, bool) {
+// makeRoom evicts the oldest entries until n more bytes fit.
+func (c *blobCache) makeRoom(n int) {
+	for c.size+n > c.limit && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.size -= c.entrySize(old)
+		delete(c.byKey, old)
+		delete(c.parsed, old)
+	}
+}
+
+// entrySize is what an entry counts: its payload, and its decoded form
+// when it has one.
+func (c *blobCache) entrySize(k blobKey) int {
+	n := len(c.byKey[k])
+	if _, ok := c.parsed[k]; ok {
+		n += parsedBytesPerPayloadByte * n
+	}
+	return n
+}
+
+// getParsed returns the decoded form of a cached payload, and the
+// payload's length.
+func (c *blobCache) getParsed(run string, seq int64) (any, int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.parsed[blobKey{run: run, seq: seq}]
-	return v, ok
+	k := blobKey{run: run, seq: seq}
+	v, ok := c.parsed[k]
+	return v, len(c.byKey[k]), ok
 }
 
 // putParsed keeps the decoded form of a payload still in the cache.
@@ -81,13 +103,22 @@ func (c *blobCache) putParsed(run string, seq int64, v any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := blobKey{run: run, seq: seq}
-	if _, ok := c.byKey[k]; !ok {
+	b, ok := c.byKey[k]
+	if _, parsed := c.parsed[k]; !ok || parsed {
 		return
+	}
+	if parsedBytesPerPayloadByte*len(b) > c.limit/4 {
+		return // the payload stays; its decoded form is the caller's alone
+	}
+	c.makeRoom(parsedBytesPerPayloadByte * len(b))
+	if _, ok := c.byKey[k]; !ok {
+		return // evicted to make the room: the oldest entry
 	}
 	if c.parsed == nil {
 		c.parsed = map[blobKey]any{}
 	}
 	c.parsed[k] = v
+	c.size += parsedBytesPerPayloadByte * len(b)
 }
 
 // getResult returns the cached detail.result of a result event.

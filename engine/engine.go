@@ -34,6 +34,8 @@ type Engine struct {
 	// planBytes is the estimated heap of the cached plans (storePlan).
 	planBytes int
 	cache     map[string]*cachedRun
+	// cacheBytes is the estimated heap of the cached states (remember).
+	cacheBytes int
 	// blobs caches internal events' payloads (immutable) by run and seq.
 	blobs blobCache
 
@@ -69,8 +71,9 @@ type Engine struct {
 // cachedRun is the decoded state of a run as last written by this process,
 // valid while the stored document is byte-identical to doc.
 type cachedRun struct {
-	doc []byte
-	st  *runState
+	doc  []byte
+	st   *runState
+	size int // runHeapEstimate
 }
 
 // The compiled-plan cache is bounded by count and by bytes: a plan's heap
@@ -82,8 +85,13 @@ const maxPlans = 64
 // maxPlanBytes is the cache's budget (a variable for tests).
 var maxPlanBytes = 256 << 20
 
-// maxCachedRuns bounds the decoded-state cache.
+// maxCachedRuns and maxCachedRunBytes bound the decoded-state cache, by
+// count and by the estimate of runHeapEstimate: a run's decoded state holds
+// its fanouts' every item, which its document does not (a variable for
+// tests).
 const maxCachedRuns = 256
+
+var maxCachedRunBytes = 256 << 20
 
 // New returns an Engine over st.
 func New(st store.Store, opts Options) *Engine {
@@ -295,6 +303,7 @@ func (e *Engine) decode(ctx context.Context, snap *store.Snapshot) (st *runState
 	c, ok := e.cache[snap.RunID]
 	if ok {
 		delete(e.cache, snap.RunID)
+		e.cacheBytes -= c.size
 	}
 	e.mu.Unlock()
 	if ok && string(c.doc) == string(snap.State) {
@@ -305,15 +314,25 @@ func (e *Engine) decode(ctx context.Context, snap *store.Snapshot) (st *runState
 }
 
 func (e *Engine) remember(id string, doc []byte, st *runState) {
+	size := runHeapEstimate(doc, st)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.cache) >= maxCachedRuns {
-		for k := range e.cache {
-			delete(e.cache, k)
+	if old, ok := e.cache[id]; ok {
+		delete(e.cache, id)
+		e.cacheBytes -= old.size
+	}
+	if size > maxCachedRunBytes {
+		return // decoded again at its next transition
+	}
+	for k, old := range e.cache {
+		if len(e.cache) < maxCachedRuns && e.cacheBytes+size <= maxCachedRunBytes {
 			break
 		}
+		delete(e.cache, k)
+		e.cacheBytes -= old.size
 	}
-	e.cache[id] = &cachedRun{doc: doc, st: st}
+	e.cache[id] = &cachedRun{doc: doc, st: st, size: size}
+	e.cacheBytes += size
 }
 
 // load reads a run without the lock (a consistent acknowledged snapshot):

@@ -101,11 +101,12 @@ func (t *txn) persistFanouts(prefix string, steps map[string]*stepState) error {
 
 func (t *txn) persistFanout(stepID string, f *fanoutState) error {
 	if f.OverSeq == 0 && f.Over.Present {
-		seq, err := t.emitBlob(evFanoutOver, stepID, f.Over)
+		seq, n, err := t.emitBlobLen(evFanoutOver, stepID, f.Over)
 		if err != nil {
 			return err
 		}
 		f.OverSeq = seq
+		f.held += n
 	}
 	var settled []*itemState
 	for _, it := range f.liveItems() {
@@ -118,10 +119,11 @@ func (t *txn) persistFanout(stepID string, f *fanoutState) error {
 	}
 	for len(settled) >= fanoutChunkSize {
 		chunk := settled[:fanoutChunkSize]
-		seq, err := t.emitBlob(evFanoutItems, stepID, chunk)
+		seq, n, err := t.emitBlobLen(evFanoutItems, stepID, chunk)
 		if err != nil {
 			return err
 		}
+		f.held += n
 		for _, it := range chunk {
 			it.chunked = true
 		}
@@ -159,10 +161,11 @@ func (e *Engine) hydrateStep(ctx context.Context, runID string, ss *stepState) e
 
 // hydrateFanout reads back a fanout's array and its settled items.
 func (e *Engine) hydrateFanout(ctx context.Context, runID string, f *fanoutState) error {
+	f.held = 0
 	if f.OverSeq != 0 && !f.Over.Present {
 		// Shared read-only between the states decoded from this record:
 		// nothing changes a value in place.
-		v, err := e.parsedBlob(ctx, runID, f.OverSeq, "fanout array", func(raw []byte) (any, error) {
+		v, n, err := e.parsedBlob(ctx, runID, f.OverSeq, "fanout array", func(raw []byte) (any, error) {
 			var over Value
 			err := json.Unmarshal(raw, &over)
 			return over, err
@@ -171,13 +174,14 @@ func (e *Engine) hydrateFanout(ctx context.Context, runID string, f *fanoutState
 			return err
 		}
 		f.Over = v.(Value)
+		f.held += n
 	}
 	if len(f.Chunks) == 0 && f.Gen0 == 0 {
 		return nil
 	}
 	chunks := make([][]itemState, len(f.Chunks))
 	for i, seq := range f.Chunks {
-		v, err := e.parsedBlob(ctx, runID, seq, "fanout items", func(raw []byte) (any, error) {
+		v, n, err := e.parsedBlob(ctx, runID, seq, "fanout items", func(raw []byte) (any, error) {
 			var items []itemState
 			err := json.Unmarshal(raw, &items)
 			return items, err
@@ -186,6 +190,7 @@ func (e *Engine) hydrateFanout(ctx context.Context, runID string, f *fanoutState
 			return err
 		}
 		chunks[i] = v.([]itemState)
+		f.held += n
 	}
 	total := -1      // the items are those held (the state's and the records')
 	if f.Gen0 != 0 { // and those not yet started: one per element
@@ -265,18 +270,20 @@ func (f *fanoutState) placeItems(chunks [][]itemState, total int) ([]*itemState,
 // parsedBlob returns the decoded form of an internal record, decoding it
 // once per process while the record is cached.
 // A payload that does not decode is corrupt (what names the record).
-func (e *Engine) parsedBlob(ctx context.Context, runID string, seq int64, what string, parse func([]byte) (any, error)) (any, error) {
-	if v, ok := e.blobs.getParsed(runID, seq); ok {
-		return v, nil
+// It also returns the payload's length (what a holder of the decoded form
+// counts it by: runHeapEstimate).
+func (e *Engine) parsedBlob(ctx context.Context, runID string, seq int64, what string, parse func([]byte) (any, error)) (any, int, error) {
+	if v, n, ok := e.blobs.getParsed(runID, seq); ok {
+		return v, n, nil
 	}
 	raw, err := e.blob(ctx, runID, seq)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	v, err := parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w: %s record %d: %v", runID, ErrCorrupt, what, seq, err)
+		return nil, 0, fmt.Errorf("run %s: %w: %s record %d: %v", runID, ErrCorrupt, what, seq, err)
 	}
 	e.blobs.putParsed(runID, seq, v)
-	return v, nil
+	return v, len(raw), nil
 }

@@ -77,11 +77,17 @@ type coldRef struct {
 // emitBlob records an internal event whose payload is JSON text and
 // returns its seq.
 func (t *txn) emitBlob(typ EventType, stepID string, v any) (int64, error) {
+	seq, _, err := t.emitBlobLen(typ, stepID, v)
+	return seq, err
+}
+
+// emitBlobLen is emitBlob that also returns the payload's length.
+func (t *txn) emitBlobLen(typ EventType, stepID string, v any) (int64, int, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return 0, fmt.Errorf("encode %s: %w", typ, err)
+		return 0, 0, fmt.Errorf("encode %s: %w", typ, err)
 	}
-	return t.emitJSON(typ, stepID, b), nil
+	return t.emitJSON(typ, stepID, b), len(b), nil
 }
 
 // emitJSON records an internal event whose payload is the JSON text b and
@@ -169,11 +175,11 @@ func (t *txn) encode() ([]byte, error) {
 		return nil, err
 	}
 	if st.InputSeq == 0 && st.Input.Present {
-		seq, err := t.emitBlob(evInput, "", st.Input)
+		seq, n, err := t.emitBlobLen(evInput, "", st.Input)
 		if err != nil {
 			return nil, err
 		}
-		st.InputSeq = seq
+		st.InputSeq, st.inputBytes = seq, n
 	}
 	// A fresh map: a Go map keeps the room of every key it ever held, and
 	// iterating it costs that room, so the steps deleted above would make
@@ -379,7 +385,7 @@ func (e *Engine) decodeRest(ctx context.Context, snap *store.Snapshot, st *runSt
 		return err
 	}
 	if st.InputSeq != 0 { // shared read-only, as a fanout's array
-		v, err := e.parsedBlob(ctx, snap.RunID, st.InputSeq, "input", func(raw []byte) (any, error) {
+		v, n, err := e.parsedBlob(ctx, snap.RunID, st.InputSeq, "input", func(raw []byte) (any, error) {
 			var in Value
 			err := json.Unmarshal(raw, &in)
 			return in, err
@@ -387,7 +393,7 @@ func (e *Engine) decodeRest(ctx context.Context, snap *store.Snapshot, st *runSt
 		if err != nil {
 			return err
 		}
-		st.Input = v.(Value)
+		st.Input, st.inputBytes = v.(Value), n
 	}
 	return nil
 }

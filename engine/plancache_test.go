@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/stratum-go/stratum/store"
 )
 
 // The plan cache keeps to its byte budget: distinct specs past it evict
@@ -38,5 +41,43 @@ func TestPlanCacheBoundedByBytes(t *testing.T) {
 	e2 := New(nil, Options{})
 	if c, err := e2.compileSource([]byte(linearN(20))); err != nil || c == nil || len(e2.plans) != 0 || e2.planBytes != 0 {
 		t.Fatalf("a plan over the budget: %v, %d cached, %d bytes", err, len(e2.plans), e2.planBytes)
+	}
+}
+
+// The decoded-state cache keeps to its byte budget: states past it evict
+// others, a state larger than the whole budget is not kept, and the count
+// never drifts from the states it holds.
+func TestStateCacheBoundedByBytes(t *testing.T) {
+	defer func(n int) { maxCachedRunBytes = n }(maxCachedRunBytes)
+	e := New(store.NewMemory(), Options{})
+	defer e.Close()
+	ctx := t.Context()
+	plan := func() string {
+		r, err := e.Plan(ctx, PlanRequest{Spec: []byte(linearN(20)), Input: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.RunID
+	}
+	first := plan()
+	one := e.cache[first].size
+	maxCachedRunBytes = 3*one + one/2
+	for i := 0; i < 8; i++ {
+		plan()
+		sum := 0
+		for _, c := range e.cache {
+			sum += c.size
+		}
+		if sum != e.cacheBytes || e.cacheBytes > maxCachedRunBytes || len(e.cache) > 3 {
+			t.Fatalf("after %d runs: %d states, %d bytes estimated, %d counted, budget %d", i+2, len(e.cache), e.cacheBytes, sum, maxCachedRunBytes)
+		}
+	}
+	maxCachedRunBytes = one - 1
+	id := plan()
+	if _, ok := e.cache[id]; ok {
+		t.Fatal("a state over the budget was kept")
+	}
+	if _, err := e.Status(ctx, id); err != nil {
+		t.Fatalf("a state not kept is read again: %v", err)
 	}
 }

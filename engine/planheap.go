@@ -84,3 +84,42 @@ func contractClosure(ct *ir.Contract) int {
 	walk(ct)
 	return len(seen)
 }
+
+// What the decoded-state cache counts for a run (remember): its document
+// decoded, the spec snapshot when it holds one, its cold index, and what
+// it holds outside the document: its input and its fanouts' arrays and
+// settled items, by the length of the records they came from or went to,
+// and every item. Rates measured and given headroom as the plan's
+// (TestRunStateHeapWithinEstimate).
+const (
+	// stateBytesPerDocByte: a decoded document takes 2.4 to 3.3 bytes per
+	// byte of its JSON.
+	stateBytesPerDocByte = 5
+	// coldRefBytes: an entry of the cold index (a finished step's id,
+	// seq and status in a map), about 140 bytes.
+	coldRefBytes = 200
+	// itemBytes: an item of a fanout, pristine (not yet started) or not.
+	itemBytes = 512
+)
+
+// runHeapEstimate over-estimates the heap of a decoded run state. It
+// costs the live steps, not the run's history.
+func runHeapEstimate(doc []byte, st *runState) int {
+	n := stateBytesPerDocByte*len(doc) + len(st.Spec) + coldRefBytes*len(st.cold) + parsedBytesPerPayloadByte*st.inputBytes
+	var walk func(steps map[string]*stepState)
+	walk = func(steps map[string]*stepState) {
+		for _, ss := range steps {
+			if ss == nil {
+				continue
+			}
+			if f := ss.Fanout; f != nil {
+				n += itemBytes*len(f.Items) + parsedBytesPerPayloadByte*f.held
+			}
+			if ss.Sub != nil {
+				walk(ss.Sub.Steps)
+			}
+		}
+	}
+	walk(st.Steps)
+	return n
+}

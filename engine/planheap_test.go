@@ -26,14 +26,24 @@ func TestPlanHeapWithinEstimate(t *testing.T) {
 	}
 	for _, sh := range shapes {
 		t.Run(sh.name, func(t *testing.T) {
-			e := New(nil, Options{})
-			before := liveHeap()
-			c, err := e.compileSource([]byte(sh.spec))
-			if err != nil {
-				t.Fatal(err)
+			// The least of three measures: what other goroutines allocate
+			// meanwhile only adds.
+			var c *compiled
+			used := int64(-1)
+			for range 3 {
+				e := New(nil, Options{})
+				before := liveHeap()
+				got, err := e.compileSource([]byte(sh.spec))
+				if err != nil {
+					t.Fatal(err)
+				}
+				warmPlan(t, got)
+				if u := liveHeap() - before; used < 0 || u < used {
+					used = u
+				}
+				c = got
+				runtime.KeepAlive(e)
 			}
-			warmPlan(t, c)
-			used := liveHeap() - before
 			estimate := c.estimate
 			t.Logf("%d bytes of spec JSON: %d bytes of heap, estimated %d (%.2fx)", len(c.specJSON), used, estimate, float64(estimate)/float64(used))
 			if used > int64(estimate) {
@@ -42,8 +52,6 @@ func TestPlanHeapWithinEstimate(t *testing.T) {
 			if int64(estimate) > 4*used {
 				t.Errorf("a plan holds %d bytes, and the estimate of %d counts it more than 4 times over", used, estimate)
 			}
-			runtime.KeepAlive(c)
-			runtime.KeepAlive(e)
 		})
 	}
 }

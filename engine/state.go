@@ -142,6 +142,9 @@ type runState struct {
 	// Spec is loaded from that event only when this process has no
 	// compiled plan for the digest.
 	Spec json.RawMessage `json:"-"`
+	// inputBytes is the length of the input record's payload, what the
+	// decoded-state cache counts Input by (runHeapEstimate).
+	inputBytes int
 }
 
 // Failure is why an attempt, a step or a run failed.
@@ -392,6 +395,10 @@ type fanoutState struct {
 	Paused string `json:"paused,omitempty"`
 	// win is the part of Items a report can change (fanout_window.go).
 	win itemWindow
+	// held is the length of the records the array and the settled items
+	// were written to or read from: what the decoded-state cache counts
+	// the items outside the document by (runHeapEstimate).
+	held int
 }
 
 // itemState is one fanout item.
