@@ -224,3 +224,77 @@ func TestReportChecksOfASupersededReport(t *testing.T) {
 		t.Fatalf("a is %s with %d attempts", st.Status, len(st.Attempts))
 	}
 }
+
+// Two reports of one dispatch whose checks evaluate at once are both
+// stopped at once by a cancel in this process: the one that started
+// first, and the one still running after the other has finished (each
+// is its own effect under the one token).
+func TestCancelStopsEveryCheckOfOneToken(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		finishFirst bool
+	}{{"both running", false}, {"the first finished", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := lockHarness(t)
+			started := make(chan context.Context, 2)
+			release := []chan struct{}{make(chan struct{}), make(chan struct{})}
+			var mu sync.Mutex
+			calls := 0
+			h.e.checkHook = func(ctx context.Context, mode string) {
+				if mode != checksOutside {
+					return
+				}
+				mu.Lock()
+				n := calls
+				calls++
+				mu.Unlock()
+				if n < 2 {
+					started <- ctx
+					<-release[n]
+				}
+			}
+			defer func() {
+				for _, r := range release {
+					select {
+					case <-r:
+					default:
+						close(r)
+					}
+				}
+			}()
+			r := h.plan(checksSpec, map[string]any{})
+			tok := entry(t, r, "a").DispatchToken
+			first := reportInBackground(h, r.RunID, tok, longOutput(false))
+			ctx1 := <-started
+			second := reportInBackground(h, r.RunID, tok, longOutput(false))
+			ctx2 := <-started
+			running := []context.Context{ctx1, ctx2}
+			if tc.finishFirst {
+				close(release[0])
+				if err := <-first; err != nil {
+					t.Fatalf("the first report: %v", err)
+				}
+				running = running[1:]
+			}
+			if _, err := h.e.Cancel(h.ctx, r.RunID, "stop"); err != nil {
+				t.Fatal(err)
+			}
+			for i, ctx := range running {
+				if !errors.Is(context.Cause(ctx), errRunStopped) {
+					t.Errorf("check %d of %d still running after the cancel returned (%v)", i+1, len(running), context.Cause(ctx))
+				}
+			}
+			for _, r := range release {
+				select {
+				case <-r:
+				default:
+					close(r)
+				}
+			}
+			var ee *Error
+			if err := <-second; !errors.As(err, &ee) || !errors.Is(ee.Kind, ErrRunCancelled) {
+				t.Fatalf("the second report after the cancel: %v", err)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -147,18 +148,27 @@ func reservationHeld(st *runState, token string) bool {
 }
 
 // trackEffect registers an effect in progress, so that a Cancel in this
-// process stops it at once; the returned func unregisters it.
+// process stops it at once; the returned func unregisters it. A token may
+// have several at once (two reports of one dispatch, their checks
+// evaluated together): each is its own entry.
 func (e *Engine) trackEffect(runID, token string, cancel context.CancelCauseFunc) (release func()) {
 	e.effectMu.Lock()
 	defer e.effectMu.Unlock()
 	if e.running[runID] == nil {
-		e.running[runID] = map[string]context.CancelCauseFunc{}
+		e.running[runID] = map[string][]*context.CancelCauseFunc{}
 	}
-	e.running[runID][token] = cancel
+	entry := &cancel
+	e.running[runID][token] = append(e.running[runID][token], entry)
 	return func() {
 		e.effectMu.Lock()
 		defer e.effectMu.Unlock()
-		delete(e.running[runID], token)
+		left := slices.DeleteFunc(e.running[runID][token], func(c *context.CancelCauseFunc) bool { return c == entry })
+		switch {
+		case len(left) > 0:
+			e.running[runID][token] = left
+		default:
+			delete(e.running[runID], token)
+		}
 		if len(e.running[runID]) == 0 {
 			delete(e.running, runID)
 		}
@@ -169,8 +179,10 @@ func (e *Engine) trackEffect(runID, token string, cancel context.CancelCauseFunc
 func (e *Engine) stopEffects(runID string) {
 	e.effectMu.Lock()
 	defer e.effectMu.Unlock()
-	for _, cancel := range e.running[runID] {
-		cancel(errRunStopped)
+	for _, cancels := range e.running[runID] {
+		for _, cancel := range cancels {
+			(*cancel)(errRunStopped)
+		}
 	}
 }
 
@@ -179,6 +191,5 @@ func (e *Engine) stopEffects(runID string) {
 func (e *Engine) runsEffect(runID, token string) bool {
 	e.effectMu.Lock()
 	defer e.effectMu.Unlock()
-	_, ok := e.running[runID][token]
-	return ok
+	return len(e.running[runID][token]) > 0
 }

@@ -50,9 +50,10 @@ type Engine struct {
 	worktreeAnchors map[string]string
 	wg              sync.WaitGroup
 	// running holds the cancel functions of the effects this process
-	// runs, by run id and effect token.
+	// runs, by run id and effect token (several for one token when its
+	// reports' checks evaluate at once).
 	effectMu sync.Mutex
-	running  map[string]map[string]context.CancelCauseFunc
+	running  map[string]map[string][]*context.CancelCauseFunc
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 
@@ -96,7 +97,7 @@ var maxCachedRunBytes = 256 << 20
 // New returns an Engine over st.
 func New(st store.Store, opts Options) *Engine {
 	e := &Engine{store: st, opts: opts, plans: map[string]*compiled{}, cache: map[string]*cachedRun{}, fanouts: map[string]bool{},
-		worktrees: map[string]bool{}, running: map[string]map[string]context.CancelCauseFunc{}}
+		worktrees: map[string]bool{}, running: map[string]map[string][]*context.CancelCauseFunc{}}
 	e.now = opts.Now
 	if e.now == nil {
 		e.now = time.Now
