@@ -14,14 +14,15 @@ type blobCache struct {
 	order []blobKey // insertion order, for eviction
 	// parsed holds decoded forms of cached payloads that callers share
 	// read-only (a fanout's array, its settled items); evicted with the
-	// payload, and counted in size at parsedBytesPerPayloadByte.
-	parsed map[blobKey]any
+	// payload, and counted in size by decodedBytes.
+	parsed map[blobKey]parsedBlob
 }
 
-// parsedBytesPerPayloadByte over-estimates the heap of a payload's decoded
-// form (the items, values and strings decoding makes) from its JSON
-// (TestRunStateHeapWithinEstimate measures it).
-const parsedBytesPerPayloadByte = 4
+// parsedBlob is a decoded form and the estimate of its heap.
+type parsedBlob struct {
+	v    any
+	heap int
+}
 
 type blobKey struct {
 	run string
@@ -81,44 +82,39 @@ func (c *blobCache) makeRoom(n int) {
 // entrySize is what an entry counts: its payload, and its decoded form
 // when it has one.
 func (c *blobCache) entrySize(k blobKey) int {
-	n := len(c.byKey[k])
-	if _, ok := c.parsed[k]; ok {
-		n += parsedBytesPerPayloadByte * n
-	}
-	return n
+	return len(c.byKey[k]) + c.parsed[k].heap
 }
 
 // getParsed returns the decoded form of a cached payload, and the
-// payload's length.
+// estimate of its heap.
 func (c *blobCache) getParsed(run string, seq int64) (any, int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := blobKey{run: run, seq: seq}
-	v, ok := c.parsed[k]
-	return v, len(c.byKey[k]), ok
+	p, ok := c.parsed[blobKey{run: run, seq: seq}]
+	return p.v, p.heap, ok
 }
 
 // putParsed keeps the decoded form of a payload still in the cache.
-func (c *blobCache) putParsed(run string, seq int64, v any) {
+func (c *blobCache) putParsed(run string, seq int64, v any, heap int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := blobKey{run: run, seq: seq}
-	b, ok := c.byKey[k]
+	_, ok := c.byKey[k]
 	if _, parsed := c.parsed[k]; !ok || parsed {
 		return
 	}
-	if parsedBytesPerPayloadByte*len(b) > c.limit/4 {
+	if heap > c.limit/4 {
 		return // the payload stays; its decoded form is the caller's alone
 	}
-	c.makeRoom(parsedBytesPerPayloadByte * len(b))
+	c.makeRoom(heap)
 	if _, ok := c.byKey[k]; !ok {
 		return // evicted to make the room: the oldest entry
 	}
 	if c.parsed == nil {
-		c.parsed = map[blobKey]any{}
+		c.parsed = map[blobKey]parsedBlob{}
 	}
-	c.parsed[k] = v
-	c.size += parsedBytesPerPayloadByte * len(b)
+	c.parsed[k] = parsedBlob{v: v, heap: heap}
+	c.size += heap
 }
 
 // getResult returns the cached detail.result of a result event.

@@ -25,26 +25,28 @@ func TestBlobCacheCountsDecodedForms(t *testing.T) {
 		}
 	}
 	payload := bytes.Repeat([]byte("x"), 300)
+	const heap = 1200 // what a decoded form counts here
 	for i := int64(1); i <= 40; i++ {
 		c.put("r", i, payload)
 		check("put")
 		if i%2 == 0 {
-			c.putParsed("r", i, i)
+			c.putParsed("r", i, i, heap)
 			check("putParsed")
 		}
 	}
-	if v, n, ok := c.getParsed("r", 40); !ok || v != int64(40) || n != len(payload) {
+	if v, n, ok := c.getParsed("r", 40); !ok || v != int64(40) || n != heap {
 		t.Fatalf("the newest decoded form: %v, %d, %v", v, n, ok)
 	}
-	// An entry with its decoded form counts 1+parsedBytesPerPayloadByte times
-	// its payload: the budget holds far fewer than by payloads alone.
-	if len(c.byKey) > c.limit/len(payload) || len(c.parsed) == 0 {
+	// Pairs of entries, one with its decoded form, count 300+1500 bytes:
+	// the budget holds 5 pairs and one payload, where payloads alone would
+	// fill it with 33.
+	if len(c.byKey) > 11 || len(c.parsed) != 5 {
 		t.Fatalf("%d entries, %d decoded", len(c.byKey), len(c.parsed))
 	}
 	// A decoded form too large to count is not kept; its payload stays.
-	large := bytes.Repeat([]byte("y"), c.limit/4)
+	large := bytes.Repeat([]byte("y"), c.limit/8)
 	c.put("r", 100, large)
-	c.putParsed("r", 100, "large")
+	c.putParsed("r", 100, "large", c.limit/4+1)
 	check("a large decoded form")
 	if _, _, ok := c.getParsed("r", 100); ok {
 		t.Fatal("a decoded form over a quarter of the budget was kept")

@@ -11,7 +11,7 @@ import (
 
 // compiled is an ir.Plan plus what the engine derives from it once and
 // shares between runs of the same spec revision: reachability sets,
-// compiled expressions and contract descriptors. It is safe for concurrent
+// compiled expressions and contract field maps and digests. It is safe for concurrent
 // use.
 type compiled struct {
 	plan   *ir.Plan
@@ -19,13 +19,15 @@ type compiled struct {
 	// specJSON is the ordered JSON snapshot persisted with each run.
 	specJSON []byte
 
-	mu        sync.Mutex
-	reach     map[*ir.Step][]uint64 // forward closure over dependency + routing edges, a bit per step
-	progs     map[string]progOrErr
+	mu    sync.Mutex
+	reach map[*ir.Step][]uint64 // forward closure over dependency + routing edges, a bit per step
+	progs map[string]progOrErr
+	// contracts are the step contracts' descriptors that are kept, digests
+	// the digests of the others, and fields each contract's field map,
+	// shared by the descriptors that include it (contract).
 	contracts map[string]*Contract
-	// fields is each contract's field map, shared by the descriptors
-	// (contract) that include it.
-	fields map[string]map[string]string
+	digests   map[string]string
+	fields    map[string]map[string]string
 
 	outlineOnce sync.Once
 	outlineOf   *ir.Outline
@@ -41,7 +43,7 @@ type progOrErr struct {
 
 func newCompiled(p *ir.Plan, digest string, specJSON []byte) *compiled {
 	return &compiled{plan: p, digest: digest, specJSON: specJSON, estimate: heapEstimate(p, specJSON),
-		reach: map[*ir.Step][]uint64{}, progs: map[string]progOrErr{}, contracts: map[string]*Contract{},
+		reach: map[*ir.Step][]uint64{}, progs: map[string]progOrErr{}, contracts: map[string]*Contract{}, digests: map[string]string{},
 		fields: map[string]map[string]string{}}
 }
 
@@ -114,7 +116,17 @@ type Contract struct {
 	Digest string `json:"-"`
 }
 
-// contract returns the descriptor of a named contract (nil for "").
+// maxKeptClosure is the most contracts a descriptor that is kept includes
+// (contract).
+const maxKeptClosure = 32
+
+// contract returns the descriptor of a named contract (nil for ""), of the
+// field maps made once (c.fields). A descriptor includes every contract
+// its root reaches; one that includes at most maxKeptClosure is kept
+// (c.contracts), a larger one is made at each call and only its digest
+// kept (c.digests): keeping those would hold, for a chain of contracts
+// each including the one before, the square of the chain's length, and
+// made when asked one costs what the answer that carries it does.
 func (c *compiled) contract(name string) *Contract {
 	if name == "" {
 		return nil
@@ -155,6 +167,17 @@ func (c *compiled) contract(name string) *Contract {
 	if ct := c.plan.Contract(name); ct != nil {
 		walk(ct)
 	}
+	if digest, ok := c.digests[name]; ok {
+		d.Digest = digest
+		return d
+	}
+	defer func() {
+		if len(d.Contracts) <= maxKeptClosure {
+			c.contracts[name] = d
+		} else {
+			c.digests[name] = d.Digest
+		}
+	}()
 	names := make([]string, 0, len(d.Contracts))
 	for n := range d.Contracts {
 		names = append(names, n)
@@ -169,6 +192,5 @@ func (c *compiled) contract(name string) *Contract {
 		cs.Set(n, fo)
 	}
 	d.Digest, _ = digestOf(objectOf("root", name, "contracts", cs))
-	c.contracts[name] = d
 	return d
 }

@@ -153,15 +153,22 @@ func (e *Engine) compileSource(src []byte) (*compiled, error) {
 		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + err.Error(), Err: err}
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c, ok := e.plans[digest]; ok {
+	c, ok := e.plans[digest]
+	e.mu.Unlock()
+	if ok {
 		return c, nil
 	}
 	specJSON, err := canonicalOrdered(doc)
 	if err != nil {
 		return nil, &Error{Kind: ErrInvalidSpec, Message: "spec validation failed: " + err.Error(), Err: err}
 	}
-	c := newCompiled(p, digest, specJSON)
+	// Made without the engine's lock, which every run's transitions take.
+	c = newCompiled(p, digest, specJSON)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if old, ok := e.plans[digest]; ok {
+		return old, nil // compiled meanwhile by another call
+	}
 	e.storePlan(c)
 	return c, nil
 }

@@ -480,7 +480,7 @@ func (t *txn) itemEntry(s *ir.Step, st *stepState, it *itemState) ReadyEntry {
 	if pre == nil {
 		pre = []string{}
 	}
-	contract := t.c.contract(stage.Out)
+	contract := t.entryContract(it.DispatchToken, stage.Out)
 	var digest *string
 	if contract != nil {
 		d := contract.Digest

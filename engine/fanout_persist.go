@@ -270,8 +270,8 @@ func (f *fanoutState) placeItems(chunks [][]itemState, total int) ([]*itemState,
 // parsedBlob returns the decoded form of an internal record, decoding it
 // once per process while the record is cached.
 // A payload that does not decode is corrupt (what names the record).
-// It also returns the payload's length (what a holder of the decoded form
-// counts it by: runHeapEstimate).
+// It also returns the estimate of the decoded form's heap (decodedBytes,
+// what a holder of it counts: runHeapEstimate).
 func (e *Engine) parsedBlob(ctx context.Context, runID string, seq int64, what string, parse func([]byte) (any, error)) (any, int, error) {
 	if v, n, ok := e.blobs.getParsed(runID, seq); ok {
 		return v, n, nil
@@ -284,6 +284,7 @@ func (e *Engine) parsedBlob(ctx context.Context, runID string, seq int64, what s
 	if err != nil {
 		return nil, 0, fmt.Errorf("run %s: %w: %s record %d: %v", runID, ErrCorrupt, what, seq, err)
 	}
-	e.blobs.putParsed(runID, seq, v)
-	return v, len(raw), nil
+	heap := decodedBytes(raw)
+	e.blobs.putParsed(runID, seq, v, heap)
+	return v, heap, nil
 }

@@ -81,13 +81,14 @@ func (t *txn) emitBlob(typ EventType, stepID string, v any) (int64, error) {
 	return seq, err
 }
 
-// emitBlobLen is emitBlob that also returns the payload's length.
+// emitBlobLen is emitBlob that also returns the estimate of the heap the
+// payload's decoded form takes (decodedBytes).
 func (t *txn) emitBlobLen(typ EventType, stepID string, v any) (int64, int, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return 0, 0, fmt.Errorf("encode %s: %w", typ, err)
 	}
-	return t.emitJSON(typ, stepID, b), len(b), nil
+	return t.emitJSON(typ, stepID, b), decodedBytes(b), nil
 }
 
 // emitJSON records an internal event whose payload is the JSON text b and

@@ -6,7 +6,7 @@ import "github.com/stratum-go/stratum/ir"
 // counts for a plan must cover what the plan comes to hold as its runs go,
 // not only what compiling it made: its outline (built at the first load),
 // its expressions compiled at their first evaluation, the reach sets of its
-// routing targets and the contract descriptors of its steps. Each part's
+// routing targets and the contract digests of its steps. Each part's
 // rate is a measured figure with headroom (TestPlanHeapWithinEstimate holds
 // the whole to it for the shapes that take the most).
 const (
@@ -21,9 +21,9 @@ const (
 	programBytes, programBytesPerSourceByte = 768, 40
 	// A reach set is a bit per step of its flow, in a map entry.
 	reachSetBytes = 96
-	// A contract descriptor holds an entry per contract it includes (the
-	// field maps are shared between descriptors), and each contract's
-	// field map is made once.
+	// A step contract's descriptor is kept when it includes at most
+	// maxKeptClosure contracts (an entry each), else only its digest; each
+	// contract's field map is made once.
 	descriptorBytes, descriptorEntryBytes = 256, 64
 	fieldMapBytes, fieldBytes             = 256, 64
 )
@@ -56,45 +56,51 @@ func heapEstimate(p *ir.Plan, specJSON []byte) int {
 	}
 	delete(outs, "")
 	for name := range outs {
-		if ct := p.Contract(name); ct != nil {
-			n += descriptorBytes + descriptorEntryBytes*contractClosure(ct)
-		}
+		n += descriptorBytes + descriptorEntryBytes*keptClosure(p.Contract(name))
 	}
 	return n
 }
 
-// contractClosure is the number of contracts a descriptor of ct includes:
-// ct and every contract its fields reach.
-func contractClosure(ct *ir.Contract) int {
+// keptClosure is the number of contracts a kept descriptor of ct includes:
+// ct and every contract its fields reach, or 0 when they are more than
+// maxKeptClosure (the descriptor is not kept). It visits at most
+// maxKeptClosure+1 contracts.
+func keptClosure(ct *ir.Contract) int {
+	if ct == nil {
+		return 0
+	}
 	seen := map[*ir.Contract]bool{}
-	var walk func(ct *ir.Contract)
-	walk = func(ct *ir.Contract) {
+	var walk func(ct *ir.Contract) bool
+	walk = func(ct *ir.Contract) bool {
 		if seen[ct] {
-			return
+			return true
+		}
+		if len(seen) == maxKeptClosure {
+			return false
 		}
 		seen[ct] = true
 		for _, f := range ct.Fields {
 			for t := f.Type; t != nil; t = t.Elem {
-				if t.Kind == ir.TypeContract && t.Contract != nil {
-					walk(t.Contract)
+				if t.Kind == ir.TypeContract && t.Contract != nil && !walk(t.Contract) {
+					return false
 				}
 			}
 		}
+		return true
 	}
-	walk(ct)
+	if !walk(ct) {
+		return 0
+	}
 	return len(seen)
 }
 
 // What the decoded-state cache counts for a run (remember): its document
 // decoded, the spec snapshot when it holds one, its cold index, and what
 // it holds outside the document: its input and its fanouts' arrays and
-// settled items, by the length of the records they came from or went to,
-// and every item. Rates measured and given headroom as the plan's
+// settled items, by the records they came from or went to, and every
+// item. Rates measured and given headroom as the plan's
 // (TestRunStateHeapWithinEstimate).
 const (
-	// stateBytesPerDocByte: a decoded document takes 2.4 to 3.3 bytes per
-	// byte of its JSON.
-	stateBytesPerDocByte = 5
 	// coldRefBytes: an entry of the cold index (a finished step's id,
 	// seq and status in a map), about 140 bytes.
 	coldRefBytes = 200
@@ -105,7 +111,7 @@ const (
 // runHeapEstimate over-estimates the heap of a decoded run state. It
 // costs the live steps, not the run's history.
 func runHeapEstimate(doc []byte, st *runState) int {
-	n := stateBytesPerDocByte*len(doc) + len(st.Spec) + coldRefBytes*len(st.cold) + parsedBytesPerPayloadByte*st.inputBytes
+	n := decodedBytes(doc) + len(st.Spec) + coldRefBytes*len(st.cold) + st.inputBytes
 	var walk func(steps map[string]*stepState)
 	walk = func(steps map[string]*stepState) {
 		for _, ss := range steps {
@@ -113,7 +119,7 @@ func runHeapEstimate(doc []byte, st *runState) int {
 				continue
 			}
 			if f := ss.Fanout; f != nil {
-				n += itemBytes*len(f.Items) + parsedBytesPerPayloadByte*f.held
+				n += itemBytes*len(f.Items) + f.held
 			}
 			if ss.Sub != nil {
 				walk(ss.Sub.Steps)
@@ -123,3 +129,35 @@ func runHeapEstimate(doc []byte, st *runState) int {
 	walk(st.Steps)
 	return n
 }
+
+// decodedBytes over-estimates the heap that decoding the JSON text b takes:
+// twice its bytes (the strings, and room), and 64 bytes for each value in
+// an array or object and each member of an object (a number or a small
+// object decoded costs 20 to 45 bytes beside its text: a boxed number, a
+// slot, a map entry). A count of the text's separators, outside strings,
+// gives those without decoding.
+func decodedBytes(b []byte) int {
+	n, inString := 2*len(b), false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ',', ':', '[', '{':
+			n += decodedValueBytes
+		}
+	}
+	return n
+}
+
+// decodedValueBytes is what decodedBytes counts per value and per member.
+const decodedValueBytes = 64

@@ -57,12 +57,12 @@ func (r *Response) onlyNew(known map[string]bool) *Response {
 	return &out
 }
 
-// readyTokens is the set of dispatch tokens of the run's ready entries.
+// readyTokens is the set of dispatch tokens of the run's ready entries
+// (the entries themselves are not made).
 func (t *txn) readyTokens() map[string]bool {
 	set := map[string]bool{}
-	for _, en := range t.readyEntries() {
-		set[en.DispatchToken] = true
-	}
+	t.eachReady(func(_ *scope, _ *ir.Step, st *stepState) { set[st.DispatchToken] = true },
+		func(_ *ir.Step, _ *stepState, it *itemState) { set[it.DispatchToken] = true })
 	return set
 }
 
@@ -210,13 +210,21 @@ func (t *txn) response() *Response {
 // do steps, then the ready do steps of each running run step, then the
 // ready items of each running consumer fanout.
 func (t *txn) readyEntries() []ReadyEntry {
+	var out []ReadyEntry
+	t.eachReady(func(sc *scope, s *ir.Step, st *stepState) { out = append(out, t.taskEntry(sc, s, st)) },
+		func(s *ir.Step, st *stepState, it *itemState) { out = append(out, t.itemEntry(s, st, it)) })
+	return out
+}
+
+// eachReady visits the run's ready tasks and ready consumer items, in the
+// order of its answers.
+func (t *txn) eachReady(task func(sc *scope, s *ir.Step, st *stepState), item func(s *ir.Step, st *stepState, it *itemState)) {
 	root := t.rootScope()
 	live := root.liveSteps()
-	var out []ReadyEntry
 	for _, s := range live {
 		st := root.peek(s)
 		if s.Kind == ir.KindDo && st != nil && st.Status == StepReady {
-			out = append(out, t.taskEntry(root, s, st))
+			task(root, s, st)
 		}
 	}
 	for _, s := range live {
@@ -228,7 +236,7 @@ func (t *txn) readyEntries() []ReadyEntry {
 		for _, cs := range child.flow.Steps {
 			cst := child.peek(cs)
 			if cs.Kind == ir.KindDo && cst != nil && cst.Status == StepReady {
-				out = append(out, t.taskEntry(child, cs, cst))
+				task(child, cs, cst)
 			}
 		}
 	}
@@ -239,11 +247,10 @@ func (t *txn) readyEntries() []ReadyEntry {
 		}
 		for _, it := range st.Fanout.liveItems() {
 			if it.Status == StepReady {
-				out = append(out, t.itemEntry(s, st, it))
+				item(s, st, it)
 			}
 		}
 	}
-	return out
 }
 
 func agentOf(a string) string {
@@ -257,8 +264,17 @@ func (t *txn) taskEntry(sc *scope, s *ir.Step, st *stepState) ReadyEntry {
 	return ReadyEntry{
 		ID: sc.scoped(s.ID), Do: st.Task, Agent: agentOf(string(s.Agent)),
 		Attempt: len(st.Attempts) + 1, Epoch: st.Epoch, DispatchToken: st.DispatchToken,
-		PreviousFailure: previousFailure(st), Contract: t.c.contract(s.Out), Revision: revisionOf(sc, st), Interrupted: st.Interrupted,
+		PreviousFailure: previousFailure(st), Contract: t.entryContract(st.DispatchToken, s.Out), Revision: revisionOf(sc, st), Interrupted: st.Interrupted,
 	}
+}
+
+// entryContract is the contract of a ready entry, not made for an entry
+// the answer leaves out (its token known to the caller: onlyNew).
+func (t *txn) entryContract(token, name string) *Contract {
+	if t.known[token] {
+		return nil
+	}
+	return t.c.contract(name)
 }
 
 // revisionOf is the revision a task's entry carries: its own, or, for a

@@ -142,8 +142,9 @@ type runState struct {
 	// Spec is loaded from that event only when this process has no
 	// compiled plan for the digest.
 	Spec json.RawMessage `json:"-"`
-	// inputBytes is the length of the input record's payload, what the
-	// decoded-state cache counts Input by (runHeapEstimate).
+	// inputBytes is the estimate of Input's heap from its record
+	// (decodedBytes), what the decoded-state cache counts it by
+	// (runHeapEstimate).
 	inputBytes int
 }
 
@@ -395,9 +396,10 @@ type fanoutState struct {
 	Paused string `json:"paused,omitempty"`
 	// win is the part of Items a report can change (fanout_window.go).
 	win itemWindow
-	// held is the length of the records the array and the settled items
-	// were written to or read from: what the decoded-state cache counts
-	// the items outside the document by (runHeapEstimate).
+	// held is the estimate of the heap of the array and the settled items
+	// (decodedBytes of the records they were written to or read from):
+	// what the decoded-state cache counts the items outside the document
+	// by (runHeapEstimate).
 	held int
 }
 

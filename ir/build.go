@@ -72,10 +72,6 @@ func (v *validator) compile() *Plan {
 		contracts: make(map[string]*Contract, len(v.contracts)),
 		flows:     make(map[string]*Flow, len(v.flows)),
 	}
-	for src := range v.exprs {
-		p.Expressions++
-		p.ExpressionBytes += len(src)
-	}
 	for _, ci := range v.contracts {
 		p.Contracts = append(p.Contracts, ci.c)
 		p.contracts[ci.name] = ci.c
@@ -104,7 +100,41 @@ func (v *validator) compile() *Plan {
 		p.Flows = append(p.Flows, f)
 		p.flows[fl.name] = f
 	}
+	p.Expressions, p.ExpressionBytes = v.countExpressions(p)
 	return p
+}
+
+// countExpressions counts the distinct expressions a holder of p compiles:
+// those the validation compiled, and the expressions of literal file
+// checks, which it reads without compiling.
+func (v *validator) countExpressions(p *Plan) (n, bytes int) {
+	seen := make(map[string]bool, len(v.exprs))
+	add := func(src string) {
+		if src != "" && !seen[src] {
+			seen[src] = true
+			n++
+			bytes += len(src)
+		}
+	}
+	for src := range v.exprs {
+		add(src)
+	}
+	ensures := func(es []Ensure) {
+		for _, e := range es {
+			add(e.Expression())
+		}
+	}
+	for _, f := range p.Flows {
+		for _, s := range f.Steps {
+			ensures(s.Ensure)
+			if s.Fanout != nil {
+				for _, st := range s.Fanout.Stages {
+					ensures(st.Ensure)
+				}
+			}
+		}
+	}
+	return n, bytes
 }
 
 // flowGraph returns the graph built while checking the flow.

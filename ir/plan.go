@@ -17,10 +17,11 @@ type Plan struct {
 	Entry string
 	// Flows are the declared flows in declaration order.
 	Flows []*Flow
-	// Expressions is the number of distinct expression sources in the
-	// spec (when, ensure, set, iterate and stage conditions), and
-	// ExpressionBytes their total length: what a holder compiling each once
-	// (the engine, per plan) sizes its memory by.
+	// Expressions is the number of distinct expressions in the spec
+	// (when, ensure, set, iterate and stage conditions, and the
+	// expressions literal file checks stand for), and ExpressionBytes
+	// their total length: what a holder compiling each once (the engine,
+	// per plan) sizes its memory by.
 	Expressions, ExpressionBytes int
 
 	contracts map[string]*Contract
