@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -79,5 +80,34 @@ func TestStateCacheBoundedByBytes(t *testing.T) {
 	}
 	if _, err := e.Status(ctx, id); err != nil {
 		t.Fatalf("a state not kept is read again: %v", err)
+	}
+}
+
+// A refusal of a call that asked for new entries only carries every ready
+// entry whole, contracts included: only a success's answer leaves out the
+// entries the caller has, and those alone are made without contracts.
+func TestOnlyNewRefusalCarriesContracts(t *testing.T) {
+	e := New(store.NewMemory(), Options{})
+	defer e.Close()
+	ctx := t.Context()
+	r, err := e.Plan(ctx, PlanRequest{Spec: []byte(independentSteps(3)), Input: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.StepDone(ctx, StepDoneRequest{RunID: r.RunID, StepID: "s1", DispatchToken: "not-the-token",
+		Result: StepResult{Output: json.RawMessage(`{"v":"x"}`)}, OnlyNew: true})
+	var ee *Error
+	if !errors.As(err, &ee) || ee.State == nil || len(ee.State.Ready) != 3 {
+		t.Fatalf("a report with a wrong token: %v", err)
+	}
+	for _, en := range ee.State.Ready {
+		if en.Contract == nil || en.Contract.Root != "V" {
+			t.Errorf("the refusal's entry %s carries contract %+v", en.ID, en.Contract)
+		}
+	}
+	next, err := e.StepDone(ctx, StepDoneRequest{RunID: r.RunID, StepID: "s1", DispatchToken: r.Ready[0].DispatchToken,
+		Result: StepResult{Output: json.RawMessage(`{"v":"x"}`)}, OnlyNew: true})
+	if err != nil || len(next.Ready) != 0 || next.StillReady != 2 {
+		t.Fatalf("the answer to a report lists %d entries, %d still ready (%v)", len(next.Ready), next.StillReady, err)
 	}
 }

@@ -146,8 +146,13 @@ func (t *txn) guardActive() error {
 	return nil
 }
 
-// refuse builds a refusal carrying the current state.
+// refuse builds a refusal carrying the current state, every ready entry
+// whole: an answer that lists only new entries (t.known) is a success's,
+// and the entries it leaves out are made without their contracts.
 func (t *txn) refuse(kind error, stepID, format string, args ...any) *Error {
+	known := t.known
+	t.known = nil
+	defer func() { t.known = known }()
 	return &Error{Kind: kind, RunID: t.st.ID, StepID: stepID, Message: fmt.Sprintf(format, args...), State: t.response()}
 }
 
