@@ -132,10 +132,10 @@ func runHeapEstimate(doc []byte, st *runState) int {
 
 // decodedBytes over-estimates the heap that decoding the JSON text b takes:
 // twice its bytes (the strings, and room), and 64 bytes for each value in
-// an array or object and each member of an object (a number or a small
-// object decoded costs 20 to 45 bytes beside its text: a boxed number, a
-// slot, a map entry). A count of the text's separators, outside strings,
-// gives those without decoding.
+// an array or object and each member of an object (decoded, a number costs
+// about 24 bytes beside its text, a boxed value and its slot; an object
+// about 80, and about 40 more per member). A count of the text's
+// separators, outside strings, gives those without decoding.
 func decodedBytes(b []byte) int {
 	n, inString := 2*len(b), false
 	for i := 0; i < len(b); i++ {
