@@ -26,28 +26,17 @@ func TestPlanHeapWithinEstimate(t *testing.T) {
 	}
 	for _, sh := range shapes {
 		t.Run(sh.name, func(t *testing.T) {
-			// Three measures: what other goroutines allocate meanwhile adds
-			// to one, what they free takes from one; the estimate is held
-			// to over-estimating the least, and to within a bound of the
-			// most.
 			var c *compiled
-			used, most := int64(-1), int64(0)
-			for range 3 {
+			used, most := heapOf(func() any {
 				e := New(nil, Options{})
-				before := liveHeap()
 				got, err := e.compileSource([]byte(sh.spec))
 				if err != nil {
 					t.Fatal(err)
 				}
 				warmPlan(t, got)
-				u := liveHeap() - before
-				if used < 0 || u < used {
-					used = u
-				}
-				most = max(most, u)
 				c = got
-				runtime.KeepAlive(e)
-			}
+				return got
+			})
 			estimate := c.estimate
 			t.Logf("%d bytes of spec JSON: %d bytes of heap, estimated %d (%.2fx)", len(c.specJSON), used, estimate, float64(estimate)/float64(used))
 			if used > int64(estimate) {
@@ -96,6 +85,25 @@ func warmPlan(t *testing.T, c *compiled) {
 			}
 		}
 	}
+}
+
+// heapOf measures three times the live heap that what build returns holds:
+// what other goroutines allocate meanwhile adds to one measure, what they
+// free takes from one, so an estimate is held to over-estimating the
+// least, and to within a bound of the most.
+func heapOf(build func() any) (least, most int64) {
+	least = -1
+	for range 3 {
+		before := liveHeap()
+		v := build()
+		u := liveHeap() - before
+		if least < 0 || u < least {
+			least = u
+		}
+		most = max(most, u)
+		runtime.KeepAlive(v)
+	}
+	return least, most
 }
 
 func liveHeap() int64 {

@@ -119,27 +119,16 @@ func TestRunStateHeapWithinEstimate(t *testing.T) {
 			if _, err := reader.compileSource([]byte(c.spec)); err != nil {
 				t.Fatal(err)
 			}
-			// Three measures: what other goroutines allocate meanwhile adds
-			// to one, what they free takes from one; the estimate is held
-			// to over-estimating the least, and to within a bound of the
-			// most.
 			var rs *runState
-			used, most := int64(-1), int64(0)
-			for range 3 {
-				before := liveHeap()
+			used, most := heapOf(func() any {
 				got, err := reader.decodeRun(ctx, snap)
 				if err != nil {
 					t.Fatal(err)
 				}
-				reader.blobs = blobCache{}
-				u := liveHeap() - before
-				if used < 0 || u < used {
-					used = u
-				}
-				most = max(most, u)
+				reader.blobs = blobCache{} // the state keeps what it uses
 				rs = got
-				runtime.KeepAlive(got)
-			}
+				return got
+			})
 			estimate := runHeapEstimate(snap.State, rs)
 			t.Logf("document %d bytes: %d bytes of heap, estimated %d (%.2fx)", len(snap.State), used, estimate, float64(estimate)/float64(used))
 			if used > int64(estimate) {
