@@ -54,7 +54,9 @@ func answerBytes(t *testing.T, n int) (text, structured int) {
 	}
 	measure := func(name string, args any) map[string]any {
 		t.Helper()
-		res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		res, err := p.cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 		if err != nil || res.IsError {
 			t.Fatalf("%s: %v %v", name, err, res)
 		}

@@ -152,7 +152,9 @@ func (f *fixture) call(name string, args any) result {
 
 func checkedCall(t *testing.T, cs *sdk.ClientSession, strict map[string]*jsonschema.Resolved, name string, args any) result {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		t.Fatalf("%s: protocol error: %v", name, err)
 	}

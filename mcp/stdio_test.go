@@ -126,11 +126,18 @@ func (s *syncWriter) String() string {
 	return s.w.String()
 }
 
+// callTimeout bounds one tool call of the stdio tests: a server that never
+// answers fails its test, with the server's stderr, instead of holding the
+// whole package until the test binary's own time limit.
+const callTimeout = 2 * time.Minute
+
 // call calls a tool over stdio and checks the answer like the in-memory
 // tests do.
 func (p *serverProc) call(name string, args any) result {
 	p.t.Helper()
-	res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := p.cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		p.t.Fatalf("%s over stdio: %v\nserver stderr:\n%s", name, err, p.stderr.String())
 	}
@@ -157,7 +164,9 @@ func TestStdioExamples(t *testing.T) {
 		t.Run(strings.TrimSuffix(name, ".stratum.yaml"), func(t *testing.T) {
 			call := func(tool string, args any) result {
 				t.Helper()
-				res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
+				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+				defer cancel()
+				res, err := p.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 				if err != nil {
 					t.Fatalf("%s: %v\nserver stderr:\n%s", tool, err, p.stderr.String())
 				}
@@ -221,7 +230,9 @@ func TestStdioTwoServersRace(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "stratum_step_done", Arguments: args})
+				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+				defer cancel()
+				res, err := p.cs.CallTool(ctx, &sdk.CallToolParams{Name: "stratum_step_done", Arguments: args})
 				if err != nil {
 					t.Errorf("server %d: %v", i, err)
 					return
