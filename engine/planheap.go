@@ -9,7 +9,8 @@ import (
 // The plan cache is bounded by bytes (docs/engine.md, "Cost"), so what it
 // counts for a plan must cover what the plan comes to hold as its runs go,
 // not only what compiling it made: its outline (built at the first load),
-// its expressions compiled at their first evaluation, the reach sets of its
+// its expressions compiled at their first evaluation (and their literal
+// regex patterns at theirs), the reach sets of its
 // routing targets and the contract digests of its steps. Each part's
 // rate is a measured figure with headroom (TestPlanHeapWithinEstimate holds
 // the whole to it for the shapes that take the most).
@@ -23,6 +24,9 @@ const (
 	// A compiled expression: 700 to 2,700 bytes, about 40 per byte of its
 	// source beyond a fixed part (its syntax tree, the cache's entry).
 	programBytes, programBytesPerSourceByte = 768, 40
+	// A literal regex pattern, compiled at its first evaluation, takes
+	// about 45 bytes a state (91 KB for a{2000}).
+	patternStateBytes = 64
 	// A reach set is a bit per step of its flow, in a map entry.
 	reachSetBytes = 96
 	// A step contract's descriptor is kept when it includes at most
@@ -35,7 +39,8 @@ const (
 // heapEstimate over-estimates the heap a compiled plan holds once every
 // part of it has been used.
 func heapEstimate(p *ir.Plan, specJSON []byte) int {
-	n := planBytesPerSpecByte*len(specJSON) + programBytes*p.Expressions + programBytesPerSourceByte*p.ExpressionBytes
+	n := planBytesPerSpecByte*len(specJSON) + programBytes*p.Expressions + programBytesPerSourceByte*p.ExpressionBytes +
+		patternStateBytes*p.PatternStates
 	for _, ct := range p.Contracts {
 		n += fieldMapBytes + fieldBytes*len(ct.Fields)
 	}

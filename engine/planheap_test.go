@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratum-go/stratum/expr"
 	"github.com/stratum-go/stratum/ir"
 )
 
@@ -23,20 +24,20 @@ func TestPlanHeapWithinEstimate(t *testing.T) {
 		{"a distinct ensure on every step", distinctEnsures(n)},
 		{"an on_fail route on every step", routedSteps(n)},
 		{"each step's contract including the one before", contractChain(n / 4)},
+		{"a large literal regex in each step's ensure", regexEnsures(n / 20)},
 	}
 	for _, sh := range shapes {
 		t.Run(sh.name, func(t *testing.T) {
-			var c *compiled
-			used, most := heapOf(func() any {
+			v, used, most := heapOf(t, func() any {
 				e := New(nil, Options{})
 				got, err := e.compileSource([]byte(sh.spec))
 				if err != nil {
 					t.Fatal(err)
 				}
 				warmPlan(t, got)
-				c = got
 				return got
 			})
+			c := v.(*compiled)
 			estimate := c.estimate
 			t.Logf("%d bytes of spec JSON: %d bytes of heap, estimated %d (%.2fx)", len(c.specJSON), used, estimate, float64(estimate)/float64(used))
 			if used > int64(estimate) {
@@ -52,6 +53,10 @@ func TestPlanHeapWithinEstimate(t *testing.T) {
 // warmPlan makes c hold what running its steps makes a plan hold.
 func warmPlan(t *testing.T, c *compiled) {
 	t.Helper()
+	result, err := expr.DecodeJSON([]byte(`{"v":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.outline()
 	for _, f := range c.plan.Flows {
 		for _, s := range f.Steps {
@@ -65,9 +70,12 @@ func warmPlan(t *testing.T, c *compiled) {
 				}
 			}
 			for _, src := range srcs {
-				if _, err := c.program(src); err != nil {
+				p, err := c.program(src)
+				if err != nil {
 					t.Fatalf("step %s: %q: %v", s.ID, src, err)
 				}
+				// Evaluated once, so that its literal patterns compile.
+				p.EvalPredicate(t.Context(), expr.Bindings{Result: expr.Bind(result)}, nil)
 			}
 			if s.OnFail != "" {
 				if tgt := f.Step(s.OnFail); tgt != nil {
@@ -87,11 +95,14 @@ func warmPlan(t *testing.T, c *compiled) {
 	}
 }
 
-// heapOf measures three times the live heap that what build returns holds:
-// what other goroutines allocate meanwhile adds to one measure, what they
-// free takes from one, so an estimate is held to over-estimating the
-// least, and to within a bound of the most.
-func heapOf(build func() any) (least, most int64) {
+// heapOf measures three times the live heap that what build returns holds,
+// and returns the last one built: what other goroutines allocate meanwhile
+// adds to one measure, what they free takes from one, so an estimate is
+// held to over-estimating the least, and to within a bound of the most.
+// Each value is let go only after the next is measured (build must not
+// keep it), and a measure of nothing fails the test.
+func heapOf(t *testing.T, build func() any) (kept any, least, most int64) {
+	t.Helper()
 	least = -1
 	for range 3 {
 		before := liveHeap()
@@ -101,9 +112,12 @@ func heapOf(build func() any) (least, most int64) {
 			least = u
 		}
 		most = max(most, u)
-		runtime.KeepAlive(v)
+		kept = v
 	}
-	return least, most
+	if least <= 0 {
+		t.Fatalf("measured %d bytes of heap for %T", least, kept)
+	}
+	return kept, least, most
 }
 
 func liveHeap() int64 {
@@ -166,6 +180,17 @@ func contractChain(n int) string {
 	fmt.Fprintf(&b, "flows:\n  entry: main\n  main:\n    input: {}\n    output: {from: \"${s%d.output}\", contract: C%d}\n    steps:\n", n, n)
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&b, "      - {id: s%d, do: t, out: C%d}\n", i, i)
+	}
+	return b.String()
+}
+
+// regexEnsures: each step's ensure matches its output against a literal
+// pattern of its own of 2,002 states.
+func regexEnsures(n int) string {
+	var b strings.Builder
+	b.WriteString(specHead(n))
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "      - {id: s%d, do: t, out: V, ensure: [{expr: \"matches(result.v, '^a{2000}x%d$')\"}]}\n", i, i)
 	}
 	return b.String()
 }

@@ -119,16 +119,15 @@ func TestRunStateHeapWithinEstimate(t *testing.T) {
 			if _, err := reader.compileSource([]byte(c.spec)); err != nil {
 				t.Fatal(err)
 			}
-			var rs *runState
-			used, most := heapOf(func() any {
+			v, used, most := heapOf(t, func() any {
 				got, err := reader.decodeRun(ctx, snap)
 				if err != nil {
 					t.Fatal(err)
 				}
 				reader.blobs = blobCache{} // the state keeps what it uses
-				rs = got
 				return got
 			})
+			rs := v.(*runState)
 			estimate := runHeapEstimate(snap.State, rs)
 			t.Logf("document %d bytes: %d bytes of heap, estimated %d (%.2fx)", len(snap.State), used, estimate, float64(estimate)/float64(used))
 			if used > int64(estimate) {

@@ -3,6 +3,8 @@ package expr
 import (
 	"context"
 	"fmt"
+
+	"github.com/stratum-go/stratum/expr/internal/jsregex"
 )
 
 // binding identifies one of the four names an expression can read.
@@ -141,6 +143,34 @@ func (p *Program) Source() string { return p.src }
 // UsesFileFunctions reports whether the expression calls file_exists or
 // file_contains anywhere (reachable or not).
 func (p *Program) UsesFileFunctions() bool { return p.usesFiles }
+
+// PatternStates is the size, in states, of the literal patterns of the
+// program's matches() calls that will compile (those the length limit and
+// the shape filter admit): each compiles at its first evaluation and is
+// then kept by the program, about 50 bytes a state, so it is what a holder
+// of programs sizes their memory by before any is evaluated. It translates
+// the patterns (without compiling them) at each call.
+func (p *Program) PatternStates() int {
+	n := 0
+	var walk func(nd *node)
+	walk = func(nd *node) {
+		if nd == nil {
+			return
+		}
+		if pc := nd.re; pc != nil && pc.units <= MaxPatternLength && jsregex.Shape(pc.pattern) == nil {
+			if states, err := jsregex.States(pc.pattern, MaxMatchInput); err == nil {
+				n += states
+			}
+		}
+		walk(nd.x)
+		walk(nd.y)
+		for _, a := range nd.args {
+			walk(a)
+		}
+	}
+	walk(p.root)
+	return n
+}
 
 // Eval evaluates the program in value mode and returns its JSON value,
 // which may share structure with the bindings (do not modify it). Failures

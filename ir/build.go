@@ -101,6 +101,11 @@ func (v *validator) compile() *Plan {
 		p.flows[fl.name] = f
 	}
 	p.Expressions, p.ExpressionBytes = v.countExpressions(p)
+	for _, c := range v.exprs {
+		if c.prog != nil {
+			p.PatternStates += c.prog.PatternStates()
+		}
+	}
 	return p
 }
 

@@ -23,6 +23,10 @@ type Plan struct {
 	// their total length: what a holder compiling each once (the engine,
 	// per plan) sizes its memory by.
 	Expressions, ExpressionBytes int
+	// PatternStates is the size, in states, of the literal regex patterns
+	// of those expressions ([expr.Program.PatternStates]): each compiles
+	// at its first evaluation and is kept.
+	PatternStates int
 
 	contracts map[string]*Contract
 	flows     map[string]*Flow

@@ -72,6 +72,26 @@ type Regexp struct {
 	States int
 }
 
+// States is the size in atoms that Compile would give pattern's
+// translation (Regexp.States), without compiling it: what a holder of
+// patterns not yet compiled can size its memory by.
+func States(pattern string, maxInput int) (int, error) {
+	p := &parser{src: []rune(pattern)}
+	tree, err := p.disjunction()
+	if err != nil {
+		return 0, err
+	}
+	if p.i < len(p.src) {
+		return 0, syntaxErrorf("unmatched ')'")
+	}
+	var b strings.Builder
+	e := emitter{b: &b, maxInput: maxInput}
+	if err := e.emit(tree); err != nil {
+		return 0, err
+	}
+	return max(e.states, 1), nil
+}
+
 // Compile checks pattern against the ECMAScript grammar in u mode and
 // translates it into a Go regexp that finds a match exactly when JavaScript
 // would, for texts of at most maxInput code points. It does not apply the

@@ -7,7 +7,9 @@ import (
 )
 
 // FuzzCompile: the filter and the translator never panic, a refusal is one
-// of the package's error types, and a compiled pattern can be run.
+// of the package's error types, a compiled pattern can be run, and States
+// gives what Compile does (its size, or a refusal; RE2's own size limit
+// alone it does not see).
 func FuzzCompile(f *testing.F) {
 	for _, c := range oracleCases()[:200] {
 		f.Add(c.Pattern, c.Texts[0])
@@ -26,6 +28,12 @@ func FuzzCompile(f *testing.F) {
 			return
 		}
 		re, err := Compile(pattern, 4096)
+		states, serr := States(pattern, 4096)
+		var large *TooLargeError
+		tooLargeForRE2 := errors.As(err, &large) && serr == nil // RE2's own limit, past the translation
+		if !tooLargeForRE2 && ((err == nil) != (serr == nil) || (err == nil && states != re.States)) {
+			t.Fatalf("Compile(%q): %v, States: %d, %v", pattern, err, states, serr)
+		}
 		if err != nil {
 			var (
 				se *SyntaxError
