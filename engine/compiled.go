@@ -106,6 +106,32 @@ func (c *compiled) reaches(f *ir.Flow, from, to *ir.Step) bool {
 	return set[to.Index/64]&(1<<(to.Index%64)) != 0
 }
 
+// eachIncluded visits ct (when not nil) and every contract its fields
+// reach, once each, until visit returns false; it reports whether it
+// visited them all.
+func eachIncluded(ct *ir.Contract, visit func(*ir.Contract) bool) bool {
+	seen := map[*ir.Contract]bool{}
+	var walk func(ct *ir.Contract) bool
+	walk = func(ct *ir.Contract) bool {
+		if ct == nil || seen[ct] {
+			return true
+		}
+		seen[ct] = true
+		if !visit(ct) {
+			return false
+		}
+		for _, f := range ct.Fields {
+			for t := f.Type; t != nil; t = t.Elem {
+				if t.Kind == ir.TypeContract && !walk(t.Contract) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return walk(ct)
+}
+
 // Contract is the output contract of a step as agents see it: the root
 // contract's name and the raw field maps of it and every contract it
 // references, names sorted (JSON objects with sorted keys).
@@ -137,20 +163,7 @@ func (c *compiled) contract(name string) *Contract {
 		return d
 	}
 	d := &Contract{Root: name, Contracts: map[string]map[string]string{}}
-	var walkType func(t *ir.Type)
-	var walk func(ct *ir.Contract)
-	walkType = func(t *ir.Type) {
-		for t != nil {
-			if t.Kind == ir.TypeContract && t.Contract != nil {
-				walk(t.Contract)
-			}
-			t = t.Elem
-		}
-	}
-	walk = func(ct *ir.Contract) {
-		if _, seen := d.Contracts[ct.Name]; seen {
-			return
-		}
+	eachIncluded(c.plan.Contract(name), func(ct *ir.Contract) bool {
 		fields, ok := c.fields[ct.Name]
 		if !ok {
 			fields = make(map[string]string, len(ct.Fields))
@@ -160,13 +173,8 @@ func (c *compiled) contract(name string) *Contract {
 			c.fields[ct.Name] = fields
 		}
 		d.Contracts[ct.Name] = fields
-		for _, f := range ct.Fields {
-			walkType(f.Type)
-		}
-	}
-	if ct := c.plan.Contract(name); ct != nil {
-		walk(ct)
-	}
+		return true
+	})
 	if digest, ok := c.digests[name]; ok {
 		d.Digest = digest
 		return d

@@ -75,32 +75,11 @@ func heapEstimate(p *ir.Plan, specJSON []byte) int {
 // maxKeptClosure (the descriptor is not kept). It visits at most
 // maxKeptClosure+1 contracts.
 func keptClosure(ct *ir.Contract) int {
-	if ct == nil {
+	n := 0
+	if !eachIncluded(ct, func(*ir.Contract) bool { n++; return n <= maxKeptClosure }) {
 		return 0
 	}
-	seen := map[*ir.Contract]bool{}
-	var walk func(ct *ir.Contract) bool
-	walk = func(ct *ir.Contract) bool {
-		if seen[ct] {
-			return true
-		}
-		if len(seen) == maxKeptClosure {
-			return false
-		}
-		seen[ct] = true
-		for _, f := range ct.Fields {
-			for t := f.Type; t != nil; t = t.Elem {
-				if t.Kind == ir.TypeContract && t.Contract != nil && !walk(t.Contract) {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	if !walk(ct) {
-		return 0
-	}
-	return len(seen)
+	return n
 }
 
 // What the decoded-state cache counts for a run (remember): its document

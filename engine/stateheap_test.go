@@ -86,7 +86,10 @@ func TestRunStateHeapWithinEstimate(t *testing.T) {
 			st := store.NewMemory()
 			e := New(st, Options{})
 			defer e.Close()
-			in, _ := json.Marshal(c.input)
+			in, err := json.Marshal(c.input)
+			if err != nil {
+				t.Fatal(err)
+			}
 			r, err := e.Plan(ctx, PlanRequest{Spec: []byte(c.spec), Input: in})
 			if err != nil {
 				t.Fatal(err)

@@ -100,29 +100,28 @@ func (v *validator) compile() *Plan {
 		p.Flows = append(p.Flows, f)
 		p.flows[fl.name] = f
 	}
-	p.Expressions, p.ExpressionBytes = v.countExpressions(p)
-	for _, c := range v.exprs {
-		if c.prog != nil {
-			p.PatternStates += c.prog.PatternStates()
-		}
-	}
+	v.countExpressions(p)
 	return p
 }
 
-// countExpressions counts the distinct expressions a holder of p compiles:
-// those the validation compiled, and the expressions of literal file
-// checks, which it reads without compiling.
-func (v *validator) countExpressions(p *Plan) (n, bytes int) {
+// countExpressions counts in p the distinct expressions a holder of p
+// compiles (those the validation compiled, and the expressions of literal
+// file checks, which it reads without compiling) and the states of their
+// literal patterns.
+func (v *validator) countExpressions(p *Plan) {
 	seen := make(map[string]bool, len(v.exprs))
 	add := func(src string) {
 		if src != "" && !seen[src] {
 			seen[src] = true
-			n++
-			bytes += len(src)
+			p.Expressions++
+			p.ExpressionBytes += len(src)
 		}
 	}
-	for src := range v.exprs {
+	for src, c := range v.exprs {
 		add(src)
+		if c.prog != nil {
+			p.PatternStates += c.prog.PatternStates()
+		}
 	}
 	ensures := func(es []Ensure) {
 		for _, e := range es {
@@ -139,7 +138,6 @@ func (v *validator) countExpressions(p *Plan) (n, bytes int) {
 			}
 		}
 	}
-	return n, bytes
 }
 
 // flowGraph returns the graph built while checking the flow.

@@ -76,20 +76,26 @@ type Regexp struct {
 // translation (Regexp.States), without compiling it: what a holder of
 // patterns not yet compiled can size its memory by.
 func States(pattern string, maxInput int) (int, error) {
+	_, states, err := translate(pattern, maxInput)
+	return states, err
+}
+
+// translate parses pattern and emits its RE2 source and size in states.
+func translate(pattern string, maxInput int) (string, int, error) {
 	p := &parser{src: []rune(pattern)}
 	tree, err := p.disjunction()
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
-	if p.i < len(p.src) {
-		return 0, syntaxErrorf("unmatched ')'")
+	if p.i < len(p.src) { // only an unmatched ')' stops a top-level disjunction
+		return "", 0, syntaxErrorf("unmatched ')'")
 	}
 	var b strings.Builder
 	e := emitter{b: &b, maxInput: maxInput}
 	if err := e.emit(tree); err != nil {
-		return 0, err
+		return "", 0, err
 	}
-	return max(e.states, 1), nil
+	return b.String(), max(e.states, 1), nil
 }
 
 // Compile checks pattern against the ECMAScript grammar in u mode and
@@ -97,20 +103,11 @@ func States(pattern string, maxInput int) (int, error) {
 // would, for texts of at most maxInput code points. It does not apply the
 // shape filter; call Shape first.
 func Compile(pattern string, maxInput int) (*Regexp, error) {
-	p := &parser{src: []rune(pattern)}
-	tree, err := p.disjunction()
+	src, states, err := translate(pattern, maxInput)
 	if err != nil {
 		return nil, err
 	}
-	if p.i < len(p.src) { // only an unmatched ')' stops a top-level disjunction
-		return nil, syntaxErrorf("unmatched ')'")
-	}
-	var b strings.Builder
-	e := emitter{b: &b, maxInput: maxInput}
-	if err := e.emit(tree); err != nil {
-		return nil, err
-	}
-	re, err := regexp.Compile(b.String())
+	re, err := regexp.Compile(src)
 	if err != nil {
 		var se *syntax.Error
 		if errors.As(err, &se) && (se.Code == syntax.ErrLarge || se.Code == syntax.ErrNestingDepth) {
@@ -120,7 +117,7 @@ func Compile(pattern string, maxInput int) (*Regexp, error) {
 		// reported rather than hidden.
 		return nil, fmt.Errorf("internal error translating regex %q: %w", pattern, err)
 	}
-	return &Regexp{Regexp: re, States: max(e.states, 1)}, nil
+	return &Regexp{Regexp: re, States: states}, nil
 }
 
 func (p *parser) peek() (rune, bool) {
