@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stratum-go/stratum/internal/atomicfile"
+	"github.com/stratum-go/stratum/internal/cputime"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -116,7 +116,7 @@ func BenchmarkStepDoneGrowth(b *testing.B) {
 		var cpuStart time.Duration
 		for step := 1; r.Status == StatusReady; step++ {
 			if step == 6 || step == n-window+1 {
-				cpuStart = cpuTime()
+				cpuStart = cpuTime(b)
 			}
 			en := r.Ready[0]
 			start := time.Now()
@@ -129,12 +129,12 @@ func BenchmarkStepDoneGrowth(b *testing.B) {
 			case step > 5 && step <= 5+window:
 				early = append(early, d)
 				if step == 5+window {
-					cpuEarly += cpuTime() - cpuStart
+					cpuEarly += cpuTime(b) - cpuStart
 				}
 			case step > n-window:
 				late = append(late, d)
 				if step == n {
-					cpuLate += cpuTime() - cpuStart
+					cpuLate += cpuTime(b) - cpuStart
 				}
 			}
 		}
@@ -153,13 +153,14 @@ func BenchmarkStepDoneGrowth(b *testing.B) {
 	b.ReportMetric(cl/ce, "cpu-ratio")
 }
 
-// cpuTime is the process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+// cpuTime is the process's user+system CPU time; a platform without one
+// fails the benchmark rather than report a free operation.
+func cpuTime(tb testing.TB) time.Duration {
+	t, err := cputime.Self()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return t.Total()
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -237,7 +238,7 @@ func BenchmarkLinearRun(b *testing.B) {
 			e, ctx := benchEngine(b)
 			spec := []byte(linearN(n))
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := cpuTime(b)
 			for i := 0; i < b.N; i++ {
 				r, err := e.Plan(ctx, PlanRequest{Spec: spec})
 				if err != nil {
@@ -254,7 +255,7 @@ func BenchmarkLinearRun(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/step")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/step")
 		})
 	}
 }
@@ -306,7 +307,7 @@ func BenchmarkConsumerFanout(b *testing.B) {
 			spec := []byte(fanoutSpec(4))
 			out := StepResult{Output: json.RawMessage(`{"value":"ok"}`)}
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := cpuTime(b)
 			for i := 0; i < b.N; i++ {
 				r, err := e.Plan(ctx, PlanRequest{Spec: spec, Input: js(map[string]any{"items": items})})
 				if err != nil {
@@ -331,7 +332,7 @@ func BenchmarkConsumerFanout(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/item")
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/item")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/item")
 		})
 	}
 }
@@ -382,12 +383,12 @@ func BenchmarkEngineFanout(b *testing.B) {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			e, ctx := benchEngineWith(b, Options{Dispatcher: instantDispatcher{}})
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := cpuTime(b)
 			for i := 0; i < b.N; i++ {
 				runEngineFanout(b, e, ctx, n, 8)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/item")
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/item")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/item")
 		})
 	}
 }
@@ -401,12 +402,12 @@ func BenchmarkEngineFanoutConcurrency(b *testing.B) {
 			d := &procDispatcher{script: `sleep 0.05; printf '{"value":"ok"}'`}
 			e, ctx := benchEngineWith(b, Options{Dispatcher: d})
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := cpuTime(b)
 			for i := 0; i < b.N; i++ {
 				runEngineFanout(b, e, ctx, 128, c)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*128), "ns/item")
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*128), "cpu-ns/item")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*128), "cpu-ns/item")
 		})
 	}
 }

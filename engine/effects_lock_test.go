@@ -1,18 +1,18 @@
+//go:build unix
+
 package engine
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stratum-go/stratum/internal/proctest"
 	"github.com/stratum-go/stratum/judge"
 	"github.com/stratum-go/stratum/store"
 )
@@ -89,20 +89,7 @@ func readPID(t *testing.T, path string) int {
 
 // gone waits (boundedly) for a process to disappear; a zombie waiting to
 // be reaped by whoever adopted it counts as gone.
-func gone(pid int) bool {
-	for i := 0; i < 400; i++ {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return true
-		}
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && f[0] == "Z" {
-				return true
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return false
-}
+func gone(pid int) bool { return proctest.WaitGone(pid, 4*time.Second) }
 
 // An evaluate command runs without the run's lock: while it sleeps, the
 // parallel do step is reported (no run_locked), and a cancel takes effect
@@ -157,15 +144,6 @@ func TestEvaluateRunsOutsideTheLock(t *testing.T) {
 			}
 		})
 	}
-}
-
-func hasWaiting(r *Response, id string, kind WaitingKind) bool {
-	for _, w := range r.Waiting {
-		if w.StepID == id && w.Kind == kind {
-			return true
-		}
-	}
-	return false
 }
 
 // A process that dies while its command runs leaves the reservation;

@@ -78,3 +78,13 @@ func TestInterruptedKilled(t *testing.T) {
 	}
 	wantFailure(t, d.Response, StatusFailed, "the interrupted attempt was not run again (decided by ada): it pushed already")
 }
+
+// hasWaiting reports whether r says step id waits for kind.
+func hasWaiting(r *Response, id string, kind WaitingKind) bool {
+	for _, w := range r.Waiting {
+		if w.StepID == id && w.Kind == kind {
+			return true
+		}
+	}
+	return false
+}

@@ -18,18 +18,19 @@ import (
 	"github.com/stratum-go/stratum/guard/internal/ledger"
 )
 
+// childPrograms are the programs the test binary runs as when re-executed
+// with the variable named set: TestConcurrentProcesses's worker, and those
+// of the Unix-only tests (which add themselves where they build).
+var childPrograms = map[string]func() int{"GUARD_TEST_WORKER": worker}
+
 // TestMain doubles as the worker program of TestConcurrentProcesses: the
 // test binary re-executed with GUARD_TEST_WORKER set hammers one resource
 // and reports what it got, one JSON line per attempt.
 func TestMain(m *testing.M) {
-	if os.Getenv("GUARD_TEST_INTRUDER") != "" {
-		os.Exit(intruder())
-	}
-	if os.Getenv("GUARD_TEST_FSIZE") != "" {
-		os.Exit(fsizeWorker())
-	}
-	if os.Getenv("GUARD_TEST_WORKER") != "" {
-		os.Exit(worker())
+	for name, program := range childPrograms {
+		if os.Getenv(name) != "" {
+			os.Exit(program())
+		}
 	}
 	os.Exit(m.Run())
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 package guard
 
 import (
@@ -24,6 +26,8 @@ type fsizeAnswer struct {
 	Message   string `json:"message,omitempty"`
 	Warning   string `json:"warning,omitempty"`
 }
+
+func init() { childPrograms["GUARD_TEST_FSIZE"] = fsizeWorker }
 
 // fsizeWorker is the child: it lowers RLIMIT_FSIZE (writes past the limit
 // fail with EFBIG, as on a full disk; SIGXFSZ is ignored so that the

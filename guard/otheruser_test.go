@@ -1,3 +1,5 @@
+//go:build unix
+
 package guard
 
 import (
@@ -15,6 +17,8 @@ import (
 	"testing"
 	"time"
 )
+
+func init() { childPrograms["GUARD_TEST_INTRUDER"] = intruder }
 
 // intruder is the child of TestOtherUserCannotReadOrBlock, running as
 // another user: GUARD_TEST_INTRUDER=read prints "read" or "denied" for

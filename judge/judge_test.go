@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stratum-go/stratum/internal/proctest"
 )
 
 // script writes an executable shell script and returns a command line
@@ -101,18 +102,9 @@ func TestCommandJudgeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		i := strings.LastIndexByte(string(stat), ')')
-		if syscall.Kill(pid, 0) == syscall.ESRCH || (i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z")) {
-			break
-		}
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("background child %d survived the timeout", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !proctest.WaitGone(pid, 10*time.Second) {
+		proctest.Kill(pid)
+		t.Fatalf("background child %d survived the timeout", pid)
 	}
 }
 

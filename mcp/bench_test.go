@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/stratum-go/stratum/engine"
 	"github.com/stratum-go/stratum/internal/atomicfile"
+	"github.com/stratum-go/stratum/internal/cputime"
 	"github.com/stratum-go/stratum/store"
 )
 
@@ -352,19 +352,6 @@ func startLineClient(tb *testing.B) *lineClient {
 	return c
 }
 
-// socketPair is a connected pair of Unix stream sockets (close-on-exec:
-// a child given one end must not inherit the other, or it never reads
-// the end of its input).
-func socketPair(tb testing.TB) [2]*os.File {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	syscall.CloseOnExec(fds[0])
-	syscall.CloseOnExec(fds[1])
-	return [2]*os.File{os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "server")}
-}
-
 // roundTrip writes one request line and returns the next line the server
 // writes (the caller checks it answers that request: a request with no
 // progress token gets no notification first).
@@ -630,8 +617,10 @@ func BenchmarkStdioConcurrentRuns(b *testing.B) {
 		}
 		return steps, nil
 	}
-	var before syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	before, err := cputime.Self()
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 	total := 0
 	for i := 0; i < b.N; i++ {
@@ -652,15 +641,17 @@ func BenchmarkStdioConcurrentRuns(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "steps/s")
-	var self syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	self, err := cputime.Self()
+	if err != nil {
+		b.Fatal(err)
+	}
 	cs.Close()
 	if st := cmd.ProcessState; st != nil && total > 0 {
 		// Where the CPU goes, the server's and this process's (the clients),
 		// per step: two shared cores run both.
 		b.ReportMetric(float64((st.UserTime()+st.SystemTime()).Microseconds())/float64(total), "server-cpu-µs/step")
 		b.ReportMetric(float64(st.SystemTime().Microseconds())/float64(total), "server-sys-µs/step")
-		client := time.Duration(self.Utime.Nano() + self.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+		client := self.Sub(before).Total()
 		b.ReportMetric(float64(client.Microseconds())/float64(total), "client-cpu-µs/step")
 	}
 }

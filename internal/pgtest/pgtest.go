@@ -152,3 +152,7 @@ func external(dsn string) (*server, error) {
 		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	}}, nil
 }
+
+// envHide, set to 1, makes findBinaries find nothing: how this package's
+// own tests see what a machine without PostgreSQL does.
+const envHide = "STRATUM_PGTEST_HIDE_BINARIES"

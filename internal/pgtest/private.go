@@ -26,10 +26,6 @@ import (
 // binaries are the PostgreSQL programs a private server needs.
 type binaries struct{ initdb, postgres string }
 
-// envHide, set to 1, makes findBinaries find nothing: how this package's
-// own tests see what a machine without PostgreSQL does.
-const envHide = "STRATUM_PGTEST_HIDE_BINARIES"
-
 // findBinaries looks on PATH, then under Debian's /usr/lib/postgresql.
 func findBinaries() (binaries, error) {
 	if os.Getenv(envHide) == "1" {
