@@ -129,7 +129,7 @@ func (c *mcpCmd) Run(ctx context.Context, env *Env, args []string) error {
 	// taken over from now on (a restart continues them).
 	bg.Supervise()
 	log.Info("stratum mcp serving on stdio", "version", Version, "stateRoot", root, "leaseOwner", eng.Owner())
-	err = srv.Run(ctx, mcp.NewStreamTransport(env.Stdin, env.Stdout, log))
+	err = mcp.ServeStream(ctx, srv, env.Stdin, env.Stdout, log)
 	switch {
 	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF), errors.Is(err, sdk.ErrConnectionClosed):
 		log.Info("stratum mcp stopped")

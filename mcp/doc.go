@@ -32,7 +32,9 @@
 // was started with ([Deps].Effects, [Effects]; docs/policy.md), and
 // stratum_plan passes the roots a client declares (roots/list, cached per
 // session: roots.go) for the engine's policy to judge a workspace root by.
-// [NewStreamTransport] is the stdio transport of `stratum mcp`: it answers
+// [ServeStream] serves `stratum mcp` on stdio over [NewStreamTransport],
+// and answers the plain tool calls itself, with the handler and the
+// encoding the SDK would use (direct.go). The transport answers
 // a line that is not one JSON-RPC message instead of ending the session,
 // and bounds what a client can make it hold ([MaxFrameBytes],
 // [MaxInFlight]; docs/mcp.md, "Limits and backpressure"). A call that

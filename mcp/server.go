@@ -141,9 +141,13 @@ func buildServer(d Deps, useCache bool) (*sdk.Server, error) {
 			// A client whose roots changed is asked again at its next plan.
 			RootsListChangedHandler: func(_ context.Context, req *sdk.RootsListChangedRequest) { s.roots.forget(req.Session) },
 		})
-	for _, t := range s.tools() {
+	tools := s.tools()
+	direct := &directTools{serve: make(map[string]sdk.ToolHandler, len(tools))}
+	for _, t := range tools {
 		t.add(srv)
+		direct.serve[t.def.Name] = t.serve
 	}
+	registerDirect(srv, direct)
 	addDocs(srv)
 	return srv, nil
 }

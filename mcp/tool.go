@@ -84,6 +84,9 @@ type tool struct {
 	// its own: newToolDecoding).
 	input func() (*inputCheck, error)
 	add   func(*sdk.Server)
+	// serve is the handler add registers, which the stream transport
+	// also calls directly (direct.go).
+	serve sdk.ToolHandler
 }
 
 // handler is a tool's logic: it returns the success payload or an error
@@ -227,6 +230,7 @@ func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMes
 		def:   def,
 		infer: infer,
 		add:   func(srv *sdk.Server) { srv.AddTool(def, serve) },
+		serve: serve,
 	}
 }
 

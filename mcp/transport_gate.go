@@ -61,6 +61,9 @@ type gate struct {
 	eof     bool  // the input ended (readErr says how)
 	readErr error // nil at a clean end of the input
 	closed  bool  // the SDK side is gone: nothing more is passed on
+
+	waiting int  // readers parked in next
+	woke    bool // a push since the last handedOff found a reader parked
 }
 
 // heldFrame is a frame waiting its turn, decoded (msg) and its size on
@@ -96,6 +99,7 @@ func (g *gate) push(msg jsonrpc.Message, size int, id any) bool {
 	if id != nil {
 		g.heldIDs[id]++
 	}
+	g.woke = g.woke || g.waiting > 0
 	g.cond.Broadcast()
 	for !g.closed && (g.heldBytes > g.limits.heldBytes || len(g.held) > g.limits.heldFrames) {
 		g.cond.Wait()
@@ -199,8 +203,21 @@ func (g *gate) next(ctx context.Context) (jsonrpc.Message, bool) {
 		case g.eof && len(g.held) == 0:
 			return nil, false
 		}
+		g.waiting++
 		g.cond.Wait()
+		g.waiting--
 	}
+}
+
+// handedOff reports whether a frame pushed since it was last asked went
+// to a reader that was parked waiting for it. The filter then yields its
+// processor before it reads on (handOff).
+func (g *gate) handedOff() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	woke := g.woke
+	g.woke = false
+	return woke
 }
 
 // admits reports whether h may be passed on now.

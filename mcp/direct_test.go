@@ -1,0 +1,249 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// streamSession is a client of a server over a stream transport, one
+// line at a time: through the SDK's dispatch (srv.Run) or with direct
+// calls (serveStream).
+type streamSession struct {
+	t      *testing.T
+	in     *io.PipeWriter
+	out    *bufio.Reader
+	conn   *streamConn
+	served chan error
+}
+
+func startStream(t *testing.T, srv *sdk.Server, direct bool) *streamSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	tr, _ := newStreamTransport(inR, outW, nil, MaxFrameBytes, defaultGateLimits)
+	s := &streamSession{t: t, in: inW, out: bufio.NewReader(outR), conn: tr.conn, served: make(chan error, 1)}
+	go func() {
+		var err error
+		if direct {
+			err = serveStream(context.Background(), srv, tr)
+		} else {
+			err = srv.Run(context.Background(), tr)
+		}
+		outW.Close()
+		s.served <- err
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		select {
+		case <-s.served:
+		case <-time.After(30 * time.Second):
+			t.Error("the server did not stop at the end of its input")
+		}
+	})
+	return s
+}
+
+func (s *streamSession) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatalf("write %s: %v", line, err)
+	}
+}
+
+// read returns the next line the server writes, failing the test when
+// none comes within 30 s.
+func (s *streamSession) read() string {
+	s.t.Helper()
+	type read struct {
+		line string
+		err  error
+	}
+	got := make(chan read, 1)
+	go func() {
+		line, err := s.out.ReadString('\n')
+		got <- read{line, err}
+	}()
+	select {
+	case r := <-got:
+		if r.err != nil {
+			s.t.Fatalf("read: %v", r.err)
+		}
+		return r.line
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("no answer within 30 s")
+		return ""
+	}
+}
+
+func (s *streamSession) roundTrip(line string) string {
+	s.t.Helper()
+	s.send(line)
+	return s.read()
+}
+
+func (s *streamSession) initialize() {
+	s.t.Helper()
+	if a := s.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); !strings.Contains(a, `"id":0,"result"`) {
+		s.t.Fatalf("initialize: %s", a)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+func (s *streamSession) directServed() int64 {
+	if s.conn.direct == nil {
+		return 0
+	}
+	return s.conn.direct.served.Load()
+}
+
+func toolCall(id int, params string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, id, params)
+}
+
+// TestDirectCallsAnswerAsTheSDK sends the same frames to one server
+// through the SDK's dispatch and with direct calls: every answer is the
+// same bytes, the plain calls of its tools are answered directly, and
+// everything else (a call before initialize, an unknown tool, params with
+// _meta, arguments that are not an object) goes to the SDK.
+func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
+	f := newFixture(t)
+	srv, err := buildServer(Deps{Engine: f.eng, Guard: f.guard, Version: "test"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaSDK, direct := startStream(t, srv, false), startStream(t, srv, true)
+	args := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	spec := readExample(t, "quickstart.stratum.yaml")
+	before := toolCall(1, `{"name":"stratum_validate","arguments":{"spec":"version: 1"}}`)
+	if a, b := viaSDK.roundTrip(before), direct.roundTrip(before); a != b || !strings.Contains(a, "initialization") {
+		t.Fatalf("a call before initialize:\nSDK:    %s\ndirect: %s", a, b)
+	}
+	if n := direct.directServed(); n != 0 {
+		t.Fatalf("%d calls before initialize were answered directly", n)
+	}
+	viaSDK.initialize()
+	direct.initialize()
+
+	cases := []struct {
+		name, params string
+		direct       bool
+	}{
+		{"a valid spec", `{"name":"stratum_validate","arguments":` + args(map[string]any{"spec": spec}) + `}`, true},
+		{"an invalid spec whose errors quote <, > and &", `{"name":"stratum_validate","arguments":` + args(map[string]any{"spec": spec + "\n\"a<b>&c\": 1\n"}) + `}`, true},
+		{"arguments before name", `{"arguments":{"runId":"00000000-0000-4000-8000-000000000000","stepId":"s","dispatchToken":"x","result":{"output":{}}},"name":"stratum_step_done"}`, true},
+		{"arguments against the schema", `{"name":"stratum_step_done","arguments":{"runId":7}}`, true},
+		{"no arguments", `{"name":"stratum_gates"}`, true},
+		{"an unknown tool", `{"name":"no_such_tool","arguments":{}}`, false},
+		{"a progress token", `{"name":"stratum_gates","arguments":{},"_meta":{"progressToken":"p1"}}`, false},
+		{"arguments that are a list", `{"name":"stratum_gates","arguments":[1]}`, false},
+		{"a name that is a number", `{"name":5,"arguments":{}}`, false},
+	}
+	for i, c := range cases {
+		served := direct.directServed()
+		frame := toolCall(10+i, c.params)
+		a, b := viaSDK.roundTrip(frame), direct.roundTrip(frame)
+		if a != b {
+			t.Errorf("%s: the answers differ\nSDK:    %s\ndirect: %s", c.name, a, b)
+		}
+		if got := direct.directServed() > served; got != c.direct {
+			t.Errorf("%s: answered directly %v, want %v (%s)", c.name, got, c.direct, b)
+		}
+	}
+
+	// A run driven to its end through direct calls.
+	plan := direct.roundTrip(toolCall(100, `{"name":"stratum_plan","arguments":`+args(map[string]any{"spec": spec, "input": map[string]any{"topic": "x"}})+`}`))
+	var ans lineAnswer
+	if err := json.Unmarshal([]byte(plan), &ans); err != nil || ans.Result.StructuredContent.Status != "ready" {
+		t.Fatalf("plan: %v %s", err, plan)
+	}
+	if n := direct.directServed(); n < 6 {
+		t.Fatalf("only %d calls answered directly", n)
+	}
+}
+
+// blockingServer has one tool, wait, that returns only when its call's
+// context is done, saying so.
+func blockingServer() *sdk.Server {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "blocking", Version: "0"}, nil)
+	started := func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		<-ctx.Done()
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "stopped: " + ctx.Err().Error()}}}, nil
+	}
+	srv.AddTool(&sdk.Tool{Name: "wait", InputSchema: map[string]any{"type": "object"}}, started)
+	registerDirect(srv, &directTools{serve: map[string]sdk.ToolHandler{"wait": started}})
+	return srv
+}
+
+// TestDirectCallsAreCancelled: a notifications/cancelled cancels a
+// direct call's context as the SDK cancels its own calls', and the
+// answer each writes then is the same.
+func TestDirectCallsAreCancelled(t *testing.T) {
+	srv := blockingServer()
+	var answers []string
+	for _, direct := range []bool{false, true} {
+		s := startStream(t, srv, direct)
+		s.initialize()
+		s.send(toolCall(1, `{"name":"wait","arguments":{}}`))
+		if direct {
+			waitFor(t, func() bool {
+				s.conn.direct.mu.Lock()
+				defer s.conn.direct.mu.Unlock()
+				return len(s.conn.direct.cancels) == 1
+			})
+		} else {
+			time.Sleep(50 * time.Millisecond) // the SDK's call has started
+		}
+		s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"test"}}`)
+		answers = append(answers, s.read())
+		if direct && s.directServed() != 1 {
+			t.Errorf("the call was not answered directly: %s", answers[1])
+		}
+	}
+	if answers[0] != answers[1] || !strings.Contains(answers[0], "stopped: context canceled") {
+		t.Fatalf("answers after a cancellation:\nSDK:    %s\ndirect: %s", answers[0], answers[1])
+	}
+}
+
+// TestDirectCallsDrainAtTheEnd: the end of the input waits for a direct
+// call still running, whose answer is written before the server stops.
+func TestDirectCallsDrainAtTheEnd(t *testing.T) {
+	f := newFixture(t)
+	srv, err := buildServer(Deps{Engine: f.eng, Version: "test"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startStream(t, srv, true)
+	s.initialize()
+	spec := readExample(t, "quickstart.stratum.yaml")
+	b, _ := json.Marshal(map[string]any{"spec": spec})
+	for i := range 5 {
+		s.send(toolCall(i+1, `{"name":"stratum_validate","arguments":`+string(b)+`}`))
+	}
+	s.in.Close()
+	for i := range 5 {
+		if a := s.read(); !strings.Contains(a, `"result"`) {
+			t.Fatalf("answer %d: %s", i+1, a)
+		}
+	}
+	if err := <-s.served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	s.served <- nil // for the cleanup
+	if n := s.directServed(); n != 5 {
+		t.Fatalf("%d of 5 calls answered directly", n)
+	}
+}
