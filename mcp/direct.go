@@ -162,9 +162,11 @@ func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
 		return false
 	}
 	go func() {
-		defer d.end(req.ID.Raw())
-		defer cancel()
 		res, err := serve(ctx, &sdk.CallToolRequest{Session: ss, Params: &sdk.CallToolParamsRaw{Name: p.name, Arguments: p.args}})
+		// Forgotten before the answer is written: once it is, the client
+		// may use the id again, for a call this one must not unregister.
+		d.end(req.ID.Raw())
+		cancel()
 		data, err := encodeToolAnswer(req.ID, res, err)
 		if err != nil {
 			c.log.Error("encode a direct answer", "tool", p.name, "err", err)

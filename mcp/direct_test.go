@@ -183,20 +183,29 @@ func blockingServer() *sdk.Server {
 		<-ctx.Done()
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "stopped: " + ctx.Err().Error()}}}, nil
 	}
+	now := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil
+	}
 	srv.AddTool(&sdk.Tool{Name: "wait", InputSchema: map[string]any{"type": "object"}}, started)
-	registerDirect(srv, &directTools{serve: map[string]sdk.ToolHandler{"wait": started}})
+	srv.AddTool(&sdk.Tool{Name: "now", InputSchema: map[string]any{"type": "object"}}, now)
+	registerDirect(srv, &directTools{serve: map[string]sdk.ToolHandler{"wait": started, "now": now}})
 	return srv
 }
 
 // TestDirectCallsAreCancelled: a notifications/cancelled cancels a
 // direct call's context as the SDK cancels its own calls', and the
-// answer each writes then is the same.
+// answer each writes then is the same. The call's id was used a moment
+// before by a call already answered, which must not take the new call's
+// registration with it.
 func TestDirectCallsAreCancelled(t *testing.T) {
 	srv := blockingServer()
 	var answers []string
 	for _, direct := range []bool{false, true} {
 		s := startStream(t, srv, direct)
 		s.initialize()
+		if a := s.roundTrip(toolCall(1, `{"name":"now","arguments":{}}`)); !strings.Contains(a, "done") {
+			t.Fatalf("now: %s", a)
+		}
 		s.send(toolCall(1, `{"name":"wait","arguments":{}}`))
 		if direct {
 			waitFor(t, func() bool {
@@ -209,7 +218,7 @@ func TestDirectCallsAreCancelled(t *testing.T) {
 		}
 		s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"test"}}`)
 		answers = append(answers, s.read())
-		if direct && s.directServed() != 1 {
+		if direct && s.directServed() != 2 {
 			t.Errorf("the call was not answered directly: %s", answers[1])
 		}
 	}
