@@ -25,17 +25,23 @@ import (
 // server's own tools itself, with the same handler the SDK would call
 // (tool.serve) and the SDK's own encoding of the answer, so the bytes on
 // the wire are the same (TestDirectCallsAnswerAsTheSDK). Everything else
-// goes to the SDK as before: any other method, a call before the session
-// is initialized, a call whose params carry anything but name and
-// arguments (a _meta with a progress token, a per-request protocol
-// version), an unknown tool name, arguments that are not an object.
-// Direct calls pass through the same gate (limits, order, draining at the
-// end of the input) and are cancelled by notifications/cancelled as the
-// SDK's are.
+// goes to the SDK as before: any other method; a call before the session
+// is initialized; every call of a session of protocol 2026-07-28 or later
+// (the SDK marks their results complete); a call whose params hold
+// anything but name and arguments, once each (a _meta with a progress
+// token or a per-request protocol version); an unknown tool; arguments
+// that are not an object. Direct calls pass through the same gate
+// (limits, order, draining at the end of the input), are cancelled by
+// notifications/cancelled as the SDK's are, and are waited for when the
+// session ends, as the SDK waits for its handlers. A change of the
+// client's roots is applied before any later call runs, as the SDK
+// handles a notification before it starts the calls behind it.
 
-// directTools are the handlers of a server's tools by name.
+// directTools are the handlers of a server's tools by name, and what the
+// server does when a client's roots change (nil: nothing).
 type directTools struct {
-	serve map[string]sdk.ToolHandler
+	serve        map[string]sdk.ToolHandler
+	rootsChanged func(*sdk.ServerSession)
 }
 
 // directTables holds each server's tools for [ServeStream], keyed weakly
@@ -58,7 +64,9 @@ func directFor(srv *sdk.Server) *directTools {
 // (stdin and stdout for `stratum mcp`) until the input ends or ctx is
 // done, as srv.Run(ctx, NewStreamTransport(r, w, log)) does, and answers
 // the plain tool calls of a server made by [NewServer] without the SDK's
-// dispatch (direct calls, above).
+// dispatch (direct calls, above). srv must be as NewServer made it:
+// direct calls do not see middleware added later, nor tools added or
+// removed later.
 func ServeStream(ctx context.Context, srv *sdk.Server, r io.Reader, w io.Writer, log *slog.Logger) error {
 	t, _ := newStreamTransport(r, w, log, MaxFrameBytes, defaultGateLimits)
 	return serveStream(ctx, srv, t)
@@ -66,16 +74,21 @@ func ServeStream(ctx context.Context, srv *sdk.Server, r io.Reader, w io.Writer,
 
 // serveStream is ServeStream over a transport made by newStreamTransport.
 func serveStream(ctx context.Context, srv *sdk.Server, t *streamTransport) error {
+	d := (*directCalls)(nil)
 	if tools := directFor(srv); tools != nil {
-		base, stop := context.WithCancel(context.Background())
-		t.conn.direct = &directCalls{tools: tools, base: base, stop: stop, cancels: map[any]context.CancelFunc{}}
+		// The calls keep ctx's values, not its end: a session ended by ctx
+		// lets its calls finish, as the SDK lets its handlers finish.
+		base, stop := context.WithCancel(context.WithoutCancel(ctx))
+		d = &directCalls{tools: tools, base: base, stop: stop, cancels: map[any]context.CancelFunc{}}
+		t.conn.direct = d
 	}
 	ss, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		return err
 	}
-	if t.conn.direct != nil {
-		t.conn.direct.session.Store(ss)
+	if d != nil {
+		d.session.Store(ss)
+		defer d.running.Wait()
 	}
 	closed := make(chan error, 1)
 	go func() { closed <- ss.Wait() }()
@@ -98,8 +111,10 @@ type directCalls struct {
 
 	mu      sync.Mutex
 	cancels map[any]context.CancelFunc // by request id
+	closed  bool                       // the connection is closed: no more calls, no more answers
 	base    context.Context
-	stop    context.CancelFunc
+	stop    context.CancelFunc // cancels every call (the input broke, an answer could not be written)
+	running sync.WaitGroup     // the calls in progress
 }
 
 // toolCallParams are the params of a tools/call that may be answered
@@ -111,21 +126,32 @@ type toolCallParams struct {
 
 // directParams decodes the params of a tools/call, or reports false for
 // params the SDK should judge: anything but a name string and an
-// arguments object.
+// arguments object, each at most once (the SDK refuses a repeated key).
 func directParams(raw json.RawMessage) (toolCallParams, bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return toolCallParams{}, false
 	}
 	var p toolCallParams
-	for k, v := range m {
-		switch k {
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok || seen[key] {
+			return toolCallParams{}, false
+		}
+		seen[key] = true
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return toolCallParams{}, false
+		}
+		switch key {
 		case "name":
-			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &p.name) != nil {
+			if v[0] != '"' || json.Unmarshal(v, &p.name) != nil {
 				return toolCallParams{}, false
 			}
 		case "arguments":
-			if len(v) == 0 || v[0] != '{' {
+			if v[0] != '{' {
 				return toolCallParams{}, false
 			}
 			p.args = v
@@ -146,8 +172,14 @@ func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
 		return false
 	}
 	ss := d.session.Load()
-	if ss == nil || ss.InitializeParams() == nil {
-		return false // the SDK answers a call during initialization
+	if ss == nil {
+		return false
+	}
+	init := ss.InitializeParams()
+	if init == nil || init.ProtocolVersion >= firstMarkedProtocol {
+		// The SDK answers a call during initialization, and marks the
+		// results of the later protocols.
+		return false
 	}
 	p, ok := directParams(req.Params)
 	if !ok {
@@ -162,6 +194,7 @@ func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
 		return false
 	}
 	go func() {
+		defer d.running.Done()
 		res, err := serve(ctx, &sdk.CallToolRequest{Session: ss, Params: &sdk.CallToolParamsRaw{Name: p.name, Arguments: p.args}})
 		// Forgotten before the answer is written: once it is, the client
 		// may use the id again, for a call this one must not unregister.
@@ -172,11 +205,24 @@ func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
 			c.log.Error("encode a direct answer", "tool", p.name, "err", err)
 			data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}})
 		}
+		if !d.answering() {
+			return // as the SDK, nothing is written once the connection is closed
+		}
 		d.served.Add(1)
-		c.out.writeAnswer(append(data, '\n'), req.ID.Raw())
+		if err := c.out.writeAnswer(append(data, '\n'), req.ID.Raw()); err != nil {
+			// As the SDK does when a write fails: the calls in progress
+			// are cancelled and the session ends.
+			c.log.Error("write a direct answer", "tool", p.name, "err", err)
+			d.stop()
+			go ss.Close()
+		}
 	}()
 	return true
 }
+
+// firstMarkedProtocol is the first protocol version whose tool results
+// the SDK marks with a result type.
+const firstMarkedProtocol = "2026-07-28"
 
 // encodeToolAnswer is the frame the SDK writes for a tool call's result
 // (its callTool, jsonrpc2.NewResponse and EncodeMessage): the result
@@ -208,12 +254,46 @@ func encodeToolAnswer(id jsonrpc.ID, res *sdk.CallToolResult, err error) ([]byte
 func (d *directCalls) begin(id any) (context.Context, context.CancelFunc, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.base.Err() != nil {
+	if d.closed || d.base.Err() != nil {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(d.base)
 	d.cancels[id] = cancel
+	d.running.Add(1)
 	return ctx, cancel, true
+}
+
+// answering reports whether answers are still written.
+func (d *directCalls) answering() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.closed
+}
+
+// close notes that the connection is closed: the calls in progress run
+// to their end (ServeStream waits for them), unanswered.
+func (d *directCalls) close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+}
+
+// passing does what a message on its way to the SDK must do first: a
+// cancellation cancels the direct call it names, and a change of the
+// client's roots is applied now, before a later call can run directly.
+func (d *directCalls) passing(msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return
+	}
+	switch req.Method {
+	case "notifications/cancelled":
+		d.cancelled(req)
+	case "notifications/roots/list_changed":
+		if ss := d.session.Load(); ss != nil && d.tools.rootsChanged != nil {
+			d.tools.rootsChanged(ss)
+		}
+	}
 }
 
 func (d *directCalls) end(id any) {
@@ -224,11 +304,7 @@ func (d *directCalls) end(id any) {
 
 // cancelled cancels the direct call a notifications/cancelled names, if
 // one is in progress (the SDK, which never saw it, ignores the id).
-func (d *directCalls) cancelled(msg jsonrpc.Message) {
-	req, ok := msg.(*jsonrpc.Request)
-	if !ok || req.Method != "notifications/cancelled" {
-		return
-	}
+func (d *directCalls) cancelled(req *jsonrpc.Request) {
 	var params struct {
 		RequestID any `json:"requestId"`
 	}

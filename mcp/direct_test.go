@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,6 +152,8 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 		{"a progress token", `{"name":"stratum_gates","arguments":{},"_meta":{"progressToken":"p1"}}`, false},
 		{"arguments that are a list", `{"name":"stratum_gates","arguments":[1]}`, false},
 		{"a name that is a number", `{"name":5,"arguments":{}}`, false},
+		{"a repeated name", `{"name":"stratum_validate","name":"stratum_gates","arguments":{}}`, false},
+		{"params that are null", `null`, false},
 	}
 	for i, c := range cases {
 		served := direct.directServed()
@@ -162,6 +165,25 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 		if got := direct.directServed() > served; got != c.direct {
 			t.Errorf("%s: answered directly %v, want %v (%s)", c.name, got, c.direct, b)
 		}
+	}
+
+	// A string id is echoed as it came.
+	frame := `{"jsonrpc":"2.0","id":"s-1","method":"tools/call","params":{"name":"stratum_gates","arguments":{}}}`
+	if a, b := viaSDK.roundTrip(frame), direct.roundTrip(frame); a != b || !strings.Contains(b, `"id":"s-1"`) {
+		t.Errorf("a string id:\nSDK:    %s\ndirect: %s", a, b)
+	}
+
+	// A session of protocol 2026-07-28, whose results the SDK marks
+	// complete, is served by the SDK.
+	newSDK, newDirect := startStream(t, srv, false), startStream(t, srv, true)
+	for _, s := range []*streamSession{newSDK, newDirect} {
+		if a := s.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); !strings.Contains(a, `"result"`) {
+			t.Fatalf("initialize 2026-07-28: %s", a)
+		}
+	}
+	frame = toolCall(1, `{"name":"stratum_gates","arguments":{}}`)
+	if a, b := newSDK.roundTrip(frame), newDirect.roundTrip(frame); a != b || newDirect.directServed() != 0 {
+		t.Errorf("protocol 2026-07-28 (answered directly: %d):\nSDK:    %s\ndirect: %s", newDirect.directServed(), a, b)
 	}
 
 	// A run driven to its end through direct calls.
@@ -186,10 +208,77 @@ func blockingServer() *sdk.Server {
 	now := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil
 	}
-	srv.AddTool(&sdk.Tool{Name: "wait", InputSchema: map[string]any{"type": "object"}}, started)
-	srv.AddTool(&sdk.Tool{Name: "now", InputSchema: map[string]any{"type": "object"}}, now)
-	registerDirect(srv, &directTools{serve: map[string]sdk.ToolHandler{"wait": started, "now": now}})
+	var rootsChanged atomic.Bool
+	roots := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		text := "stale"
+		if rootsChanged.Load() {
+			text = "fresh"
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, nil
+	}
+	slow := func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		time.Sleep(300 * time.Millisecond)
+		slowEnded.Store(ctx.Err() == nil)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "slow"}}}, nil
+	}
+	tools := map[string]sdk.ToolHandler{"wait": started, "now": now, "roots": roots, "slow": slow}
+	for name, h := range tools {
+		srv.AddTool(&sdk.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, h)
+	}
+	registerDirect(srv, &directTools{serve: tools, rootsChanged: func(*sdk.ServerSession) { rootsChanged.Store(true) }})
 	return srv
+}
+
+// slowEnded is set by blockingServer's slow tool when it returns with its
+// context not cancelled.
+var slowEnded atomic.Bool
+
+// TestDirectCallsSeeTheRootsChangeBeforeThem: a call behind a
+// notifications/roots/list_changed runs once the change is applied.
+func TestDirectCallsSeeTheRootsChangeBeforeThem(t *testing.T) {
+	s := startStream(t, blockingServer(), true)
+	s.initialize()
+	s.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	if a := s.roundTrip(toolCall(1, `{"name":"roots","arguments":{}}`)); !strings.Contains(a, "fresh") || s.directServed() != 1 {
+		t.Fatalf("a call after the roots changed (answered directly: %d): %s", s.directServed(), a)
+	}
+}
+
+// TestDirectCallsFinishWhenTheSessionEnds: a session ended by its
+// context (a signal) lets a direct call in progress finish uncancelled,
+// and ServeStream returns only then, as the SDK waits for its handlers;
+// nothing is written once the connection is closed.
+func TestDirectCallsFinishWhenTheSessionEnds(t *testing.T) {
+	srv := blockingServer()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	tr, _ := newStreamTransport(inR, outW, nil, MaxFrameBytes, defaultGateLimits)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- serveStream(ctx, srv, tr)
+		outW.Close()
+	}()
+	s := &streamSession{t: t, in: inW, out: bufio.NewReader(outR), conn: tr.conn}
+	s.initialize()
+	slowEnded.Store(false)
+	s.send(toolCall(1, `{"name":"slow","arguments":{}}`))
+	waitFor(t, func() bool {
+		s.conn.direct.mu.Lock()
+		defer s.conn.direct.mu.Unlock()
+		return len(s.conn.direct.cancels) == 1
+	})
+	cancel()
+	if err := <-served; err != context.Canceled {
+		t.Fatalf("serve: %v", err)
+	}
+	if !slowEnded.Load() {
+		t.Fatal("ServeStream returned before the call in progress ended, or the call was cancelled")
+	}
+	if line, err := s.out.ReadString('\n'); err != io.EOF {
+		t.Fatalf("after the end of the session: %q, %v", line, err)
+	}
 }
 
 // TestDirectCallsAreCancelled: a notifications/cancelled cancels a
@@ -203,10 +292,11 @@ func TestDirectCallsAreCancelled(t *testing.T) {
 	for _, direct := range []bool{false, true} {
 		s := startStream(t, srv, direct)
 		s.initialize()
-		if a := s.roundTrip(toolCall(1, `{"name":"now","arguments":{}}`)); !strings.Contains(a, "done") {
+		now := `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"now","arguments":{}}}`
+		if a := s.roundTrip(now); !strings.Contains(a, "done") {
 			t.Fatalf("now: %s", a)
 		}
-		s.send(toolCall(1, `{"name":"wait","arguments":{}}`))
+		s.send(`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait","arguments":{}}}`)
 		if direct {
 			waitFor(t, func() bool {
 				s.conn.direct.mu.Lock()
@@ -216,7 +306,7 @@ func TestDirectCallsAreCancelled(t *testing.T) {
 		} else {
 			time.Sleep(50 * time.Millisecond) // the SDK's call has started
 		}
-		s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"test"}}`)
+		s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w","reason":"test"}}`)
 		answers = append(answers, s.read())
 		if direct && s.directServed() != 2 {
 			t.Errorf("the call was not answered directly: %s", answers[1])
@@ -254,5 +344,29 @@ func TestDirectCallsDrainAtTheEnd(t *testing.T) {
 	s.served <- nil // for the cleanup
 	if n := s.directServed(); n != 5 {
 		t.Fatalf("%d of 5 calls answered directly", n)
+	}
+}
+
+// TestDirectCallsEndTheSessionWhenAnAnswerCannotBeWritten: as when the
+// SDK fails to write, the session ends rather than serving calls whose
+// answers go nowhere.
+func TestDirectCallsEndTheSessionWhenAnAnswerCannotBeWritten(t *testing.T) {
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	tr, _ := newStreamTransport(inR, outW, nil, MaxFrameBytes, defaultGateLimits)
+	served := make(chan error, 1)
+	go func() { served <- serveStream(context.Background(), blockingServer(), tr) }()
+	s := &streamSession{t: t, in: inW, out: bufio.NewReader(outR), conn: tr.conn}
+	s.initialize()
+	outR.Close() // the client stops reading: every write fails
+	s.send(toolCall(1, `{"name":"now","arguments":{}}`))
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session goes on after an answer could not be written")
+	}
+	if s.directServed() != 1 {
+		t.Fatalf("the call was not answered directly")
 	}
 }

@@ -142,7 +142,7 @@ func buildServer(d Deps, useCache bool) (*sdk.Server, error) {
 			RootsListChangedHandler: func(_ context.Context, req *sdk.RootsListChangedRequest) { s.roots.forget(req.Session) },
 		})
 	tools := s.tools()
-	direct := &directTools{serve: make(map[string]sdk.ToolHandler, len(tools))}
+	direct := &directTools{serve: make(map[string]sdk.ToolHandler, len(tools)), rootsChanged: s.roots.forget}
 	for _, t := range tools {
 		t.add(srv)
 		direct.serve[t.def.Name] = t.serve

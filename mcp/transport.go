@@ -127,7 +127,7 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if c.takeDirect(msg) {
 			continue
 		}
-		c.direct.cancelled(msg)
+		c.direct.passing(msg)
 		return msg, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -138,6 +138,9 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, io.EOF // the connection is closed
 	}
 	if err != nil {
+		if c.direct != nil {
+			c.direct.stop() // as the SDK cancels its calls when its input breaks
+		}
 		return nil, err
 	}
 	c.drained.Do(func() {
@@ -170,7 +173,7 @@ func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *streamConn) Close() error {
 	c.gate.close()
 	if c.direct != nil {
-		c.direct.stop()
+		c.direct.close()
 	}
 	return nil
 }

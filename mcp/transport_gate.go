@@ -63,7 +63,7 @@ type gate struct {
 	closed  bool  // the SDK side is gone: nothing more is passed on
 
 	waiting int  // readers parked in next
-	woke    bool // a push since the last handedOff found a reader parked
+	woke    bool // a push since the last handedOff woke a parked reader to a frame it may take
 }
 
 // heldFrame is a frame waiting its turn, decoded (msg) and its size on
@@ -99,7 +99,7 @@ func (g *gate) push(msg jsonrpc.Message, size int, id any) bool {
 	if id != nil {
 		g.heldIDs[id]++
 	}
-	g.woke = g.woke || g.waiting > 0
+	g.woke = g.woke || g.waiting > 0 && g.admits(g.held[0])
 	g.cond.Broadcast()
 	for !g.closed && (g.heldBytes > g.limits.heldBytes || len(g.held) > g.limits.heldFrames) {
 		g.cond.Wait()
