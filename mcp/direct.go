@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -28,9 +29,9 @@ import (
 // goes to the SDK as before: any other method; a call before the session
 // is initialized; every call of a session of protocol 2026-07-28 or later
 // (the SDK marks their results complete); a call whose params hold
-// anything but name and arguments, once each (a _meta with a progress
-// token or a per-request protocol version); an unknown tool; arguments
-// that are not an object. Direct calls pass through the same gate
+// anything but name, arguments and _meta, or one of them twice; a _meta
+// with a progress token or a key of the protocol's own (a per-request
+// protocol version); an unknown tool; arguments that are not an object. Direct calls pass through the same gate
 // (limits, order, draining at the end of the input), are cancelled by
 // notifications/cancelled as the SDK's are, and are waited for when the
 // session ends, as the SDK waits for its handlers. A change of the
@@ -122,11 +123,25 @@ type directCalls struct {
 type toolCallParams struct {
 	name string
 	args json.RawMessage
+	meta map[string]any
+}
+
+// plainMeta reports whether a call's _meta is one the SDK does nothing
+// with: a host's own keys (Claude Code sends its tool-use id), no
+// progress token (progress goes through the SDK's session) and none of
+// the protocol's keys (a per-request protocol version, client info).
+func plainMeta(m map[string]any) bool {
+	for k := range m {
+		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			return false
+		}
+	}
+	return true
 }
 
 // directParams decodes the params of a tools/call, or reports false for
-// params the SDK should judge: anything but a name string and an
-// arguments object, each at most once (the SDK refuses a repeated key).
+// params the SDK should judge: anything but a name string, an arguments
+// object and a plain _meta object, each at most once.
 func directParams(raw json.RawMessage) (toolCallParams, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -155,6 +170,10 @@ func directParams(raw json.RawMessage) (toolCallParams, bool) {
 				return toolCallParams{}, false
 			}
 			p.args = v
+		case "_meta":
+			if v[0] != '{' || json.Unmarshal(v, &p.meta) != nil || !plainMeta(p.meta) {
+				return toolCallParams{}, false
+			}
 		default:
 			return toolCallParams{}, false
 		}
@@ -195,7 +214,7 @@ func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
 	}
 	go func() {
 		defer d.running.Done()
-		res, err := serve(ctx, &sdk.CallToolRequest{Session: ss, Params: &sdk.CallToolParamsRaw{Name: p.name, Arguments: p.args}})
+		res, err := serve(ctx, &sdk.CallToolRequest{Session: ss, Params: &sdk.CallToolParamsRaw{Meta: p.meta, Name: p.name, Arguments: p.args}})
 		// Forgotten before the answer is written: once it is, the client
 		// may use the id again, for a call this one must not unregister.
 		d.end(req.ID.Raw())
