@@ -105,6 +105,14 @@ func (s *streamSession) directServed() int64 {
 	return s.conn.direct.served.Load()
 }
 
+// callsInProgress is how many direct calls have started and not ended.
+func (s *streamSession) callsInProgress() int {
+	d := s.conn.direct
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.cancels)
+}
+
 func toolCall(id int, params string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, id, params)
 }
@@ -267,11 +275,7 @@ func TestDirectCallsFinishWhenTheSessionEnds(t *testing.T) {
 	s.initialize()
 	slowEnded.Store(false)
 	s.send(toolCall(1, `{"name":"slow","arguments":{}}`))
-	waitFor(t, func() bool {
-		s.conn.direct.mu.Lock()
-		defer s.conn.direct.mu.Unlock()
-		return len(s.conn.direct.cancels) == 1
-	})
+	waitFor(t, func() bool { return s.callsInProgress() == 1 })
 	cancel()
 	if err := <-served; err != context.Canceled {
 		t.Fatalf("serve: %v", err)
@@ -301,11 +305,7 @@ func TestDirectCallsAreCancelled(t *testing.T) {
 		}
 		s.send(`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait","arguments":{}}}`)
 		if direct {
-			waitFor(t, func() bool {
-				s.conn.direct.mu.Lock()
-				defer s.conn.direct.mu.Unlock()
-				return len(s.conn.direct.cancels) == 1
-			})
+			waitFor(t, func() bool { return s.callsInProgress() == 1 })
 		} else {
 			time.Sleep(50 * time.Millisecond) // the SDK's call has started
 		}
