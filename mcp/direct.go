@@ -31,10 +31,11 @@ import (
 // (the SDK marks their results complete); a call whose params hold
 // anything but name, arguments and _meta, or one of them twice; a _meta
 // with a progress token or a key of the protocol's own (a per-request
-// protocol version); an unknown tool; arguments that are not an object. Direct calls pass through the same gate
-// (limits, order, draining at the end of the input), are cancelled by
-// notifications/cancelled as the SDK's are, and are waited for when the
-// session ends, as the SDK waits for its handlers. A change of the
+// protocol version); an unknown tool; arguments that are not an object.
+// Direct calls pass through the same gate (limits, order, draining at the
+// end of the input), are cancelled by notifications/cancelled as the
+// SDK's are, and are waited for when the session ends, as the SDK waits
+// for its handlers. A change of the
 // client's roots is applied before any later call runs, as the SDK
 // handles a notification before it starts the calls behind it.
 
@@ -119,7 +120,7 @@ type directCalls struct {
 }
 
 // toolCallParams are the params of a tools/call that may be answered
-// directly: name and arguments only.
+// directly: its name, arguments and _meta.
 type toolCallParams struct {
 	name string
 	args json.RawMessage
@@ -148,40 +149,34 @@ func directParams(raw json.RawMessage) (toolCallParams, bool) {
 		return toolCallParams{}, false
 	}
 	var p toolCallParams
-	seen := map[string]bool{}
+	var seenName, seenArgs, seenMeta bool // the SDK refuses a key twice
 	for dec.More() {
 		tok, err := dec.Token()
 		key, ok := tok.(string)
-		if err != nil || !ok || seen[key] {
-			return toolCallParams{}, false
-		}
-		seen[key] = true
 		var v json.RawMessage
-		if dec.Decode(&v) != nil {
+		if err != nil || !ok || dec.Decode(&v) != nil {
 			return toolCallParams{}, false
 		}
-		switch key {
-		case "name":
-			if v[0] != '"' || json.Unmarshal(v, &p.name) != nil {
-				return toolCallParams{}, false
-			}
-		case "arguments":
-			if v[0] != '{' {
-				return toolCallParams{}, false
-			}
-			p.args = v
-		case "_meta":
-			if v[0] != '{' || json.Unmarshal(v, &p.meta) != nil || !plainMeta(p.meta) {
-				return toolCallParams{}, false
-			}
-		default:
+		switch {
+		case key == "name" && !seenName && v[0] == '"':
+			seenName = json.Unmarshal(v, &p.name) == nil
+			ok = seenName
+		case key == "arguments" && !seenArgs && v[0] == '{':
+			seenArgs, p.args = true, v
+		case key == "_meta" && !seenMeta && v[0] == '{':
+			seenMeta = json.Unmarshal(v, &p.meta) == nil && plainMeta(p.meta)
+			ok = seenMeta
+		default: // another key, one of them twice, or a value of another kind
+			ok = false
+		}
+		if !ok {
 			return toolCallParams{}, false
 		}
 	}
 	return p, p.name != ""
 }
 
-// take answers msg directly when it is a plain call of one of the
+// takeDirect answers msg directly when it is a plain call of one of the
 // server's tools, and reports whether it did; the answer is written
 // (and the gate told) when the call returns.
 func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
@@ -324,18 +319,12 @@ func (d *directCalls) end(id any) {
 // cancelled cancels the direct call a notifications/cancelled names, if
 // one is in progress (the SDK, which never saw it, ignores the id).
 func (d *directCalls) cancelled(req *jsonrpc.Request) {
-	var params struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(req.Params, &params) != nil {
-		return
-	}
-	id, err := jsonrpc.MakeID(params.RequestID)
-	if err != nil || !id.IsValid() {
+	id, ok := cancelledID(req)
+	if !ok {
 		return
 	}
 	d.mu.Lock()
-	cancel := d.cancels[id.Raw()]
+	cancel := d.cancels[id]
 	d.mu.Unlock()
 	if cancel != nil {
 		cancel()

@@ -83,11 +83,13 @@ type tool struct {
 	// input is the check of the arguments (nil for a tool that decodes
 	// its own: newToolDecoding).
 	input func() (*inputCheck, error)
-	add   func(*sdk.Server)
-	// serve is the handler add registers, which the stream transport
-	// also calls directly (direct.go).
+	// serve is the handler: the SDK's (add), and the one direct calls
+	// make (direct.go).
 	serve sdk.ToolHandler
 }
+
+// add registers the tool with srv.
+func (t tool) add(srv *sdk.Server) { srv.AddTool(t.def, t.serve) }
 
 // handler is a tool's logic: it returns the success payload or an error
 // that errorBody maps to the wire.
@@ -229,7 +231,6 @@ func newToolDecoding[In, Out any](s *server, m toolMeta, decode func(json.RawMes
 	return tool{
 		def:   def,
 		infer: infer,
-		add:   func(srv *sdk.Server) { srv.AddTool(def, serve) },
 		serve: serve,
 	}
 }

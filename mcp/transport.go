@@ -324,19 +324,30 @@ func pass(frame []byte, scan *frameScanner, g *gate, out *frameWriter, log *slog
 		}
 		return g.push(m, size, id)
 	case req.Method == "notifications/cancelled":
-		var params struct {
-			RequestID any `json:"requestId"`
-		}
-		if json.Unmarshal(req.Params, &params) == nil {
-			if id, err := jsonrpc.MakeID(params.RequestID); err == nil && id.IsValid() && g.cancelHeld(id.Raw()) {
-				return true // never passed on, so never answered
-			}
+		if id, ok := cancelledID(req); ok && g.cancelHeld(id) {
+			return true // never passed on, so never answered
 		}
 		g.pushUrgent(m)
 		return true
 	default:
 		return g.push(m, size, nil)
 	}
+}
+
+// cancelledID is the id of the request a notifications/cancelled names
+// (its raw form, as the gate and direct calls key requests).
+func cancelledID(req *jsonrpc.Request) (any, bool) {
+	var params struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &params) != nil {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(params.RequestID)
+	if err != nil || !id.IsValid() {
+		return nil, false
+	}
+	return id.Raw(), true
 }
 
 // rejection is the answer to a frame that is not passed on: an error
