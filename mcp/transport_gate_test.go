@@ -179,3 +179,45 @@ func TestGateDrain(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestGateHandedOff: the filter yields (handedOff) only after a push
+// that woke a parked reader to a frame it may take: not when no reader
+// waits, nor when the in-flight limit keeps the frame held.
+func TestGateHandedOff(t *testing.T) {
+	g := newGate(gateLimits{requests: 1, requestBytes: 1 << 20, heldBytes: 1 << 20, heldFrames: 8})
+	parked := func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.waiting > 0
+	}
+	got := make(chan jsonrpc.Message, 4)
+	read := func() { m, _ := g.next(context.Background()); got <- m }
+
+	pushFrame(t, g, reqFrame(1, 1), 1) // no reader waits
+	if g.handedOff() {
+		t.Fatal("handed off with no reader waiting")
+	}
+	go read()
+	<-got // request 1 is now in flight
+
+	go read()
+	waitFor(t, parked)
+	pushFrame(t, g, reqFrame(2, 1), 2) // the limit keeps it held
+	if g.handedOff() {
+		t.Fatal("handed off a frame the in-flight limit holds")
+	}
+	g.answered(1) // the parked reader takes request 2
+	<-got
+	g.answered(2)
+
+	go read()
+	waitFor(t, parked)
+	pushFrame(t, g, reqFrame(3, 1), 3)
+	if !g.handedOff() {
+		t.Fatal("a parked reader woken to a frame it may take: not handed off")
+	}
+	if g.handedOff() {
+		t.Fatal("handedOff did not reset")
+	}
+	<-got
+}
