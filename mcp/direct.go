@@ -25,13 +25,16 @@ import (
 // transport of [ServeStream] answers the plain tools/calls of the
 // server's own tools itself, with the same handler the SDK would call
 // (tool.serve) and the SDK's own encoding of the answer, so the bytes on
-// the wire are the same (TestDirectCallsAnswerAsTheSDK). Everything else
-// goes to the SDK as before: any other method; a call before the session
-// is initialized; every call of a session of protocol 2026-07-28 or later
-// (the SDK marks their results complete); a call whose params hold
-// anything but name, arguments and _meta, or one of them twice; a _meta
-// with a progress token or a key of the protocol's own (a per-request
-// protocol version); an unknown tool; arguments that are not an object.
+// the wire are the same (TestDirectCallsAnswerAsTheSDK). From protocol
+// 2026-07-28 on, that encoding marks the result complete, and a call
+// that names its protocol in its _meta (as the SDK's own client does on
+// every call) has the server named in the result's _meta ([callMeta]).
+// Everything else goes to the SDK as before: any other method; a call
+// before the session is initialized; a call whose params hold anything
+// but name, arguments and _meta, or one of them twice; a _meta with a
+// progress token, or with protocol keys other than a well-formed
+// protocol version (the session's own), client info and client
+// capabilities; an unknown tool; arguments that are not an object.
 // Direct calls pass through the same gate (limits, order, draining at the
 // end of the input), are cancelled by notifications/cancelled as the
 // SDK's are, and are waited for when the session ends, as the SDK waits
@@ -44,6 +47,9 @@ import (
 type directTools struct {
 	serve        map[string]sdk.ToolHandler
 	rootsChanged func(*sdk.ServerSession)
+	// server is how the server names itself, in the results of calls that
+	// name their protocol (nil: such calls go to the SDK).
+	server *sdk.Implementation
 }
 
 // directTables holds each server's tools for [ServeStream], keyed weakly
@@ -127,26 +133,99 @@ type toolCallParams struct {
 	meta map[string]any
 }
 
-// plainMeta reports whether a call's _meta is one the SDK does nothing
-// with: a host's own keys (Claude Code sends its tool-use id), no
-// progress token (progress goes through the SDK's session) and none of
-// the protocol's keys (a per-request protocol version, client info).
-func plainMeta(m map[string]any) bool {
+// answerMarks are what the SDK adds to a tool's result for a session
+// of protocol 2026-07-28 or later: the result type "complete" for every
+// call, and the server's name in the result's _meta for a call that
+// names its protocol in its own _meta.
+type answerMarks struct {
+	complete   bool
+	serverInfo *sdk.Implementation
+}
+
+// Protocol keys of a call's _meta (the SDK's MetaKey names).
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+)
+
+// metaClientCapabilitiesValue is the shape the SDK decodes a call's
+// client capabilities into (its clientCapabilitiesV2).
+type metaClientCapabilitiesValue struct {
+	sdk.ClientCapabilities
+	Roots *sdk.RootCapabilities `json:"roots,omitempty"`
+}
+
+// callMeta reports whether a call's _meta lets it be answered directly
+// in a session of the given protocol, and with which marks. Allowed: a
+// host's own keys (Claude Code sends its tool-use id). Never: a progress
+// token (progress goes through the SDK's session). The protocol's keys
+// only in a session of 2026-07-28 or later, and only as the SDK's client
+// sends them: the session's own protocol version with client
+// capabilities and, optionally, client info, each of the shape the SDK
+// accepts; anything else there (another version, a log level, a value
+// the SDK might refuse) is the SDK's to judge.
+func callMeta(m map[string]any, protocol string, server *sdk.Implementation) (answerMarks, bool) {
+	marks := answerMarks{complete: protocol >= firstMarkedProtocol}
+	protocolKeys := 0
 	for k := range m {
-		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			return false
+		if k == "progressToken" {
+			return answerMarks{}, false
+		}
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			protocolKeys++
 		}
 	}
-	return true
+	if protocolKeys == 0 {
+		return marks, true
+	}
+	if !marks.complete || server == nil {
+		return answerMarks{}, false
+	}
+	if v, ok := m[metaProtocolVersion].(string); !ok || v != protocol {
+		return answerMarks{}, false
+	}
+	known := 2
+	if !metaValueDecodes(m[metaClientCapabilities], new(metaClientCapabilitiesValue)) {
+		return answerMarks{}, false
+	}
+	if info, present := m[metaClientInfo]; present {
+		if !metaValueDecodes(info, new(sdk.Implementation)) {
+			return answerMarks{}, false
+		}
+		known++
+	}
+	if protocolKeys != known {
+		return answerMarks{}, false
+	}
+	marks.serverInfo = server
+	return marks, true
+}
+
+// metaValueDecodes reports whether a _meta value decodes into into: an
+// object with no key the type does not know and no value of another
+// kind. That is at least as strict as the SDK, which then accepts it.
+func metaValueDecodes(v any, into any) bool {
+	if _, ok := v.(map[string]any); !ok {
+		return false
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(into) == nil
 }
 
 // directParams decodes the params of a tools/call, or reports false for
 // params the SDK should judge: anything but a name string, an arguments
-// object and a plain _meta object, each at most once.
-func directParams(raw json.RawMessage) (toolCallParams, bool) {
+// object and a _meta object that [callMeta] allows, each at most once.
+func directParams(raw json.RawMessage, protocol string, server *sdk.Implementation) (toolCallParams, answerMarks, bool) {
+	marks := answerMarks{complete: protocol >= firstMarkedProtocol}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return toolCallParams{}, false
+		return toolCallParams{}, answerMarks{}, false
 	}
 	var p toolCallParams
 	var seenName, seenArgs, seenMeta bool // the SDK refuses a key twice
@@ -155,7 +234,7 @@ func directParams(raw json.RawMessage) (toolCallParams, bool) {
 		key, ok := tok.(string)
 		var v json.RawMessage
 		if err != nil || !ok || dec.Decode(&v) != nil {
-			return toolCallParams{}, false
+			return toolCallParams{}, answerMarks{}, false
 		}
 		switch {
 		case key == "name" && !seenName && v[0] == '"':
@@ -164,16 +243,19 @@ func directParams(raw json.RawMessage) (toolCallParams, bool) {
 		case key == "arguments" && !seenArgs && v[0] == '{':
 			seenArgs, p.args = true, v
 		case key == "_meta" && !seenMeta && v[0] == '{':
-			seenMeta = json.Unmarshal(v, &p.meta) == nil && plainMeta(p.meta)
+			seenMeta = json.Unmarshal(v, &p.meta) == nil
+			if seenMeta {
+				marks, seenMeta = callMeta(p.meta, protocol, server)
+			}
 			ok = seenMeta
 		default: // another key, one of them twice, or a value of another kind
 			ok = false
 		}
 		if !ok {
-			return toolCallParams{}, false
+			return toolCallParams{}, answerMarks{}, false
 		}
 	}
-	return p, p.name != ""
+	return p, marks, p.name != ""
 }
 
 // takeDirect answers msg directly when it is a plain call of one of the
@@ -190,12 +272,10 @@ func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
 		return false
 	}
 	init := ss.InitializeParams()
-	if init == nil || init.ProtocolVersion >= firstMarkedProtocol {
-		// The SDK answers a call during initialization, and marks the
-		// results of the later protocols.
+	if init == nil { // the SDK answers a call during initialization
 		return false
 	}
-	p, ok := directParams(req.Params)
+	p, marks, ok := directParams(req.Params, init.ProtocolVersion, d.tools.server)
 	if !ok {
 		return false
 	}
@@ -214,7 +294,7 @@ func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
 		// may use the id again, for a call this one must not unregister.
 		d.end(req.ID.Raw())
 		cancel()
-		data, err := encodeToolAnswer(req.ID, res, err)
+		data, err := encodeToolAnswer(req.ID, res, err, marks)
 		if err != nil {
 			c.log.Error("encode a direct answer", "tool", p.name, "err", err)
 			data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}})
@@ -238,19 +318,35 @@ func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
 // the SDK marks with a result type.
 const firstMarkedProtocol = "2026-07-28"
 
+// metaServerInfo is the key of the server's name in a result's _meta.
+const metaServerInfo = "io.modelcontextprotocol/serverInfo"
+
 // encodeToolAnswer is the frame the SDK writes for a tool call's result
-// (its callTool, jsonrpc2.NewResponse and EncodeMessage): the result
-// encoded without HTML escaping, inside the JSON-RPC response.
-func encodeToolAnswer(id jsonrpc.ID, res *sdk.CallToolResult, err error) ([]byte, error) {
+// (its callTool, ServerSession.handle, jsonrpc2.NewResponse and
+// EncodeMessage): the result, with the marks of the session's protocol,
+// encoded without HTML escaping inside the JSON-RPC response.
+func encodeToolAnswer(id jsonrpc.ID, res *sdk.CallToolResult, err error, marks answerMarks) ([]byte, error) {
 	if err != nil {
 		return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: err})
 	}
 	if res == nil {
 		return nil, errors.New("a tool handler returned neither a result nor an error")
 	}
-	if res.Content == nil {
+	if res.Content == nil || marks.serverInfo != nil {
 		r := *res
-		r.Content = []sdk.Content{} // as the SDK: never "null"
+		if r.Content == nil {
+			r.Content = []sdk.Content{} // as the SDK: never "null"
+		}
+		if marks.serverInfo != nil {
+			if _, named := r.Meta[metaServerInfo]; !named { // as the SDK: the handler's own is kept
+				meta := make(sdk.Meta, len(r.Meta)+1)
+				for k, v := range r.Meta {
+					meta[k] = v
+				}
+				meta[metaServerInfo] = marks.serverInfo
+				r.Meta = meta
+			}
+		}
 		res = &r
 	}
 	var buf bytes.Buffer
@@ -259,7 +355,17 @@ func encodeToolAnswer(id jsonrpc.ID, res *sdk.CallToolResult, err error) ([]byte
 	if err := enc.Encode(res); err != nil {
 		return nil, fmt.Errorf("encode the result: %w", err)
 	}
-	return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: bytes.TrimRight(buf.Bytes(), "\n")})
+	result := bytes.TrimRight(buf.Bytes(), "\n")
+	if marks.complete {
+		// The result type is a field the SDK's encoding writes last, after
+		// every field of the result (a result always has its content), and
+		// that only the SDK can set: it is added here where the SDK puts it.
+		if len(result) < 2 || result[len(result)-1] != '}' {
+			return nil, fmt.Errorf("encode the result: %q is not an object", result)
+		}
+		result = append(result[:len(result)-1:len(result)-1], `,"resultType":"complete"}`...)
+	}
+	return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: result})
 }
 
 // begin registers a direct call by its id, with a context that a

@@ -184,17 +184,51 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 		t.Errorf("a string id:\nSDK:    %s\ndirect: %s", a, b)
 	}
 
-	// A session of protocol 2026-07-28, whose results the SDK marks
-	// complete, is served by the SDK.
+	// A session of protocol 2026-07-28: the SDK marks every result
+	// complete, and names itself in the result of a call that names its
+	// protocol (as the SDK's own client does on every call).
 	newSDK, newDirect := startStream(t, srv, false), startStream(t, srv, true)
 	for _, s := range []*streamSession{newSDK, newDirect} {
 		if a := s.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); !strings.Contains(a, `"result"`) {
 			t.Fatalf("initialize 2026-07-28: %s", a)
 		}
 	}
-	frame = toolCall(1, `{"name":"stratum_gates","arguments":{}}`)
-	if a, b := newSDK.roundTrip(frame), newDirect.roundTrip(frame); a != b || newDirect.directServed() != 0 {
-		t.Errorf("protocol 2026-07-28 (answered directly: %d):\nSDK:    %s\ndirect: %s", newDirect.directServed(), a, b)
+	const (
+		version = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+		caps    = `"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}`
+		info    = `"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}`
+	)
+	marked := []struct {
+		name, params string
+		direct       bool
+		want         string // in the answer
+	}{
+		{"a plain call", `{"name":"stratum_gates","arguments":{}}`, true, `"resultType":"complete"}}`},
+		{"a call that names its protocol", `{"name":"stratum_gates","arguments":{},"_meta":{` + version + `,` + caps + `,` + info + `}}`, true, `/serverInfo":{"name":"stratum"`},
+		{"without client info", `{"name":"stratum_gates","arguments":{},"_meta":{` + version + `,` + caps + `}}`, true, `"resultType":"complete"}}`},
+		{"with a host's own key", `{"name":"stratum_gates","arguments":{},"_meta":{"claudecode/toolUseId":"toolu_01",` + version + `,` + caps + `}}`, true, `"resultType":"complete"}}`},
+		{"a result that is an error", `{"name":"stratum_step_done","arguments":{"runId":7},"_meta":{` + version + `,` + caps + `}}`, true, `"isError":true`},
+		{"without client capabilities", `{"name":"stratum_gates","arguments":{},"_meta":{` + version + `}}`, false, `clientCapabilities`},
+		{"client info that is null", `{"name":"stratum_gates","arguments":{},"_meta":{` + version + `,` + caps + `,"io.modelcontextprotocol/clientInfo":null}}`, false, `clientInfo`},
+		{"client info of another shape", `{"name":"stratum_gates","arguments":{},"_meta":{` + version + `,` + caps + `,"io.modelcontextprotocol/clientInfo":{"name":5}}}`, false, `clientInfo`},
+		{"capabilities that are a string", `{"name":"stratum_gates","arguments":{},"_meta":{` + version + `,"io.modelcontextprotocol/clientCapabilities":"all"}}`, false, `clientCapabilities`},
+		{"another protocol version", `{"name":"stratum_gates","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",` + caps + `}}`, false, `unsupported protocol version`},
+		{"a log level", `{"name":"stratum_gates","arguments":{},"_meta":{` + version + `,` + caps + `,"io.modelcontextprotocol/logLevel":"debug"}}`, false, `"resultType":"complete"`},
+		{"an unknown tool", `{"name":"no_such_tool","arguments":{},"_meta":{` + version + `,` + caps + `}}`, false, `unknown tool`},
+	}
+	for i, c := range marked {
+		served := newDirect.directServed()
+		frame := toolCall(10+i, c.params)
+		a, b := newSDK.roundTrip(frame), newDirect.roundTrip(frame)
+		if a != b {
+			t.Errorf("2026-07-28, %s: the answers differ\nSDK:    %s\ndirect: %s", c.name, a, b)
+		}
+		if !strings.Contains(b, c.want) {
+			t.Errorf("2026-07-28, %s: no %s in %s", c.name, c.want, b)
+		}
+		if got := newDirect.directServed() > served; got != c.direct {
+			t.Errorf("2026-07-28, %s: answered directly %v, want %v (%s)", c.name, got, c.direct, b)
+		}
 	}
 
 	// A run driven to its end through direct calls.
@@ -205,6 +239,77 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 	}
 	if n := direct.directServed(); n < 6 {
 		t.Fatalf("only %d calls answered directly", n)
+	}
+}
+
+// TestDirectCallsServeTheSDKClient drives a run to its end with the Go
+// SDK's own client, which negotiates protocol 2026-07-28 and names it in
+// every call's _meta: its calls are answered directly, and it reads
+// every answer as the SDK's.
+func TestDirectCallsServeTheSDKClient(t *testing.T) {
+	f := newFixture(t)
+	srv, err := buildServer(Deps{Engine: f.eng, Guard: f.guard, Version: "test"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	tr, _ := newStreamTransport(inR, outW, nil, MaxFrameBytes, defaultGateLimits)
+	served := make(chan error, 1)
+	go func() {
+		served <- serveStream(context.Background(), srv, tr)
+		outW.Close()
+	}()
+	ctx := context.Background()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, nil).
+		Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v < firstMarkedProtocol {
+		t.Fatalf("the SDK's client negotiated %s; this test is of %s and later", v, firstMarkedProtocol)
+	}
+	type answer = struct {
+		Status string `json:"status"`
+		RunID  string `json:"runId"`
+		Ready  []struct {
+			ID            string `json:"id"`
+			DispatchToken string `json:"dispatchToken"`
+		} `json:"ready"`
+	}
+	call := func(name string, args map[string]any) answer {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError || res.NeedsInput() {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		var a answer
+		data, err := json.Marshal(res.StructuredContent)
+		if err == nil {
+			err = json.Unmarshal(data, &a)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return a
+	}
+	a := call("stratum_plan", map[string]any{"spec": linearN(3), "input": map[string]any{}})
+	runID, calls := a.RunID, int64(1)
+	for a.Status == "ready" {
+		step := a.Ready[0]
+		a = call("stratum_step_done", map[string]any{"runId": runID, "stepId": step.ID, "dispatchToken": step.DispatchToken,
+			"result": map[string]any{"output": map[string]any{"v": "done"}}})
+		calls++
+	}
+	if a.Status != "completed" {
+		t.Fatalf("the run ended %q", a.Status)
+	}
+	if n := tr.conn.direct.served.Load(); n != calls {
+		t.Errorf("%d of the client's %d calls were answered directly", n, calls)
+	}
+	cs.Close()
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }
 

@@ -130,7 +130,8 @@ func buildServer(d Deps, useCache bool) (*sdk.Server, error) {
 	if !useCache {
 		s.cache = nil
 	}
-	srv := sdk.NewServer(&sdk.Implementation{Name: ServerName, Title: "Stratum", Version: version},
+	impl := &sdk.Implementation{Name: ServerName, Title: "Stratum", Version: version}
+	srv := sdk.NewServer(impl,
 		&sdk.ServerOptions{
 			Instructions: instructions,
 			Logger:       sdkLogger(log),
@@ -142,7 +143,7 @@ func buildServer(d Deps, useCache bool) (*sdk.Server, error) {
 			RootsListChangedHandler: func(_ context.Context, req *sdk.RootsListChangedRequest) { s.roots.forget(req.Session) },
 		})
 	tools := s.tools()
-	direct := &directTools{serve: make(map[string]sdk.ToolHandler, len(tools)), rootsChanged: s.roots.forget}
+	direct := &directTools{serve: make(map[string]sdk.ToolHandler, len(tools)), rootsChanged: s.roots.forget, server: impl}
 	for _, t := range tools {
 		t.add(srv)
 		direct.serve[t.def.Name] = t.serve
