@@ -473,3 +473,39 @@ func BenchmarkAlternatingEngines(b *testing.B) {
 	b.ReportMetric(p, "ns/step-pinned")
 	b.ReportMetric(a/p, "switch-ratio")
 }
+
+// BenchmarkFanoutStatus is a Status of a run inside a consumer fanout of
+// N items with half of them settled, as a driver or a view polls it. It
+// grows with N: a Status decodes every item (docs/engine.md, "Cost",
+// gives the figures).
+func BenchmarkFanoutStatus(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			e, ctx := benchEngine(b)
+			items := make([]string, n)
+			for i := range items {
+				items[i] = fmt.Sprintf("item-%d", i)
+			}
+			r, err := e.Plan(ctx, PlanRequest{Spec: []byte(fanoutSpec(4)), Input: js(map[string]any{"items": items})})
+			if err != nil {
+				b.Fatal(err)
+			}
+			runID := r.RunID
+			out := StepResult{Output: json.RawMessage(`{"value":"ok"}`)}
+			for settled := 0; settled < n/2; settled++ {
+				en := r.Ready[0]
+				if r, err = e.StepDone(ctx, StepDoneRequest{RunID: runID, StepID: en.ID, DispatchToken: en.DispatchToken, Result: out}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			cpu0 := cpuTime(b)
+			for i := 0; i < b.N; i++ {
+				if r, err = e.Status(ctx, runID); err != nil || r.Status != StatusReady || len(r.Ready) != 4 {
+					b.Fatalf("%v %s %d", err, r.Status, len(r.Ready))
+				}
+			}
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/status")
+		})
+	}
+}
