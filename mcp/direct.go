@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,8 +49,10 @@ type directTools struct {
 	serve        map[string]sdk.ToolHandler
 	rootsChanged func(*sdk.ServerSession)
 	// server is how the server names itself, in the results of calls that
-	// name their protocol (nil: such calls go to the SDK).
-	server *sdk.Implementation
+	// name their protocol (nil: such calls go to the SDK), and protocols
+	// the versions it supports.
+	server    *sdk.Implementation
+	protocols []string
 }
 
 // directTables holds each server's tools for [ServeStream], keyed weakly
@@ -142,11 +145,17 @@ type answerMarks struct {
 	serverInfo *sdk.Implementation
 }
 
-// Protocol keys of a call's _meta (the SDK's MetaKey names).
+// firstMarkedProtocol is the first protocol version whose tool results
+// the SDK marks with a result type.
+const firstMarkedProtocol = "2026-07-28"
+
+// The protocol's keys of a call's _meta that a direct call accepts, and
+// of a result's (the SDK's MetaKey names).
 const (
 	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
 )
 
 // metaClientCapabilitiesValue is the shape the SDK decodes a call's
@@ -157,54 +166,52 @@ type metaClientCapabilitiesValue struct {
 }
 
 // callMeta reports whether a call's _meta lets it be answered directly
-// in a session of the given protocol, and with which marks. Allowed: a
-// host's own keys (Claude Code sends its tool-use id). Never: a progress
-// token (progress goes through the SDK's session). The protocol's keys
-// only in a session of 2026-07-28 or later, and only as the SDK's client
-// sends them: the session's own protocol version with client
-// capabilities and, optionally, client info, each of the shape the SDK
-// accepts; anything else there (another version, a log level, a value
-// the SDK might refuse) is the SDK's to judge.
-func callMeta(m map[string]any, protocol string, server *sdk.Implementation) (answerMarks, bool) {
-	marks := answerMarks{complete: protocol >= firstMarkedProtocol}
-	protocolKeys := 0
+// in a session of the given protocol, and the server's name when the
+// answer must carry it. Allowed: a host's own keys (Claude Code sends
+// its tool-use id). Never: a progress token (progress goes through the
+// SDK's session). The protocol's keys only in a session of 2026-07-28 or
+// later, and only as the SDK's client sends them: the session's own
+// protocol version, one the server supports, with client capabilities
+// and, optionally, client info, each of a shape the SDK accepts. Any
+// other protocol key (a log level), another version or a value the SDK
+// might refuse is the SDK's to judge.
+func callMeta(m map[string]any, protocol string, tools *directTools) (serverInfo *sdk.Implementation, ok bool) {
+	named := false // the call names its protocol
 	for k := range m {
-		if k == "progressToken" {
-			return answerMarks{}, false
+		switch {
+		case k == "progressToken":
+			return nil, false
+		case k == metaProtocolVersion || k == metaClientCapabilities || k == metaClientInfo:
+			named = true
+		case strings.HasPrefix(k, "io.modelcontextprotocol/"):
+			return nil, false
 		}
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			protocolKeys++
-		}
 	}
-	if protocolKeys == 0 {
-		return marks, true
+	if !named {
+		return nil, true
 	}
-	if !marks.complete || server == nil {
-		return answerMarks{}, false
+	if protocol < firstMarkedProtocol || tools.server == nil {
+		return nil, false
 	}
-	if v, ok := m[metaProtocolVersion].(string); !ok || v != protocol {
-		return answerMarks{}, false
+	// The SDK answers a version it does not support with an error, even
+	// in a session initialized with it.
+	if v, ok := m[metaProtocolVersion].(string); !ok || v != protocol || !slices.Contains(tools.protocols, v) {
+		return nil, false
 	}
-	known := 2
 	if !metaValueDecodes(m[metaClientCapabilities], new(metaClientCapabilitiesValue)) {
-		return answerMarks{}, false
+		return nil, false
 	}
-	if info, present := m[metaClientInfo]; present {
-		if !metaValueDecodes(info, new(sdk.Implementation)) {
-			return answerMarks{}, false
-		}
-		known++
+	if info, present := m[metaClientInfo]; present && !metaValueDecodes(info, new(sdk.Implementation)) {
+		return nil, false
 	}
-	if protocolKeys != known {
-		return answerMarks{}, false
-	}
-	marks.serverInfo = server
-	return marks, true
+	return tools.server, true
 }
 
 // metaValueDecodes reports whether a _meta value decodes into into: an
 // object with no key the type does not know and no value of another
-// kind. That is at least as strict as the SDK, which then accepts it.
+// kind. What it accepts, the SDK accepts: the SDK's decoder ignores
+// unknown keys, and matches keys by their exact case where this one
+// also matches them in another case, so it refuses no more values.
 func metaValueDecodes(v any, into any) bool {
 	if _, ok := v.(map[string]any); !ok {
 		return false
@@ -221,20 +228,19 @@ func metaValueDecodes(v any, into any) bool {
 // directParams decodes the params of a tools/call, or reports false for
 // params the SDK should judge: anything but a name string, an arguments
 // object and a _meta object that [callMeta] allows, each at most once.
-func directParams(raw json.RawMessage, protocol string, server *sdk.Implementation) (toolCallParams, answerMarks, bool) {
-	marks := answerMarks{complete: protocol >= firstMarkedProtocol}
+// serverInfo is what callMeta says the answer must carry.
+func directParams(raw json.RawMessage, protocol string, tools *directTools) (p toolCallParams, serverInfo *sdk.Implementation, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return toolCallParams{}, answerMarks{}, false
+		return toolCallParams{}, nil, false
 	}
-	var p toolCallParams
 	var seenName, seenArgs, seenMeta bool // the SDK refuses a key twice
 	for dec.More() {
 		tok, err := dec.Token()
 		key, ok := tok.(string)
 		var v json.RawMessage
 		if err != nil || !ok || dec.Decode(&v) != nil {
-			return toolCallParams{}, answerMarks{}, false
+			return toolCallParams{}, nil, false
 		}
 		switch {
 		case key == "name" && !seenName && v[0] == '"':
@@ -245,17 +251,17 @@ func directParams(raw json.RawMessage, protocol string, server *sdk.Implementati
 		case key == "_meta" && !seenMeta && v[0] == '{':
 			seenMeta = json.Unmarshal(v, &p.meta) == nil
 			if seenMeta {
-				marks, seenMeta = callMeta(p.meta, protocol, server)
+				serverInfo, seenMeta = callMeta(p.meta, protocol, tools)
 			}
 			ok = seenMeta
 		default: // another key, one of them twice, or a value of another kind
 			ok = false
 		}
 		if !ok {
-			return toolCallParams{}, answerMarks{}, false
+			return toolCallParams{}, nil, false
 		}
 	}
-	return p, marks, p.name != ""
+	return p, serverInfo, p.name != ""
 }
 
 // takeDirect answers msg directly when it is a plain call of one of the
@@ -275,10 +281,12 @@ func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
 	if init == nil { // the SDK answers a call during initialization
 		return false
 	}
-	p, marks, ok := directParams(req.Params, init.ProtocolVersion, d.tools.server)
+	p, serverInfo, ok := directParams(req.Params, init.ProtocolVersion, d.tools)
 	if !ok {
 		return false
 	}
+	// As the SDK, by the version the client asked for at initialize.
+	marks := answerMarks{complete: init.ProtocolVersion >= firstMarkedProtocol, serverInfo: serverInfo}
 	serve, ok := d.tools.serve[p.name]
 	if !ok {
 		return false
@@ -314,13 +322,6 @@ func (c *streamConn) takeDirect(msg jsonrpc.Message) bool {
 	return true
 }
 
-// firstMarkedProtocol is the first protocol version whose tool results
-// the SDK marks with a result type.
-const firstMarkedProtocol = "2026-07-28"
-
-// metaServerInfo is the key of the server's name in a result's _meta.
-const metaServerInfo = "io.modelcontextprotocol/serverInfo"
-
 // encodeToolAnswer is the frame the SDK writes for a tool call's result
 // (its callTool, ServerSession.handle, jsonrpc2.NewResponse and
 // EncodeMessage): the result, with the marks of the session's protocol,
@@ -331,6 +332,11 @@ func encodeToolAnswer(id jsonrpc.ID, res *sdk.CallToolResult, err error, marks a
 	}
 	if res == nil {
 		return nil, errors.New("a tool handler returned neither a result nor an error")
+	}
+	if res.InputRequests != nil {
+		// The SDK would mark it "input_required", after its result type;
+		// no tool of this server asks for input.
+		return nil, errors.New("a tool handler asked for input, which a direct call does not answer")
 	}
 	if res.Content == nil || marks.serverInfo != nil {
 		r := *res
@@ -357,13 +363,14 @@ func encodeToolAnswer(id jsonrpc.ID, res *sdk.CallToolResult, err error, marks a
 	}
 	result := bytes.TrimRight(buf.Bytes(), "\n")
 	if marks.complete {
-		// The result type is a field the SDK's encoding writes last, after
-		// every field of the result (a result always has its content), and
-		// that only the SDK can set: it is added here where the SDK puts it.
+		// Only the SDK can set the result type. Its encoding writes it after
+		// every field of the result but the input requests (refused above),
+		// so last, and after at least the content: it is added here where
+		// the SDK puts it.
 		if len(result) < 2 || result[len(result)-1] != '}' {
 			return nil, fmt.Errorf("encode the result: %q is not an object", result)
 		}
-		result = append(result[:len(result)-1:len(result)-1], `,"resultType":"complete"}`...)
+		result = append(result[:len(result)-1], `,"resultType":"complete"}`...)
 	}
 	return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: result})
 }

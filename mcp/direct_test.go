@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -228,6 +229,34 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 		}
 		if got := newDirect.directServed() > served; got != c.direct {
 			t.Errorf("2026-07-28, %s: answered directly %v, want %v (%s)", c.name, got, c.direct, b)
+		}
+	}
+
+	// A session initialized with a version the server does not know: the
+	// SDK marks its results by that version, and refuses a call naming it.
+	futureSDK, futureDirect := startStream(t, srv, false), startStream(t, srv, true)
+	for _, s := range []*streamSession{futureSDK, futureDirect} {
+		if a := s.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2099-01-01","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); !strings.Contains(a, `"result"`) {
+			t.Fatalf("initialize 2099-01-01: %s", a)
+		}
+	}
+	future := []struct {
+		name, params string
+		direct       bool
+		want         string
+	}{
+		{"a plain call", `{"name":"stratum_gates","arguments":{}}`, true, `"resultType":"complete"}}`},
+		{"a call naming the version", `{"name":"stratum_gates","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",` + caps + `}}`, false, `unsupported protocol version`},
+	}
+	for i, c := range future {
+		served := futureDirect.directServed()
+		frame := toolCall(10+i, c.params)
+		a, b := futureSDK.roundTrip(frame), futureDirect.roundTrip(frame)
+		if a != b || !strings.Contains(b, c.want) {
+			t.Errorf("2099-01-01, %s:\nSDK:    %s\ndirect: %s", c.name, a, b)
+		}
+		if got := futureDirect.directServed() > served; got != c.direct {
+			t.Errorf("2099-01-01, %s: answered directly %v, want %v", c.name, got, c.direct)
 		}
 	}
 
@@ -476,5 +505,21 @@ func TestDirectCallsEndTheSessionWhenAnAnswerCannotBeWritten(t *testing.T) {
 	}
 	if s.directServed() != 1 {
 		t.Fatalf("the call was not answered directly")
+	}
+}
+
+// TestDirectAnswerRefusesInputRequests: a result asking for input is
+// marked by the SDK in a way a direct answer does not copy, so it is an
+// error rather than an answer unlike the SDK's.
+func TestDirectAnswerRefusesInputRequests(t *testing.T) {
+	res := &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{}}
+	id, err := jsonrpc.MakeID(float64(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, marks := range []answerMarks{{}, {complete: true}} {
+		if data, err := encodeToolAnswer(id, res, nil, marks); err == nil {
+			t.Errorf("marks %+v: answered %s", marks, data)
+		}
 	}
 }

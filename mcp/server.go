@@ -143,7 +143,9 @@ func buildServer(d Deps, useCache bool) (*sdk.Server, error) {
 			RootsListChangedHandler: func(_ context.Context, req *sdk.RootsListChangedRequest) { s.roots.forget(req.Session) },
 		})
 	tools := s.tools()
-	direct := &directTools{serve: make(map[string]sdk.ToolHandler, len(tools)), rootsChanged: s.roots.forget, server: impl}
+	direct := &directTools{serve: make(map[string]sdk.ToolHandler, len(tools)), rootsChanged: s.roots.forget,
+		// NewServer is given no versions of its own: it supports the SDK's.
+		server: impl, protocols: sdk.SupportedProtocolVersions()}
 	for _, t := range tools {
 		t.add(srv)
 		direct.serve[t.def.Name] = t.serve
