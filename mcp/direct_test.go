@@ -91,12 +91,44 @@ func (s *streamSession) roundTrip(line string) string {
 	return s.read()
 }
 
-func (s *streamSession) initialize() {
+func (s *streamSession) initialize() { s.initializeAs("2025-06-18") }
+
+// initializeAs makes the handshake asking for the given protocol version.
+func (s *streamSession) initializeAs(version string) {
 	s.t.Helper()
-	if a := s.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); !strings.Contains(a, `"id":0,"result"`) {
-		s.t.Fatalf("initialize: %s", a)
+	if a := s.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); !strings.Contains(a, `"id":0,"result"`) {
+		s.t.Fatalf("initialize %s: %s", version, a)
 	}
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// parityCase is a tools/call's params, whether a direct call answers
+// it, and what its answer holds ("" for nothing in particular).
+type parityCase struct {
+	name, params string
+	direct       bool
+	want         string
+}
+
+// checkParity sends each case's call through the SDK's dispatch and with
+// direct calls: the answers must be the same bytes, hold what the case
+// wants, and come directly exactly when the case says.
+func checkParity(t *testing.T, label string, viaSDK, direct *streamSession, cases []parityCase) {
+	t.Helper()
+	for i, c := range cases {
+		served := direct.directServed()
+		frame := toolCall(10+i, c.params)
+		a, b := viaSDK.roundTrip(frame), direct.roundTrip(frame)
+		if a != b {
+			t.Errorf("%s, %s: the answers differ\nSDK:    %s\ndirect: %s", label, c.name, a, b)
+		}
+		if !strings.Contains(b, c.want) {
+			t.Errorf("%s, %s: no %s in %s", label, c.name, c.want, b)
+		}
+		if got := direct.directServed() > served; got != c.direct {
+			t.Errorf("%s, %s: answered directly %v, want %v (%s)", label, c.name, got, c.direct, b)
+		}
+	}
 }
 
 func (s *streamSession) directServed() int64 {
@@ -148,36 +180,22 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 	viaSDK.initialize()
 	direct.initialize()
 
-	cases := []struct {
-		name, params string
-		direct       bool
-	}{
-		{"a valid spec", `{"name":"stratum_validate","arguments":` + args(map[string]any{"spec": spec}) + `}`, true},
-		{"an invalid spec whose errors quote <, > and &", `{"name":"stratum_validate","arguments":` + args(map[string]any{"spec": spec + "\n\"a<b>&c\": 1\n"}) + `}`, true},
-		{"arguments before name", `{"arguments":{"runId":"00000000-0000-4000-8000-000000000000","stepId":"s","dispatchToken":"x","result":{"output":{}}},"name":"stratum_step_done"}`, true},
-		{"arguments against the schema", `{"name":"stratum_step_done","arguments":{"runId":7}}`, true},
-		{"no arguments", `{"name":"stratum_gates"}`, true},
-		{"an unknown tool", `{"name":"no_such_tool","arguments":{}}`, false},
-		{"a progress token", `{"name":"stratum_gates","arguments":{},"_meta":{"progressToken":"p1"}}`, false},
-		{"a host's own _meta (Claude Code's tool-use id)", `{"name":"stratum_gates","arguments":{},"_meta":{"claudecode/toolUseId":"toolu_01"}}`, true},
-		{"a protocol key in _meta", `{"name":"stratum_gates","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}`, false},
-		{"a _meta that is null", `{"name":"stratum_gates","arguments":{},"_meta":null}`, false},
-		{"arguments that are a list", `{"name":"stratum_gates","arguments":[1]}`, false},
-		{"a name that is a number", `{"name":5,"arguments":{}}`, false},
-		{"a repeated name", `{"name":"stratum_validate","name":"stratum_gates","arguments":{}}`, false},
-		{"params that are null", `null`, false},
-	}
-	for i, c := range cases {
-		served := direct.directServed()
-		frame := toolCall(10+i, c.params)
-		a, b := viaSDK.roundTrip(frame), direct.roundTrip(frame)
-		if a != b {
-			t.Errorf("%s: the answers differ\nSDK:    %s\ndirect: %s", c.name, a, b)
-		}
-		if got := direct.directServed() > served; got != c.direct {
-			t.Errorf("%s: answered directly %v, want %v (%s)", c.name, got, c.direct, b)
-		}
-	}
+	checkParity(t, "2025-06-18", viaSDK, direct, []parityCase{
+		{"a valid spec", `{"name":"stratum_validate","arguments":` + args(map[string]any{"spec": spec}) + `}`, true, ""},
+		{"an invalid spec whose errors quote <, > and &", `{"name":"stratum_validate","arguments":` + args(map[string]any{"spec": spec + "\n\"a<b>&c\": 1\n"}) + `}`, true, ""},
+		{"arguments before name", `{"arguments":{"runId":"00000000-0000-4000-8000-000000000000","stepId":"s","dispatchToken":"x","result":{"output":{}}},"name":"stratum_step_done"}`, true, ""},
+		{"arguments against the schema", `{"name":"stratum_step_done","arguments":{"runId":7}}`, true, ""},
+		{"no arguments", `{"name":"stratum_gates"}`, true, ""},
+		{"an unknown tool", `{"name":"no_such_tool","arguments":{}}`, false, ""},
+		{"a progress token", `{"name":"stratum_gates","arguments":{},"_meta":{"progressToken":"p1"}}`, false, ""},
+		{"a host's own _meta (Claude Code's tool-use id)", `{"name":"stratum_gates","arguments":{},"_meta":{"claudecode/toolUseId":"toolu_01"}}`, true, ""},
+		{"a protocol key in _meta", `{"name":"stratum_gates","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}`, false, ""},
+		{"a _meta that is null", `{"name":"stratum_gates","arguments":{},"_meta":null}`, false, ""},
+		{"arguments that are a list", `{"name":"stratum_gates","arguments":[1]}`, false, ""},
+		{"a name that is a number", `{"name":5,"arguments":{}}`, false, ""},
+		{"a repeated name", `{"name":"stratum_validate","name":"stratum_gates","arguments":{}}`, false, ""},
+		{"params that are null", `null`, false, ""},
+	})
 
 	// A string id is echoed as it came.
 	frame := `{"jsonrpc":"2.0","id":"s-1","method":"tools/call","params":{"name":"stratum_gates","arguments":{}}}`
@@ -189,21 +207,14 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 	// complete, and names itself in the result of a call that names its
 	// protocol (as the SDK's own client does on every call).
 	newSDK, newDirect := startStream(t, srv, false), startStream(t, srv, true)
-	for _, s := range []*streamSession{newSDK, newDirect} {
-		if a := s.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); !strings.Contains(a, `"result"`) {
-			t.Fatalf("initialize 2026-07-28: %s", a)
-		}
-	}
+	newSDK.initializeAs("2026-07-28")
+	newDirect.initializeAs("2026-07-28")
 	const (
 		version = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
 		caps    = `"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}`
 		info    = `"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}`
 	)
-	marked := []struct {
-		name, params string
-		direct       bool
-		want         string // in the answer
-	}{
+	checkParity(t, "2026-07-28", newSDK, newDirect, []parityCase{
 		{"a plain call", `{"name":"stratum_gates","arguments":{}}`, true, `"resultType":"complete"}}`},
 		{"a call that names its protocol", `{"name":"stratum_gates","arguments":{},"_meta":{` + version + `,` + caps + `,` + info + `}}`, true, `/serverInfo":{"name":"stratum"`},
 		{"without client info", `{"name":"stratum_gates","arguments":{},"_meta":{` + version + `,` + caps + `}}`, true, `"resultType":"complete"}}`},
@@ -216,49 +227,17 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 		{"another protocol version", `{"name":"stratum_gates","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",` + caps + `}}`, false, `unsupported protocol version`},
 		{"a log level", `{"name":"stratum_gates","arguments":{},"_meta":{` + version + `,` + caps + `,"io.modelcontextprotocol/logLevel":"debug"}}`, false, `"resultType":"complete"`},
 		{"an unknown tool", `{"name":"no_such_tool","arguments":{},"_meta":{` + version + `,` + caps + `}}`, false, `unknown tool`},
-	}
-	for i, c := range marked {
-		served := newDirect.directServed()
-		frame := toolCall(10+i, c.params)
-		a, b := newSDK.roundTrip(frame), newDirect.roundTrip(frame)
-		if a != b {
-			t.Errorf("2026-07-28, %s: the answers differ\nSDK:    %s\ndirect: %s", c.name, a, b)
-		}
-		if !strings.Contains(b, c.want) {
-			t.Errorf("2026-07-28, %s: no %s in %s", c.name, c.want, b)
-		}
-		if got := newDirect.directServed() > served; got != c.direct {
-			t.Errorf("2026-07-28, %s: answered directly %v, want %v (%s)", c.name, got, c.direct, b)
-		}
-	}
+	})
 
 	// A session initialized with a version the server does not know: the
 	// SDK marks its results by that version, and refuses a call naming it.
 	futureSDK, futureDirect := startStream(t, srv, false), startStream(t, srv, true)
-	for _, s := range []*streamSession{futureSDK, futureDirect} {
-		if a := s.roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2099-01-01","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); !strings.Contains(a, `"result"`) {
-			t.Fatalf("initialize 2099-01-01: %s", a)
-		}
-	}
-	future := []struct {
-		name, params string
-		direct       bool
-		want         string
-	}{
+	futureSDK.initializeAs("2099-01-01")
+	futureDirect.initializeAs("2099-01-01")
+	checkParity(t, "2099-01-01", futureSDK, futureDirect, []parityCase{
 		{"a plain call", `{"name":"stratum_gates","arguments":{}}`, true, `"resultType":"complete"}}`},
 		{"a call naming the version", `{"name":"stratum_gates","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",` + caps + `}}`, false, `unsupported protocol version`},
-	}
-	for i, c := range future {
-		served := futureDirect.directServed()
-		frame := toolCall(10+i, c.params)
-		a, b := futureSDK.roundTrip(frame), futureDirect.roundTrip(frame)
-		if a != b || !strings.Contains(b, c.want) {
-			t.Errorf("2099-01-01, %s:\nSDK:    %s\ndirect: %s", c.name, a, b)
-		}
-		if got := futureDirect.directServed() > served; got != c.direct {
-			t.Errorf("2099-01-01, %s: answered directly %v, want %v", c.name, got, c.direct)
-		}
-	}
+	})
 
 	// A run driven to its end through direct calls.
 	plan := direct.roundTrip(toolCall(100, `{"name":"stratum_plan","arguments":`+args(map[string]any{"spec": spec, "input": map[string]any{"topic": "x"}})+`}`))
