@@ -291,6 +291,15 @@ flows:
 `, concurrency)
 }
 
+// benchItems is a fanout's input of n distinct strings.
+func benchItems(n int) []string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf("item-%d", i)
+	}
+	return items
+}
+
 // BenchmarkConsumerFanout reports every item of a consumer fanout of N
 // items, one at a time, and reports the cost per item (ns/item): the
 // cost of a fanout must grow linearly with its items, so ns/item at
@@ -300,10 +309,7 @@ func BenchmarkConsumerFanout(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			e, ctx := benchEngine(b)
-			items := make([]string, n)
-			for i := range items {
-				items[i] = fmt.Sprintf("item-%d", i)
-			}
+			items := benchItems(n)
 			spec := []byte(fanoutSpec(4))
 			out := StepResult{Output: json.RawMessage(`{"value":"ok"}`)}
 			b.ResetTimer()
@@ -353,10 +359,7 @@ func engineFanoutSpec(concurrency int) string {
 // runEngineFanout plans an engine fanout over n items and waits for it
 // to reach the step after it.
 func runEngineFanout(b *testing.B, e *Engine, ctx context.Context, n, concurrency int) {
-	items := make([]string, n)
-	for i := range items {
-		items[i] = fmt.Sprintf("item-%d", i)
-	}
+	items := benchItems(n)
 	r, err := e.Plan(ctx, PlanRequest{Spec: []byte(engineFanoutSpec(concurrency)), Input: js(map[string]any{"items": items})})
 	if err != nil {
 		b.Fatal(err)
@@ -482,10 +485,7 @@ func BenchmarkFanoutStatus(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			e, ctx := benchEngine(b)
-			items := make([]string, n)
-			for i := range items {
-				items[i] = fmt.Sprintf("item-%d", i)
-			}
+			items := benchItems(n)
 			r, err := e.Plan(ctx, PlanRequest{Spec: []byte(fanoutSpec(4)), Input: js(map[string]any{"items": items})})
 			if err != nil {
 				b.Fatal(err)

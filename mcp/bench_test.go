@@ -281,16 +281,19 @@ func BenchmarkStdioStepDoneRaw(b *testing.B) {
 type lineAnswer struct {
 	ID     int `json:"id"`
 	Result struct {
-		IsError           bool `json:"isError"`
-		StructuredContent struct {
-			Status string `json:"status"`
-			RunID  string `json:"runId"`
-			Ready  []struct {
-				ID            string `json:"id"`
-				DispatchToken string `json:"dispatchToken"`
-			} `json:"ready"`
-		} `json:"structuredContent"`
+		IsError           bool      `json:"isError"`
+		StructuredContent runAnswer `json:"structuredContent"`
 	} `json:"result"`
+}
+
+// runAnswer is what a benchmark or test reads of an answer about a run.
+type runAnswer struct {
+	Status string `json:"status"`
+	RunID  string `json:"runId"`
+	Ready  []struct {
+		ID            string `json:"id"`
+		DispatchToken string `json:"dispatchToken"`
+	} `json:"ready"`
 }
 
 // lineClient is the least a host can be: a `stratum mcp` child whose

@@ -277,21 +277,13 @@ func TestDirectCallsServeTheSDKClient(t *testing.T) {
 	if v := cs.InitializeResult().ProtocolVersion; v < firstMarkedProtocol {
 		t.Fatalf("the SDK's client negotiated %s; this test is of %s and later", v, firstMarkedProtocol)
 	}
-	type answer = struct {
-		Status string `json:"status"`
-		RunID  string `json:"runId"`
-		Ready  []struct {
-			ID            string `json:"id"`
-			DispatchToken string `json:"dispatchToken"`
-		} `json:"ready"`
-	}
-	call := func(name string, args map[string]any) answer {
+	call := func(name string, args map[string]any) runAnswer {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 		if err != nil || res.IsError || res.NeedsInput() {
 			t.Fatalf("%s: %v %+v", name, err, res)
 		}
-		var a answer
+		var a runAnswer
 		data, err := json.Marshal(res.StructuredContent)
 		if err == nil {
 			err = json.Unmarshal(data, &a)
