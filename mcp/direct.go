@@ -34,8 +34,9 @@ import (
 // before the session is initialized; a call whose params hold anything
 // but name, arguments and _meta, or one of them twice; a _meta with a
 // progress token, or with protocol keys other than a well-formed
-// protocol version (the session's own), client info and client
-// capabilities; an unknown tool; arguments that are not an object.
+// protocol version (the session's own, and one the server supports),
+// client info and client capabilities; an unknown tool; arguments that
+// are not an object.
 // Direct calls pass through the same gate (limits, order, draining at the
 // end of the input), are cancelled by notifications/cancelled as the
 // SDK's are, and are waited for when the session ends, as the SDK waits
