@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratum-go/stratum/agent"
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/internal/lease"
 	"github.com/stratum-go/stratum/internal/scratch"
 	"github.com/stratum-go/stratum/ir"
 )
@@ -255,27 +256,44 @@ func heldContext(ctx context.Context, runID string, hold *engine.Hold) (context.
 	go func() {
 		select {
 		case <-hold.Lost():
-			cancel(ErrLeaseLost)
+			cancel(lostLease(hold.LostErr()))
 		case <-ctx.Done():
 		}
 	}()
 	return ctx, func() { cancel(nil) }
 }
 
-// ErrLeaseLost ends a drive whose run's lease another process took.
-var ErrLeaseLost = errors.New("the lease was lost: another process drives the run")
+// ErrLeaseLost ends a drive whose run's lease was lost: another process
+// took it, or it ran out before this process renewed it. The drive's
+// error wraps it with which of the two.
+var ErrLeaseLost = errors.New("the lease was lost")
 
-// leaseCause is err with a plain cancellation replaced by ErrLeaseLost
+var (
+	errLeaseTaken  = fmt.Errorf("%w: another process drives the run", ErrLeaseLost)
+	errLeaseRanOut = fmt.Errorf("%w: it ran out before this process could renew it (the process was held up, or the store was slow), so another process may drive the run", ErrLeaseLost)
+)
+
+// lostLease is the cause a drive gives for a lost lease, from why the
+// lease keeper lost it.
+func lostLease(why error) error {
+	if errors.Is(why, lease.ErrNotRenewed) {
+		return errLeaseRanOut
+	}
+	return errLeaseTaken
+}
+
+// leaseCause is err with a plain cancellation replaced by the lease loss
 // when the held context ctx ended because the lease was lost: whichever
 // call the cancellation cut short, the drive says why it stopped.
 func leaseCause(ctx context.Context, runID string, err error) error {
 	if err == nil || !errors.Is(context.Cause(ctx), ErrLeaseLost) || errors.Is(err, ErrLeaseLost) || !errors.Is(err, context.Canceled) {
 		return err
 	}
+	cause := context.Cause(ctx)
 	if he, ok := errors.AsType[*HaltError](err); ok {
-		return &HaltError{RunID: he.RunID, StepID: he.StepID, Err: ErrLeaseLost}
+		return &HaltError{RunID: he.RunID, StepID: he.StepID, Err: cause}
 	}
-	return &HaltError{RunID: runID, Err: ErrLeaseLost}
+	return &HaltError{RunID: runID, Err: cause}
 }
 
 // track records the compiled spec of a run being driven; untrack forgets it.

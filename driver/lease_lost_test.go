@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratum-go/stratum/engine"
+	"github.com/stratum-go/stratum/store"
 )
 
 // A drive whose lease another process took while its agent ran (here:
@@ -62,10 +63,43 @@ func TestDriveSaysTheLeaseWasLost(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "the lease was lost") && !strings.Contains(err.Error(), "another process, which holds its lease") {
+		if err == nil || !strings.Contains(err.Error(), "the lease was lost: another process drives the run") && !strings.Contains(err.Error(), "another process, which holds its lease") {
 			t.Fatalf("Start: %v, want it to say the lease was lost", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the drive did not stop when its lease was lost")
+	}
+}
+
+// unansweredRenewals is a store whose lease renewals never answer before
+// their context ends: the process renewing is held up, or the store is.
+type unansweredRenewals struct{ store.Store }
+
+func (unansweredRenewals) RenewLease(ctx context.Context, _ string, _ store.Lease, _ time.Duration) (store.Lease, error) {
+	<-ctx.Done()
+	return store.Lease{}, ctx.Err()
+}
+
+// A drive whose lease runs out because it could not be renewed in time
+// (nobody took it) stops its agents and says so, not that another
+// process drives the run.
+func TestDriveSaysTheLeaseRanOut(t *testing.T) {
+	f := newFixture(t)
+	d := New(Options{Agent: script(t, "sleep 30\necho '{}'\n"), PollInterval: 10 * time.Millisecond})
+	e := engine.New(unansweredRenewals{f.store}, engine.Options{Dispatcher: d.Dispatcher(), Workspace: engine.WorkspacePolicy{Default: f.ws},
+		Evaluator: Shell{}, LeaseTTL: 300 * time.Millisecond})
+	t.Cleanup(e.Close)
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Start(context.Background(), e, engine.PlanRequest{Spec: []byte(twoStepSpec), Input: []byte(`{}`)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "the lease was lost: it ran out before this process could renew it") {
+			t.Fatalf("Start: %v, want it to say the lease ran out", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the drive did not stop when its lease ran out")
 	}
 }

@@ -175,6 +175,11 @@ func (h *Hold) Lease() store.Lease { return h.h.k.Lease() }
 // Lost is closed when the lease is lost.
 func (h *Hold) Lost() <-chan struct{} { return h.h.k.Lost() }
 
+// LostErr says why the lease was lost, once Lost is closed (nil before):
+// it wraps store.ErrLeaseLost, and lease.ErrNotRenewed when this process
+// did not renew it in time (rather than the store giving it to another).
+func (h *Hold) LostErr() error { return h.h.k.Err() }
+
 // Valid reports whether the lease is still held.
 func (h *Hold) Valid() bool { return h.h.k.Valid() }
 

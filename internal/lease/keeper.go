@@ -10,6 +10,12 @@ import (
 	"github.com/stratum-go/stratum/store"
 )
 
+// ErrNotRenewed is why a lease whose ttl ran out on this process's clock
+// before a renewal succeeded was lost (Keeper.Err wraps it): the process
+// was held up, or the store did not answer in time. Another process may
+// have taken the run since, or not.
+var ErrNotRenewed = errors.New("not renewed within its ttl")
+
 // Keeper holds one run's lease in a store until Release, renewing it in
 // the background. Its methods are safe for concurrent use.
 type Keeper struct {
@@ -114,7 +120,7 @@ func (k *Keeper) heartbeat() {
 		cur, deadline := k.cur, k.deadline
 		k.mu.Unlock()
 		if !time.Now().Before(deadline) {
-			k.lose(fmt.Errorf("run %s: %w: not renewed within its ttl %s", k.runID, store.ErrLeaseLost, k.ttl))
+			k.lose(fmt.Errorf("run %s: %w: %w %s", k.runID, store.ErrLeaseLost, ErrNotRenewed, k.ttl))
 			return
 		}
 		sent := time.Now()
@@ -127,6 +133,11 @@ func (k *Keeper) heartbeat() {
 			k.cur, k.deadline = l, sent.Add(k.ttl)
 			k.mu.Unlock()
 			wait = interval
+		case errors.Is(err, store.ErrLeaseLost) && !time.Now().Before(deadline):
+			// Refused after this process's deadline: the store expired the
+			// lease before the renewal reached it.
+			k.lose(fmt.Errorf("%w %s: %w", ErrNotRenewed, k.ttl, err))
+			return
 		case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrRunNotFound):
 			k.lose(err)
 			return
