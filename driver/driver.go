@@ -286,10 +286,10 @@ func lostLease(why error) error {
 // when the held context ctx ended because the lease was lost: whichever
 // call the cancellation cut short, the drive says why it stopped.
 func leaseCause(ctx context.Context, runID string, err error) error {
-	if err == nil || !errors.Is(context.Cause(ctx), ErrLeaseLost) || errors.Is(err, ErrLeaseLost) || !errors.Is(err, context.Canceled) {
+	cause := context.Cause(ctx)
+	if err == nil || !errors.Is(cause, ErrLeaseLost) || errors.Is(err, ErrLeaseLost) || !errors.Is(err, context.Canceled) {
 		return err
 	}
-	cause := context.Cause(ctx)
 	if he, ok := errors.AsType[*HaltError](err); ok {
 		return &HaltError{RunID: he.RunID, StepID: he.StepID, Err: cause}
 	}
